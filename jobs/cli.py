@@ -1,0 +1,108 @@
+"""The `rebalance` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from pipelines.config import ConfigError
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 on usage errors; keep its message, add the hint
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n(see `{self.prog} --help`)\n")
+
+
+def _progress(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def _add_storage(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--conf", type=Path, help="configuration YAML (default: conf/local.yml of the project)")
+    p.add_argument("--lakehouse", type=Path, help="directory of the Delta tables (overrides the configuration)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every sub-command."""
+    parser = _Parser(
+        prog="rebalance",
+        description="Rebalance incident analytics for Apache Kafka: which consumer group rebalanced, when, for how "
+        "long, and why, from broker, consumer and GC logs.",
+        epilog="Start with `rebalance demo`. Exit codes: 0 success, 2 bad usage or configuration, 1 anything else.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+
+    demo = sub.add_parser("demo", help="simulate a cluster's logs, analyse them locally, print a summary")
+    demo.add_argument("--workdir", type=Path, default=Path("demo"), help="where logs and tables go (default: demo)")
+    demo.add_argument("--seed", type=int, default=7, help="simulation seed (default: 7)")
+    demo.add_argument("--groups", type=int, default=4, help="consumer groups to simulate (default: 4)")
+    demo.add_argument("--hours", type=float, default=2.0, help="simulated hours (default: 2)")
+
+    sim = sub.add_parser("simulate", help="write realistic broker, client and GC logs with their ground truth")
+    sim.add_argument("--out", type=Path, required=True, help="output directory (landing/ and truth/ go under it)")
+    sim.add_argument("--seed", type=int, default=7)
+    sim.add_argument("--groups", type=int, default=4)
+    sim.add_argument("--hours", type=float, default=2.0)
+    sim.add_argument("--lines", type=int, help="target total number of lines (adds broker noise and time)")
+    sim.add_argument("--kafka-version", default="3.6", help="wording of the broker and client logs (2.4, 2.8, 3.6)")
+    sim.add_argument("--gzip", action="store_true", help="gzip the log files")
+
+    run = sub.add_parser("run", help="run the pipeline over the landing directory (new files only)")
+    _add_storage(run)
+    run.add_argument("--landing", type=Path, help="landing directory: <landing>/<instance>/<file>")
+    run.add_argument("--trigger", choices=["available-now", "continuous"], default="available-now",
+                     help="available-now: process what is new and stop (default); continuous: keep running")
+    run.add_argument("--rebuild", action="store_true", help="drop every table and checkpoint first, then rebuild")
+
+    parse = sub.add_parser("parse", help="parse log files in batch; JSON events on stdout, accounting on stderr")
+    parse.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    parse.add_argument("--kind", choices=["auto", "broker", "client", "gc"], default="auto",
+                       help="only events of this kind (default: auto, every kind recognised from the content)")
+    parse.add_argument("--tz", default=None, help="IANA time zone of timestamps without an offset (default UTC)")
+    parse.add_argument("--conf", type=Path, help="configuration YAML (sources and time zones)")
+
+    sql = sub.add_parser("sql", help="ad-hoc SQL; every table is a view of its own name")
+    sql.add_argument("query", help='for example "SELECT cause, count(*) FROM gold_rebalances GROUP BY cause"')
+    _add_storage(sql)
+    sql.add_argument("--format", choices=["table", "json", "csv"], default="table")
+    sql.add_argument("--limit", type=int, default=1000, help="at most this many rows (default 1000)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `rebalance` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        from jobs import commands
+
+        return getattr(commands, f"cmd_{args.command}")(args, progress=_progress)
+    except ConfigError as exc:
+        print(f"rebalance {args.command}: configuration error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_FAILURE
+    except Exception as exc:  # noqa: BLE001 - the last line of defence prints one line, not a JVM trace
+        from pipelines.run import PipelineStateError
+
+        if isinstance(exc, PipelineStateError):
+            print(f"rebalance {args.command}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"rebalance {args.command}: failed: {type(exc).__name__}: {_first_line(exc)}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else ""
+
+
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,256 @@
+"""The work behind each `rebalance` sub-command (imported lazily so that `--help` stays instant)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import json
+import shutil
+import sys
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from pipelines.config import Config, ConfigError, load_config
+
+Progress = Callable[[str], None]
+
+
+def _spark(cfg: Config, app: str):
+    from pipelines.spark import get_spark
+
+    return get_spark(cfg, app_name=app)
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        return value.astimezone(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if isinstance(value, Decimal):
+        return float(value)
+    if hasattr(value, "asDict"):
+        return {k: _json_value(v) for k, v in value.asDict().items()}
+    if isinstance(value, list):
+        return [_json_value(v) for v in value]
+    return value
+
+
+def _display_path(uri: str) -> str:
+    return uri.removeprefix("file://") if uri.startswith("file:///") else uri.removeprefix("file:")
+
+
+# ---- simulate -------------------------------------------------------------------------------------------------
+
+
+def cmd_simulate(args: argparse.Namespace, *, progress: Progress) -> int:
+    """Write simulated logs and truth under --out."""
+    from pipelines.simulate import simulate
+
+    summary = simulate(
+        args.out, seed=args.seed, groups=args.groups, hours=args.hours, lines=args.lines,
+        kafka_version=args.kafka_version, gzip_files=args.gzip, progress=progress,
+    )
+    causes = ", ".join(f"{cause} {n}" for cause, n in sorted(summary.by_cause.items()))
+    print(f"wrote {summary.lines} lines in {summary.files} files under {summary.landing_dir}")
+    print(f"truth: {summary.rebalances} rebalances ({causes}) in {summary.truth_file}")
+    return 0
+
+
+# ---- run ------------------------------------------------------------------------------------------------------
+
+
+def _config(args: argparse.Namespace, **extra: Any) -> Config:
+    overrides = {"lakehouse": getattr(args, "lakehouse", None), **extra}
+    return load_config(getattr(args, "conf", None), overrides)
+
+
+def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
+    """Run the pipeline over the landing directory."""
+    from pipelines.run import check_inputs, run
+
+    cfg = _config(args, landing=args.landing)
+    check_inputs(cfg)
+    spark = _spark(cfg, "rebalance-run")
+    progress(f"reading {cfg.landing}, writing Delta tables under {cfg.lakehouse}")
+    summary = run(spark, cfg, trigger=args.trigger, rebuild=args.rebuild, on_progress=progress)
+    print(f"run finished: {summary.line()}")
+    return 0
+
+
+# ---- parse ----------------------------------------------------------------------------------------------------
+
+_PARSE_FIELDS = (
+    "source_file", "line_no", "event_type", "event_ts", "group_id", "member_id", "generation", "reason",
+    "client_reason", "template_id", "source_kind", "instance", "broker_id", "client_id", "group_instance_id",
+    "state", "member_count", "level", "message",
+)
+
+
+def cmd_parse(args: argparse.Namespace, *, progress: Progress) -> int:
+    """Parse files in batch: JSON events on stdout, a JSON accounting summary on stderr."""
+    from pyspark.sql import functions as F
+
+    from pipelines import io
+    from pipelines.ingest import stage_batch
+    from pipelines.silver.outputs import to_events, to_gc_pauses
+
+    missing = [str(p) for p in args.files if not p.is_file()]
+    if missing:
+        raise ConfigError(f"no such file: {', '.join(missing)}")
+    extra = {"sources": [{"instances": "*", "tz": args.tz}]} if args.tz else {}
+    cfg = load_config(args.conf, extra)
+    spark = _spark(cfg, "rebalance-parse")
+    raw = io.read_files(spark, list(args.files))
+    now = F.current_timestamp()
+    staged = stage_batch(raw, cfg, existing_files=io.empty(spark, "bronze_files"), batch_id=0, now=now)
+    try:
+        events = to_events(staged.parsed).select(*_PARSE_FIELDS)
+        pauses = to_gc_pauses(staged.parsed).select(
+            "source_file", "line_no", F.lit("gc_pause").alias("event_type"), F.col("ended_at").alias("event_ts"),
+            "instance", "started_at", "duration_ms", "collector", "pause_kind", "cause",
+            F.concat(F.lit("gc_"), F.lower(F.regexp_replace("pause_kind", " ", "_"))).alias("template_id"),
+        )
+        if args.kind in ("broker", "client"):
+            events, pauses = events.filter(F.col("source_kind") == args.kind), None
+        elif args.kind == "gc":
+            events = None
+        out = sys.stdout
+        rows: list[dict[str, Any]] = []
+        for frame in (events, pauses):
+            if frame is not None:
+                rows.extend(r.asDict() for r in frame.collect())
+        rows.sort(key=lambda r: (r["source_file"], r["line_no"]))
+        for row in rows:
+            row["source_file"] = _display_path(row["source_file"])
+            out.write(json.dumps({k: _json_value(v) for k, v in row.items() if v is not None}) + "\n")
+        per_file = []
+        for r in staged.files.join(
+            staged.parsed.groupBy("source_file").pivot("disposition", ["event", "gc_pause", "quarantine", "noise"])
+            .count(), "source_file", "left",
+        ).orderBy("source_file").collect():
+            events_n, gc_n, quarantined_n = (r["event"] or 0), (r["gc_pause"] or 0), (r["quarantine"] or 0)
+            per_file.append({
+                "file": _display_path(r["source_file"]), "lines": r["lines_read"], "events": events_n,
+                "gc_pauses": gc_n, "quarantined": quarantined_n,
+                "noise": r["lines_read"] - events_n - gc_n - quarantined_n if r["duplicate_of"] is None else 0,
+                "duplicate_of": _display_path(r["duplicate_of"]) if r["duplicate_of"] else None,
+            })
+        totals = {k: sum(f[k] for f in per_file) for k in ("lines", "events", "gc_pauses", "quarantined", "noise")}
+        relevant = totals["events"] + totals["quarantined"]
+        totals["coverage"] = round(totals["events"] / relevant, 4) if relevant else None
+        print(json.dumps({"files": per_file, "totals": totals}), file=sys.stderr)
+    finally:
+        staged.unpersist()
+    return 0
+
+
+# ---- sql ------------------------------------------------------------------------------------------------------
+
+
+def _format_cell(value: Any) -> str:
+    value = _json_value(value)
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def print_table(columns: list[str], rows: list[list[Any]], *, out=sys.stdout, max_width: int = 60) -> None:
+    """Print rows as an aligned text table."""
+    cells = [[_format_cell(v) for v in row] for row in rows]
+    cells = [[c if len(c) <= max_width else c[: max_width - 1] + "…" for c in row] for row in cells]
+    widths = [max([len(col)] + [len(row[i]) for row in cells]) for i, col in enumerate(columns)]
+    out.write("  ".join(col.ljust(w) for col, w in zip(columns, widths)).rstrip() + "\n")
+    out.write("  ".join("-" * w for w in widths) + "\n")
+    for row in cells:
+        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
+
+
+def cmd_sql(args: argparse.Namespace, *, progress: Progress) -> int:
+    """Run one SQL query over the tables and print the result."""
+    from pyspark.errors import AnalysisException, ParseException
+
+    from pipelines.run import register_views
+
+    cfg = _config(args)
+    if not cfg.uses_catalog and not cfg.lakehouse.is_dir():
+        raise ConfigError(f"no lakehouse at {cfg.lakehouse}; run `rebalance demo` or `rebalance run` first, "
+                          "or pass --lakehouse DIR")
+    spark = _spark(cfg, "rebalance-sql")
+    views = register_views(spark, cfg)
+    if not views and not cfg.uses_catalog:
+        raise ConfigError(f"{cfg.lakehouse} holds no tables yet; run `rebalance run` first")
+    try:
+        df = spark.sql(args.query)
+    except (AnalysisException, ParseException) as exc:
+        raise ConfigError(f"the query is not valid: {str(exc).splitlines()[0]}; tables: {', '.join(views)}") from None
+    rows = df.limit(args.limit).collect()
+    columns = df.columns
+    if args.format == "json":
+        for row in rows:
+            print(json.dumps({c: _json_value(row[c]) for c in columns}))
+    elif args.format == "csv":
+        writer = csv.writer(sys.stdout)
+        writer.writerow(columns)
+        writer.writerows([[_format_cell(v) for v in row] for row in rows])
+    else:
+        print_table(columns, [list(r) for r in rows])
+        print(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    return 0
+
+
+# ---- demo -----------------------------------------------------------------------------------------------------
+
+
+def cmd_demo(args: argparse.Namespace, *, progress: Progress) -> int:
+    """Simulate, run the whole pipeline locally, print what happened and how to look further."""
+    from pyspark.sql import functions as F
+
+    from pipelines import io
+    from pipelines.evaluate import accuracy, match_truth
+    from pipelines.run import run
+    from pipelines.simulate import simulate
+
+    workdir: Path = args.workdir
+    for sub in ("landing", "truth", "lakehouse"):
+        shutil.rmtree(workdir / sub, ignore_errors=True)
+    progress(f"simulating {args.groups} consumer groups over {args.hours:g} h (seed {args.seed}) into {workdir}")
+    sim = simulate(workdir, seed=args.seed, groups=args.groups, hours=args.hours, progress=progress)
+    progress(f"wrote {sim.lines} log lines in {sim.files} files; starting Spark with Delta Lake")
+    cfg = load_config(None, {"landing": workdir / "landing", "lakehouse": workdir / "lakehouse"})
+    spark = _spark(cfg, "rebalance-demo")
+    summary = run(spark, cfg, on_progress=progress)
+    progress(f"pipeline finished: {summary.line()}")
+
+    rebalances = io.read_table(spark, cfg, "gold_rebalances")
+    by_group = (
+        rebalances.groupBy("group_id", "cause")
+        .agg(
+            F.count(F.lit(1)).alias("rebalances"),
+            F.round(F.sum("duration_ms") / 1000, 1).alias("unavailable_s"),
+            F.round(F.max("duration_ms") / 1000, 1).alias("longest_s"),
+            F.min("started_at").alias("first"),
+        )
+        .orderBy("group_id", F.desc("rebalances"), "cause")
+    )
+    rows = by_group.collect()
+    print("\nRebalances by group and cause (unavailable = time the group could not consume)\n")
+    print_table(["group", "cause", "rebalances", "unavailable_s", "longest_s", "first"],
+                [[r["group_id"], r["cause"], r["rebalances"], r["unavailable_s"], r["longest_s"], r["first"]]
+                 for r in rows])
+    truth = spark.read.json(str(sim.truth_file))
+    result = accuracy(match_truth(rebalances, truth))
+    print(f"\nAgainst the simulator's ground truth: {result.line()}")
+    lakehouse = cfg.lakehouse
+    print(f"\nDelta tables are under {lakehouse}/ ({', '.join(sorted(p.name for p in lakehouse.iterdir() if not p.name.startswith('_')))}).")
+    print("Query them with SQL, for example:")
+    print(f"  rebalance sql --lakehouse {lakehouse} \"SELECT cause, count(*) AS n FROM gold_rebalances GROUP BY cause\"")
+    print(f"  rebalance sql --lakehouse {lakehouse} \"SELECT group_id, started_at, duration_ms, cause, trigger_member_id "
+          "FROM gold_rebalances ORDER BY duration_ms DESC LIMIT 10\"")
+    return 0

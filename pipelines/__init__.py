@@ -1,0 +1,1 @@
+"""Rebalance incident analytics for Apache Kafka: the Spark pipeline (bronze, silver, gold) and its helpers."""

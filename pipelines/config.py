@@ -1,0 +1,133 @@
+"""Typed configuration: YAML files under conf/ validated by pydantic, overridable from the command line."""
+
+from __future__ import annotations
+
+import fnmatch
+import datetime as dt
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+DEFAULT_CONF = Path(__file__).resolve().parent.parent / "conf" / "local.yml"
+
+
+class ConfigError(ValueError):
+    """A configuration value is wrong; the message names the key and what to change."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SourceRule(_Frozen):
+    """How to read the files of the instance folders matching `instances` (a glob on the folder name)."""
+
+    instances: str = "*"
+    tz: str = "UTC"
+    date: dt.date | None = Field(
+        default=None,
+        description="Date for layouts that print only the time of day, when the file name carries none.",
+    )
+
+    @field_validator("tz")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            hint = _zone_hint(value)
+            raise ValueError(f"'{value}' is not an IANA time zone{hint}") from None
+        return value
+
+
+class SparkSettings(_Frozen):
+    """Settings of the local Spark session (ignored where a session is given, as on Databricks)."""
+
+    master: str = "local[*]"
+    shuffle_partitions: int = Field(default=4, ge=1, le=10_000)
+    driver_memory: str = "4g"
+
+
+class Thresholds(_Frozen):
+    """Limits used by reconstruction and classification."""
+
+    coordinator_move_window_s: int = Field(default=120, ge=0)
+
+
+class Config(_Frozen):
+    """The whole configuration of one deployment of the pipeline."""
+
+    landing: Path = Path("landing")
+    lakehouse: Path = Path("lakehouse")
+    checkpoints: Path | None = None
+    catalog: str | None = None
+    schema_name: str | None = Field(default=None, alias="schema")
+    source_format: Literal["text", "cloudFiles"] = "text"
+    max_files_per_trigger: int = Field(default=1000, ge=1)
+    sources: tuple[SourceRule, ...] = (SourceRule(),)
+    spark: SparkSettings = SparkSettings()
+    thresholds: Thresholds = Thresholds()
+
+    @property
+    def checkpoint_root(self) -> Path:
+        """Where the streaming checkpoints live (default: `<lakehouse>/_checkpoints`)."""
+        return self.checkpoints if self.checkpoints is not None else self.lakehouse / "_checkpoints"
+
+    @property
+    def uses_catalog(self) -> bool:
+        """True when tables are Unity Catalog names rather than paths under the lakehouse directory."""
+        return self.catalog is not None
+
+    def source_for(self, instance: str) -> SourceRule:
+        """The first source rule whose glob matches an instance folder name."""
+        for rule in self.sources:
+            if fnmatch.fnmatchcase(instance, rule.instances):
+                return rule
+        return SourceRule()
+
+
+def _zone_hint(value: str) -> str:
+    lowered = value.lower().replace(" ", "_")
+    close = sorted(z for z in available_timezones() if lowered in z.lower())[:3]
+    if close:
+        return "; try " + " or ".join(f"'{z}'" for z in close)
+    return "; use a name such as 'UTC' or 'Europe/Berlin'"
+
+
+def _describe(error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        key = ".".join(str(p) for p in item["loc"]) or "(top level)"
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            message = "is not a known key; check its spelling (see conf/local.yml for every key)"
+        lines.append(f"{key}: {message}")
+    return "; ".join(lines)
+
+
+def load_config(path: Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
+    """Read a YAML configuration (default conf/local.yml), apply command-line overrides, validate it."""
+    source = path or DEFAULT_CONF
+    raw: dict[str, Any] = {}
+    if path is not None or source.exists():
+        try:
+            text = source.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read configuration file {source}: {exc.strerror}") from None
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{source} is not valid YAML: {exc}") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"{source} must hold a mapping of keys to values, not {type(loaded).__name__}")
+        raw = loaded or {}
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            raw[key] = value
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {_describe(exc)}") from None

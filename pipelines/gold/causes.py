@@ -1,0 +1,81 @@
+"""Why a rebalance started, read from the broker's reason string (Kafka 2.1+) and neighbouring member events.
+
+Rules (each documented with the Kafka behaviour behind it; the reason wordings are in templates.yml's source):
+- `removing member X on heartbeat expiration`: the coordinator's session timer for X fired (no heartbeat within
+  session.timeout.ms): session_timeout.
+- `Removing member X on LeaveGroup; client reason: consumer poll timeout has expired.` (3.2+): the client's
+  heartbeat thread saw max.poll.interval.ms pass without poll() and sent LeaveGroup: poll_timeout.
+- `removing member X on LeaveGroup` with any other or no client reason: a clean leave: membership_change.
+- `Adding new member X ...`: a member joined: membership_change.
+- `Leader X re-joining group during Stable`: the leader saw its cached topic metadata change (partition count or
+  a new topic matching a pattern): metadata_change; a client reason refines it.
+- `Updating metadata for member X`: the member rejoined with a new subscription: metadata_change.
+- Before 2.1 there is no reason: a `has failed` or `has left` line just before the start names the trigger.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+CAUSES = (
+    "session_timeout", "poll_timeout", "gc_pause", "membership_change", "metadata_change", "coordinator_change",
+    "unknown",
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A cause with its finer detail, confidence, the member that triggered it and a one-line explanation."""
+
+    cause: str
+    detail: str | None
+    confidence: float
+    trigger_member_id: str | None
+    explanation: str
+
+
+_RULES: tuple[tuple[re.Pattern[str], str, str, float], ...] = (
+    (re.compile(r"removing member (\S+) on heartbeat expiration", re.I), "session_timeout", "heartbeat_expiration",
+     0.9),
+    (re.compile(r"removing member (\S+) on LeaveGroup", re.I), "membership_change", "member_leave", 0.85),
+    (re.compile(r"Adding new member (\S+)", re.I), "membership_change", "member_join", 0.85),
+    (re.compile(r"leader (\S+) re-joining group", re.I), "metadata_change", "leader_rejoin", 0.7),
+    (re.compile(r"Updating metadata for static member (\S+)", re.I), "membership_change", "static_member_replaced",
+     0.8),
+    (re.compile(r"Updating metadata for member (\S+)", re.I), "metadata_change", "subscription_change", 0.8),
+    (re.compile(r"Member (\S+) joining group during", re.I), "membership_change", "member_rejoin", 0.6),
+    (re.compile(r"static member (\S+) with instance id .* joined with change of protocol", re.I),
+     "membership_change", "static_member_replaced", 0.8),
+    (re.compile(r"Removing (.*) on pending sync request expiration", re.I), "membership_change", "sync_timeout", 0.7),
+    (re.compile(r"rror\b.*when storing group assignment during SyncGroup \(member: ([^)]+)\)", re.I),
+     "coordinator_change", "coordinator_write_failure", 0.7),
+    (re.compile(r"Freshly-loaded group .*over capacity", re.I), "coordinator_change", "coordinator_failover", 0.8),
+)
+
+_CLIENT_REASONS: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"consumer poll timeout has expired", re.I), "poll_timeout", "leave_on_poll_timeout"),
+    (re.compile(r"cached metadata has changed", re.I), "metadata_change", "partition_count_change"),
+    (re.compile(r"subscription has changed|does not match the current subscription", re.I), "metadata_change",
+     "subscription_change"),
+    (re.compile(r"the consumer unsubscribed from all topics", re.I), "metadata_change", "subscription_change"),
+)
+
+
+def classify_reason(reason: str | None, client_reason: str | None) -> Verdict | None:
+    """The verdict a broker reason string gives on its own, or None when there is no reason to read."""
+    if not reason:
+        return None
+    for pattern, cause, detail, confidence in _RULES:
+        match = pattern.search(reason)
+        if not match:
+            continue
+        trigger = match.group(1) if match.groups() else None
+        explanation = f"broker reason: {reason}"
+        if client_reason:
+            explanation += f"; client reason: {client_reason}"
+            for client_pattern, client_cause, client_detail in _CLIENT_REASONS:
+                if client_pattern.search(client_reason):
+                    return Verdict(client_cause, client_detail, 0.95, trigger, explanation)
+        return Verdict(cause, detail, confidence, trigger, explanation)
+    return Verdict("unknown", None, 0.2, None, f"broker reason not recognised: {reason}")

@@ -1,0 +1,140 @@
+"""Readers and writers: the only module that touches storage. Transforms elsewhere stay pure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from delta.tables import DeltaTable
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql.streaming import DataStreamReader
+from pyspark.sql.types import StructType
+
+from pipelines.config import Config
+from schemas.tables import TABLES
+
+# Delta's idempotent-write key: a replayed micro-batch with the same (app id, batch id) is skipped by Delta.
+TXN_APP_PREFIX = "kafka-rebalance"
+
+
+class TableRef:
+    """Where one table lives: a path under the lakehouse directory, or a Unity Catalog name."""
+
+    def __init__(self, cfg: Config, name: str) -> None:
+        self.name = name
+        self.path = None if cfg.uses_catalog else str((cfg.lakehouse / name).resolve())
+        self.full_name = f"{cfg.catalog}.{cfg.schema_name}.{name}" if cfg.uses_catalog else None
+
+    def delta(self, spark: SparkSession) -> DeltaTable:
+        if self.full_name:
+            return DeltaTable.forName(spark, self.full_name)
+        return DeltaTable.forPath(spark, self.path)
+
+    def exists(self, spark: SparkSession) -> bool:
+        if self.full_name:
+            return spark.catalog.tableExists(self.full_name)
+        return DeltaTable.isDeltaTable(spark, self.path)
+
+
+def table(cfg: Config, name: str) -> TableRef:
+    """The reference of a known table name (see schemas.tables.TABLES)."""
+    if name not in TABLES:
+        raise KeyError(f"unknown table {name!r}; known: {', '.join(TABLES)}")
+    return TableRef(cfg, name)
+
+
+def ensure_tables(spark: SparkSession, cfg: Config, names: list[str] | None = None) -> None:
+    """Create the Delta tables that do not exist yet, with their declared schemas."""
+    for name in names or list(TABLES):
+        ref = table(cfg, name)
+        if ref.exists(spark):
+            continue
+        builder = DeltaTable.createIfNotExists(spark).addColumns(TABLES[name])
+        builder = builder.tableName(ref.full_name) if ref.full_name else builder.location(ref.path)
+        builder.execute()
+
+
+def read_table(spark: SparkSession, cfg: Config, name: str) -> DataFrame:
+    """A batch read of one table."""
+    ref = table(cfg, name)
+    return spark.read.table(ref.full_name) if ref.full_name else spark.read.format("delta").load(ref.path)
+
+
+def read_table_stream(spark: SparkSession, cfg: Config, name: str) -> DataFrame:
+    """A streaming read of one Delta table (new commits only)."""
+    ref = table(cfg, name)
+    reader = spark.readStream.format("delta")
+    return reader.table(ref.full_name) if ref.full_name else reader.load(ref.path)
+
+
+def read_landing(spark: SparkSession, cfg: Config) -> DataFrame:
+    """Stream the lines of closed files under `<landing>/<instance>/<file>` with their file metadata.
+
+    Locally this is Spark's text file source; on Databricks, Auto Loader (`source_format: cloudFiles`).
+    """
+    reader: DataStreamReader = spark.readStream
+    if cfg.source_format == "cloudFiles":
+        reader = reader.format("cloudFiles").option("cloudFiles.format", "text").option(
+            "cloudFiles.maxFilesPerTrigger", str(cfg.max_files_per_trigger)
+        )
+    else:
+        reader = reader.format("text").option("maxFilesPerTrigger", str(cfg.max_files_per_trigger))
+    pattern = str(cfg.landing.resolve()) + "/*/*" if cfg.source_format == "text" else str(cfg.landing) + "/*/*"
+    return reader.load(pattern).select("value", "_metadata")
+
+
+def append_once(df: DataFrame, cfg: Config, name: str, *, batch_id: int, writer_id: str) -> int:
+    """Append `df` to a table exactly once per (writer, batch): a replayed batch is skipped by Delta itself.
+
+    Returns the number of rows in `df` (cheap when `df` is persisted)."""
+    ref = table(cfg, name)
+    rows = df.select([c.name for c in TABLES[name].fields])
+    count = rows.count()
+    if count == 0:
+        return 0
+    writer = (
+        rows.write.format("delta").mode("append")
+        .option("txnAppId", f"{TXN_APP_PREFIX}.{writer_id}.{name}").option("txnVersion", batch_id)
+    )
+    if ref.full_name:
+        writer.saveAsTable(ref.full_name)
+    else:
+        writer.save(ref.path)
+    return count
+
+
+def replace_keys(
+    spark: SparkSession, df: DataFrame, cfg: Config, name: str, *, key: str, scope: Column
+) -> None:
+    """Make the rows of a table that fall in `scope` exactly `df`, in one MERGE keyed by `key`.
+
+    Rows of `df` are updated or inserted; rows of the table in `scope` that `df` no longer has are deleted.
+    """
+    target = table(cfg, name).delta(spark)
+    columns = [c.name for c in TABLES[name].fields]
+    source = df.select(columns)
+    (
+        target.alias("t")
+        .merge(source.alias("s"), f"t.{key} = s.{key}")
+        .whenMatchedUpdate(
+            condition=" OR ".join(f"NOT (t.{c} <=> s.{c})" for c in columns if c != key),
+            set={c: f"s.{c}" for c in columns},
+        )
+        .whenNotMatchedInsertAll()
+        .whenNotMatchedBySourceDelete(condition=scope)
+        .execute()
+    )
+
+
+def checkpoint_dir(cfg: Config, query: str) -> Path:
+    """The checkpoint folder of one streaming query."""
+    return cfg.checkpoint_root / query
+
+
+def read_files(spark: SparkSession, paths: list[Path]) -> DataFrame:
+    """A batch read of the lines of the given files, with the same columns the landing stream has."""
+    return spark.read.format("text").load([str(p.resolve()) for p in paths]).select("value", "_metadata")
+
+
+def empty(spark: SparkSession, name: str) -> DataFrame:
+    """An empty frame with the schema of a table (for batch paths that have no tables)."""
+    return spark.createDataFrame([], TABLES[name])

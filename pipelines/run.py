@@ -1,0 +1,135 @@
+"""Run the pipeline: the ingest stream (landing to bronze and silver), then the reconstruct stream (to gold)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pyspark.sql import SparkSession
+
+from pipelines import io
+from pipelines.config import Config, ConfigError
+from pipelines.ingest import make_ingest_batch
+from pipelines.reconstruct import make_reconstruct_batch
+from schemas.tables import TABLES
+
+Trigger = Literal["available-now", "continuous"]
+INGEST_QUERY = "ingest"
+RECONSTRUCT_QUERY = "reconstruct"
+
+
+class PipelineStateError(RuntimeError):
+    """The tables and the checkpoints disagree; continuing would lose or duplicate rows."""
+
+
+@dataclass
+class RunSummary:
+    """What a run wrote: rows appended (or upserted, for gold) per table, and micro-batches per query."""
+
+    added: dict[str, int] = field(default_factory=lambda: {name: 0 for name in TABLES})
+    batches: dict[str, int] = field(default_factory=dict)
+
+    def record(self, query: str, counts: dict[str, int]) -> None:
+        """Add one micro-batch's row counts."""
+        self.batches[query] = self.batches.get(query, 0) + 1
+        for name, count in counts.items():
+            self.added[name] = self.added.get(name, 0) + count
+
+    def line(self) -> str:
+        if not self.batches:
+            return "nothing new to process"
+        return ", ".join(f"{name} +{count}" for name, count in self.added.items() if count)
+
+
+def check_inputs(cfg: Config) -> None:
+    """Fail early, with the fix, when the landing directory is missing (local runs)."""
+    if cfg.source_format == "text" and not cfg.landing.is_dir():
+        raise ConfigError(
+            f"landing directory {cfg.landing} does not exist; create it and put closed log files under "
+            f"{cfg.landing}/<instance>/, or pass --landing DIR (try `rebalance simulate --out DIR` for sample logs)"
+        )
+
+
+def check_checkpoints(spark: SparkSession, cfg: Config) -> None:
+    """Refuse to start a fresh ingest checkpoint over tables that already hold data (it would skip or redo work)."""
+    checkpoint = io.checkpoint_dir(cfg, INGEST_QUERY)
+    files = io.table(cfg, "bronze_files")
+    if checkpoint.joinpath("offsets").exists() or not files.exists(spark):
+        return
+    if io.read_table(spark, cfg, "bronze_files").limit(1).count():
+        raise PipelineStateError(
+            f"the ingest checkpoint {checkpoint} is missing but {cfg.lakehouse} already holds ingested files; "
+            "a fresh checkpoint would not know what was ingested. Restore the checkpoint, or run "
+            "`rebalance run --rebuild` to rebuild every table from the landing files"
+        )
+
+
+def reset(cfg: Config) -> None:
+    """Delete every table and checkpoint of a local lakehouse (the landing files are kept)."""
+    if cfg.uses_catalog:
+        raise ConfigError("--rebuild works on local lakehouses only; drop the Unity Catalog tables by hand")
+    for name in TABLES:
+        shutil.rmtree(cfg.lakehouse / name, ignore_errors=True)
+    shutil.rmtree(cfg.checkpoint_root, ignore_errors=True)
+
+
+def run(
+    spark: SparkSession,
+    cfg: Config,
+    *,
+    trigger: Trigger = "available-now",
+    rebuild: bool = False,
+    on_progress: Callable[[str], None] | None = None,
+) -> RunSummary:
+    """Process what is new in the landing directory and stop (`available-now`), or keep running (`continuous`)."""
+    check_inputs(cfg)
+    if rebuild:
+        reset(cfg)
+    io.ensure_tables(spark, cfg)
+    check_checkpoints(spark, cfg)
+    summary = RunSummary()
+    ingest = (
+        io.read_landing(spark, cfg)
+        .writeStream.queryName(INGEST_QUERY)
+        .foreachBatch(make_ingest_batch(cfg, on_progress=on_progress, on_batch=summary.record))
+        .option("checkpointLocation", str(io.checkpoint_dir(cfg, INGEST_QUERY)))
+    )
+    reconstruct = (
+        io.read_table_stream(spark, cfg, "silver_events")
+        .writeStream.queryName(RECONSTRUCT_QUERY)
+        .foreachBatch(make_reconstruct_batch(cfg, on_progress=on_progress, on_batch=summary.record))
+        .option("checkpointLocation", str(io.checkpoint_dir(cfg, RECONSTRUCT_QUERY)))
+    )
+    if trigger == "available-now":
+        query = ingest.trigger(availableNow=True).start()
+        query.awaitTermination()
+        query = reconstruct.trigger(availableNow=True).start()
+        query.awaitTermination()
+    else:
+        queries = [
+            ingest.trigger(processingTime="5 seconds").start(),
+            reconstruct.trigger(processingTime="5 seconds").start(),
+        ]
+        try:
+            spark.streams.awaitAnyTermination()
+        finally:
+            for q in queries:
+                q.stop()
+    return summary
+
+
+def register_views(spark: SparkSession, cfg: Config) -> list[str]:
+    """Make every existing table queryable by its own name (temporary views over the Delta paths)."""
+    names = []
+    for name in TABLES:
+        ref = io.table(cfg, name)
+        if ref.full_name or not ref.exists(spark):
+            continue
+        io.read_table(spark, cfg, name).createOrReplaceTempView(name)
+        names.append(name)
+    return names
+
+
+

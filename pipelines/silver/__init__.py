@@ -1,0 +1,1 @@
+"""Silver layer: typed events, GC pauses and quarantine, parsed from bronze lines with Spark SQL expressions."""

@@ -1,0 +1,93 @@
+"""Shape parsed lines into the silver tables and the per-file accounting."""
+
+from __future__ import annotations
+
+import re
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from pipelines.config import Config
+
+
+def _glob_regex(glob: str) -> str:
+    return "^" + "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in glob) + "$"
+
+
+def source_zone(cfg: Config, instance: Column) -> Column:
+    """The configured IANA time zone of each line's instance folder (first matching source rule)."""
+    expr = None
+    for rule in cfg.sources:
+        cond = instance.rlike(_glob_regex(rule.instances))
+        expr = F.when(cond, rule.tz) if expr is None else expr.when(cond, rule.tz)
+    return expr.otherwise("UTC") if expr is not None else F.lit("UTC")
+
+
+def source_day(cfg: Config, instance: Column, file_name: Column, modified: Column, tz: Column) -> Column:
+    """The date for layouts without one: from the file name (rotated logs carry it), else the configured date,
+    else the file's modification date in its zone."""
+    configured = None
+    for rule in cfg.sources:
+        if rule.date is None:
+            continue
+        cond = instance.rlike(_glob_regex(rule.instances))
+        configured = F.when(cond, rule.date.isoformat()) if configured is None else configured.when(
+            cond, rule.date.isoformat()
+        )
+    from_name = F.nullif(F.regexp_extract(file_name, r"(\d{4}-\d\d-\d\d)", 1), F.lit(""))
+    from_mtime = F.date_format(F.from_utc_timestamp(modified, tz), "yyyy-MM-dd")
+    return F.coalesce(from_name, configured if configured is not None else F.lit(None), from_mtime)
+
+
+def to_events(parsed: DataFrame) -> DataFrame:
+    """Rows for silver_events: one typed event per line that matched a template and has a time."""
+    return parsed.filter(F.col("disposition") == "event").select(
+        F.col("line_id").alias("event_id"), "event_ts", "event_type", "template_id", "source_kind", "group_id",
+        "member_id", "generation", "state", "reason", "client_reason", "member_count", "static_count", "broker_id",
+        "offsets_partition", "client_id", "group_instance_id", "old_member_id", "client_host", "protocol",
+        "coordinator", "error", "epoch", "partitions", "topics", "members", "level", "logger", "thread",
+        F.col("body").alias("message"), "instance", "source_file", "line_no", "batch_id", "ingested_at",
+    )
+
+
+def to_gc_pauses(parsed: DataFrame) -> DataFrame:
+    """Rows for silver_gc_pauses: each stop-the-world pause with its start (end minus duration)."""
+    start = F.timestamp_micros(F.unix_micros("gc_end_ts") - (F.col("gc_duration_ms") * 1000).cast("long"))
+    return parsed.filter(F.col("disposition") == "gc_pause").select(
+        F.col("line_id").alias("pause_id"), "instance", start.alias("started_at"),
+        F.col("gc_end_ts").alias("ended_at"), F.col("gc_duration_ms").alias("duration_ms"), "collector",
+        "pause_kind", F.col("gc_cause").alias("cause"), F.col("gc_uptime_s").alias("uptime_s"), "source_file",
+        "line_no", "batch_id",
+    )
+
+
+def to_quarantine(parsed: DataFrame) -> DataFrame:
+    """Rows for silver_quarantine: relevant-looking lines that did not become an event, with the reason."""
+    return parsed.filter(F.col("disposition") == "quarantine").select(
+        "line_id", "source_file", "instance", "line_no", F.col("quarantine_reason").alias("reason"),
+        F.col("value").alias("raw"), "line_length", "batch_id", "ingested_at",
+    )
+
+
+def accounting(parsed: DataFrame, files: DataFrame, *, batch_id: int, ingested_at: Column) -> DataFrame:
+    """Per file of the batch: lines read = noise + events + GC pauses + quarantined + duplicates, exactly."""
+    counts = parsed.groupBy("source_file").agg(
+        F.sum((F.col("disposition") == "event").cast("long")).alias("event_lines"),
+        F.sum((F.col("disposition") == "gc_pause").cast("long")).alias("gc_pause_lines"),
+        F.sum((F.col("disposition") == "quarantine").cast("long")).alias("quarantined_lines"),
+        F.sum((F.col("disposition") == "noise").cast("long")).alias("parsed_noise"),
+    )
+    joined = files.join(counts, "source_file", "left").na.fill(
+        0, ["event_lines", "gc_pause_lines", "quarantined_lines", "parsed_noise"]
+    )
+    duplicate = F.col("duplicate_of").isNotNull()
+    relevant = F.col("event_lines") + F.col("quarantined_lines")
+    return joined.select(
+        F.lit(batch_id).cast("long").alias("batch_id"), "source_file", "instance", "lines_read",
+        F.when(duplicate, 0).otherwise(F.col("lines_read") - F.col("candidate_lines") + F.col("parsed_noise"))
+        .cast("long").alias("noise_lines"),
+        "event_lines", "gc_pause_lines", "quarantined_lines",
+        F.when(duplicate, F.col("lines_read")).otherwise(0).cast("long").alias("duplicate_lines"),
+        F.when(relevant > 0, F.col("event_lines") / relevant).alias("coverage"),
+        ingested_at.alias("ingested_at"),
+    )

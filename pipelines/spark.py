@@ -1,0 +1,105 @@
+"""The Spark session: the one Databricks gives us, or a local one with Delta Lake configured."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import urllib.request
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from pipelines.config import Config
+
+DELTA_VERSION = "4.0.1"
+# The delta-spark jar and its two runtime dependencies outside Spark itself (from its pom on Maven Central).
+DELTA_ARTIFACTS = (
+    ("io.delta", "delta-spark_2.13", DELTA_VERSION),
+    ("io.delta", "delta-storage", DELTA_VERSION),
+    ("org.antlr", "antlr4-runtime", "4.13.1"),
+)
+MAVEN_REPO = os.environ.get("REBALANCE_MAVEN_REPO", "https://repo1.maven.org/maven2")
+LOG4J_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
+JAR_CACHE = Path(os.environ.get("REBALANCE_JAR_CACHE", Path.home() / ".cache" / "kafka-rebalance" / "jars"))
+
+
+class SparkSetupError(RuntimeError):
+    """The local Spark session could not be prepared (for example, Delta's jars could not be fetched)."""
+
+
+def _download(url: str, target: Path) -> None:
+    with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 - fixed https Maven Central URL
+        data = response.read()
+    with urllib.request.urlopen(url + ".sha1", timeout=60) as response:  # noqa: S310
+        expected = response.read().decode().split()[0].strip()
+    actual = hashlib.sha1(data).hexdigest()  # noqa: S324 - Maven publishes SHA-1 checksums
+    if actual != expected:
+        raise SparkSetupError(f"checksum mismatch for {url}: got {actual}, Maven Central says {expected}")
+    partial = target.with_suffix(".part")
+    partial.write_bytes(data)
+    partial.replace(target)
+
+
+def delta_jars(cache: Path = JAR_CACHE) -> list[Path]:
+    """Delta Lake's jars, fetched once from Maven Central (checksums verified) and reused from the cache."""
+    cache.mkdir(parents=True, exist_ok=True)
+    jars = []
+    for group, artifact, version in DELTA_ARTIFACTS:
+        target = cache / f"{artifact}-{version}.jar"
+        if not target.exists():
+            url = f"{MAVEN_REPO}/{group.replace('.', '/')}/{artifact}/{version}/{artifact}-{version}.jar"
+            print(f"fetching {artifact}-{version}.jar from Maven Central (once)", file=sys.stderr)
+            try:
+                _download(url, target)
+            except OSError as exc:
+                raise SparkSetupError(
+                    f"could not fetch {url}: {exc}. Check network access to Maven Central, or set "
+                    "REBALANCE_MAVEN_REPO to a mirror, or put the jar in " + str(cache)
+                ) from None
+        jars.append(target)
+    return jars
+
+
+def on_databricks() -> bool:
+    """True inside a Databricks runtime, where the session and Delta are provided."""
+    return "DATABRICKS_RUNTIME_VERSION" in os.environ
+
+
+def get_spark(cfg: Config, *, app_name: str = "rebalance", session: SparkSession | None = None) -> SparkSession:
+    """Return `session` if given, the platform's session on Databricks, else a local session with Delta.
+
+    Settings that a streaming checkpoint freezes at its first run (shuffle partitions, the state store) are
+    fixed here, and the session time zone is UTC so that every timestamp in the tables is UTC.
+    """
+    if session is not None:
+        return session
+    if on_databricks():
+        return SparkSession.builder.getOrCreate()
+    jars = ",".join(str(p) for p in delta_jars())
+    # Python workers (applyInPandas) must run the interpreter that has this package, not whatever is on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(cfg.spark.master)
+        .appName(app_name)
+        .config("spark.jars", jars)
+        .config("spark.driver.memory", cfg.spark.driver_memory)
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", str(cfg.spark.shuffle_partitions))
+        .config(
+            "spark.sql.streaming.stateStore.providerClass",
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        )
+        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+        .config("spark.databricks.delta.snapshotPartitions", "2")
+        .config("spark.databricks.delta.autoCompact.enabled", "false")
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={LOG4J_CONFIG}")
+        .config("spark.sql.warehouse.dir", str(cfg.lakehouse.resolve() / "_warehouse"))
+    )
+    spark = builder.getOrCreate()
+    return spark

@@ -1,0 +1,91 @@
+"""Bronze: exact line positions, duplicate files, and the per-file accounting identity."""
+
+from __future__ import annotations
+
+import gzip
+
+from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
+
+from pipelines import io
+from pipelines.config import load_config
+from pipelines.ingest import stage_batch
+from pipelines.silver.outputs import accounting
+
+BROKER = (
+    "[2026-11-20 08:00:0{n},000] INFO [GroupCoordinator 1]: Stabilized group g{n} generation {n} "
+    "(__consumer_offsets-1) with 1 members (kafka.coordinator.group.GroupCoordinator)"
+)
+NOISE = "[2026-11-20 08:00:00,000] INFO [Log partition=t-0] Rolled new log segment (kafka.log.LocalLog)"
+
+
+def _stage(spark, paths):
+    raw = io.read_files(spark, paths)
+    return stage_batch(raw, load_config(), existing_files=io.empty(spark, "bronze_files"), batch_id=0,
+                       now=F.current_timestamp())
+
+
+def test_line_numbers_duplicates_and_accounting(spark, tmp_path):
+    broker = tmp_path / "broker-1"
+    broker.mkdir()
+    lines = [NOISE, BROKER.format(n=1), NOISE, NOISE, BROKER.format(n=2), NOISE]
+    (broker / "server.log.1").write_text("\n".join(lines) + "\n")
+    (broker / "server.log.1.copy").write_text("\n".join(lines) + "\n")  # the same file landed twice
+    with gzip.open(broker / "server.log.2.gz", "wt") as f:
+        f.write("\n".join([NOISE, BROKER.format(n=3)]))  # no final newline
+    (broker / "empty.log").write_text("")
+    (broker / "junk.bin").write_bytes(b"\x00\xff\xfe GroupCoordinator \x80\x81\n\x1b[31m" + bytes(range(14, 256)) + b"\n")
+    staged = _stage(spark, sorted(broker.iterdir()))
+    try:
+        bronze = staged.bronze.select(F.element_at(F.split("source_file", "/"), -1).alias("file"), "line_no")
+        expected = spark.createDataFrame(
+            [("server.log.1", 2), ("server.log.1", 5), ("server.log.2.gz", 2), ("junk.bin", 1)], bronze.schema
+        )
+        assertDataFrameEqual(bronze, expected)
+
+        files = staged.files.select(
+            F.element_at(F.split("source_file", "/"), -1).alias("file"),
+            "lines_read",
+            F.element_at(F.split("duplicate_of", "/"), -1).alias("duplicate_of"),
+        )
+        assertDataFrameEqual(
+            files,
+            spark.createDataFrame(
+                [("server.log.1", 6, None), ("server.log.1.copy", 6, "server.log.1"), ("server.log.2.gz", 2, None),
+                 ("junk.bin", 2, None)],
+                files.schema,
+            ),
+        )
+        acct = accounting(staged.parsed, staged.files, batch_id=0, ingested_at=F.current_timestamp())
+        totals = acct.select(
+            F.element_at(F.split("source_file", "/"), -1).alias("file"), "lines_read", "noise_lines", "event_lines",
+            "gc_pause_lines", "quarantined_lines", "duplicate_lines",
+        )
+        assertDataFrameEqual(
+            totals,
+            spark.createDataFrame(
+                [("server.log.1", 6, 4, 2, 0, 0, 0), ("server.log.1.copy", 6, 0, 0, 0, 0, 6),
+                 ("server.log.2.gz", 2, 1, 1, 0, 0, 0), ("junk.bin", 2, 1, 0, 0, 1, 0)],
+                totals.schema,
+            ),
+        )
+        broken = acct.filter(
+            F.col("lines_read") != F.col("noise_lines") + F.col("event_lines") + F.col("gc_pause_lines")
+            + F.col("quarantined_lines") + F.col("duplicate_lines")
+        )
+        assert broken.count() == 0
+    finally:
+        staged.unpersist()
+
+
+def test_line_ids_are_stable_across_reads(spark, tmp_path):
+    broker = tmp_path / "broker-1"
+    broker.mkdir()
+    (broker / "a.log").write_text("\n".join([NOISE, BROKER.format(n=1), BROKER.format(n=2)]) + "\n")
+    first = _stage(spark, [broker / "a.log"])
+    second = _stage(spark, [broker / "a.log"])
+    try:
+        assertDataFrameEqual(first.bronze.select("line_id", "line_no"), second.bronze.select("line_id", "line_no"))
+    finally:
+        first.unpersist()
+        second.unpersist()

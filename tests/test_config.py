@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jobs.cli import main
+from pipelines.config import ConfigError, load_config
+
+
+def test_defaults_need_no_editing():
+    cfg = load_config()
+    assert cfg.landing == Path("landing")
+    assert cfg.checkpoint_root == Path("lakehouse") / "_checkpoints"
+    assert cfg.source_for("broker-1").tz == "UTC"
+
+
+def test_unknown_key_is_named(tmp_path):
+    conf = tmp_path / "bad.yml"
+    conf.write_text("landing: x\nlakehose: y\n")
+    with pytest.raises(ConfigError, match=r"lakehose: is not a known key"):
+        load_config(conf)
+
+
+def test_bad_time_zone_names_key_and_fix(tmp_path):
+    conf = tmp_path / "bad.yml"
+    conf.write_text("sources:\n  - instances: 'broker-*'\n    tz: Berlin\n")
+    with pytest.raises(ConfigError, match=r"sources\.0\.tz: 'Berlin' is not an IANA time zone; try 'Europe/Berlin'"):
+        load_config(conf)
+
+
+def test_first_matching_source_rule_wins():
+    cfg = load_config(None, {"sources": [{"instances": "broker-*", "tz": "Europe/Berlin"}, {"instances": "*"}]})
+    assert cfg.source_for("broker-2").tz == "Europe/Berlin"
+    assert cfg.source_for("orders-svc-0").tz == "UTC"
+
+
+def test_cli_bad_configuration_value_exits_2(tmp_path, capsys):
+    conf = tmp_path / "bad.yml"
+    conf.write_text("spark:\n  shuffle_partitions: 0\n")
+    code = main(["run", "--conf", str(conf), "--landing", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "spark.shuffle_partitions" in err and "greater than or equal to 1" in err
+
+
+def test_cli_missing_landing_exits_2(tmp_path, capsys):
+    code = main(["run", "--landing", str(tmp_path / "nope"), "--lakehouse", str(tmp_path / "lake")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "landing directory" in err and "does not exist" in err and "--landing" in err
+
+
+def test_cli_usage_error_exits_2(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "--trigger", "sometimes"])
+    assert stop.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err

@@ -1,0 +1,121 @@
+"""Parsing lines into typed events: whole frames compared, inputs inline."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
+
+from pipelines.config import load_config
+from pipelines.ingest import parse_bronze
+
+UTC = dt.timezone.utc
+
+
+def _bronze(spark, instance: str, file_name: str, lines: list[str]):
+    rows = [
+        (f"id{i}", f"file:/landing/{instance}/{file_name}", instance, file_name,
+         dt.datetime(2026, 11, 20, 12, 0), i + 1, line, len(line), 0)
+        for i, line in enumerate(lines)
+    ]
+    schema = ("line_id string, source_file string, instance string, file_name string, file_modified_at timestamp, "
+              "line_no long, value string, line_length long, batch_id long")
+    return spark.createDataFrame(rows, schema).withColumn("ingested_at", F.current_timestamp())
+
+
+COLUMNS = ["line_no", "disposition", "event_type", "event_ts", "group_id", "member_id", "generation", "reason",
+           "client_reason", "member_count", "broker_id"]
+
+
+def test_broker_lines_become_typed_events(spark):
+    lines = [
+        "[2024-05-14 10:21:07,482] INFO [GroupCoordinator 1]: Preparing to rebalance group orders-app in state "
+        "PreparingRebalance with old generation 41 (__consumer_offsets-17) (reason: Removing member c-1-aa on "
+        "LeaveGroup; client reason: consumer poll timeout has expired.) (kafka.coordinator.group.GroupCoordinator)",
+        "[2024-05-14 10:21:10,502] INFO [GroupCoordinator 1]: Stabilized group orders-app generation 42 "
+        "(__consumer_offsets-17) with 3 members (kafka.coordinator.group.GroupCoordinator)",
+        "[2024-05-14 10:21:11,000] INFO [GroupCoordinator 1]: Member c-2-bb in group orders-app has failed, "
+        "removing it from the group (kafka.coordinator.group.GroupCoordinator)",
+        "[2018-01-01 00:00:00,000] INFO [GroupCoordinator 0]: Preparing to rebalance group old.group with old "
+        "generation 3 (__consumer_offsets-2) (kafka.coordinator.group.GroupCoordinator)",
+        "[2024-05-14 10:21:12,000] INFO [GroupCoordinator 1]: A wording no template knows for group orders-app "
+        "generation 42 (kafka.coordinator.group.GroupCoordinator)",
+        "[2024-05-14 10:21:13,000] INFO [ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] Truncating partition "
+        "x-0 to offset 5 (kafka.server.ReplicaFetcherThread)",
+    ]
+    parsed = parse_bronze(_bronze(spark, "broker-1", "server.log", lines), load_config())
+    ts = lambda *a: dt.datetime(*a)  # noqa: E731 - session time zone is UTC
+    expected = spark.createDataFrame(
+        [
+            (1, "event", "rebalance_started", ts(2024, 5, 14, 10, 21, 7, 482000), "orders-app", None, 41,
+             "Removing member c-1-aa on LeaveGroup", "consumer poll timeout has expired.", None, 1),
+            (2, "event", "group_stabilized", ts(2024, 5, 14, 10, 21, 10, 502000), "orders-app", None, 42, None, None,
+             3, 1),
+            (3, "event", "member_failed", ts(2024, 5, 14, 10, 21, 11), "orders-app", "c-2-bb", None, None, None,
+             None, 1),
+            (4, "event", "rebalance_started", ts(2018, 1, 1), "old.group", None, 3, None, None, None, 0),
+            (5, "quarantine", None, ts(2024, 5, 14, 10, 21, 12), None, None, None, None,
+             None, None, 1),
+            (6, "noise", None, ts(2024, 5, 14, 10, 21, 13), None, None, None, None, None, None, None),
+        ],
+        parsed.select(COLUMNS).schema,
+    )
+    assertDataFrameEqual(parsed.select(COLUMNS), expected)
+
+
+def test_client_lines_in_other_layouts_and_zones(spark):
+    lines = [
+        "2023-06-01 10:21:07.512  INFO 4242 --- [ntainer#0-0-C-1] o.a.k.c.c.internals.ConsumerCoordinator  : "
+        "[Consumer clientId=consumer-orders-1, groupId=orders] Request joining group due to: cached metadata has "
+        "changed from (version1: {t=1}) at the beginning of the rebalance to (version2: {t=2})",
+        "10:21:07.530 [main] INFO  o.a.k.c.c.i.ConsumerCoordinator -- [Consumer instanceId=orders-0, "
+        "clientId=consumer-orders-1, groupId=orders] Successfully joined group with generation "
+        "Generation{generationId=42, memberId='consumer-orders-1-9b0d', protocol='range'}",
+        "\x1b[32m10:21:07.541 [main] INFO  o.a.k.c.c.i.ConsumerCoordinator - [Consumer clientId=consumer-orders-1, "
+        "groupId=orders] Adding newly assigned partitions: orders-0, orders-1\x1b[0m",
+    ]
+    cfg = load_config(None, {"sources": [{"instances": "orders-*", "tz": "Europe/Berlin"}]})
+    parsed = parse_bronze(_bronze(spark, "orders-svc-0", "consumer.log.2023-06-01-10", lines), cfg)
+    columns = ["line_no", "layout", "event_type", "event_ts", "group_id", "member_id", "generation",
+               "client_id", "group_instance_id", "reason", "partitions"]
+    expected = spark.createDataFrame(
+        [
+            (1, "spring_boot", "client_rejoin_requested", dt.datetime(2023, 6, 1, 8, 21, 7, 512000), "orders", None,
+             None, "consumer-orders-1", None,
+             "cached metadata has changed from (version1: {t=1}) at the beginning of the rebalance to (version2: {t=2})",
+             None),
+            (2, "logback_time", "client_joined", dt.datetime(2023, 6, 1, 8, 21, 7, 530000), "orders",
+             "consumer-orders-1-9b0d", 42, "consumer-orders-1", "orders-0", None, None),
+            (3, "logback_time", "client_partitions_assigned", dt.datetime(2023, 6, 1, 8, 21, 7, 541000), "orders",
+             None, None, "consumer-orders-1", None, None, "orders-0, orders-1"),
+        ],
+        parsed.select(columns).schema,
+    )
+    assertDataFrameEqual(parsed.select(columns), expected)
+
+
+def test_gc_pause_lines(spark):
+    lines = [
+        "[2024-05-14T10:21:01.135+0000][12.345s][info][gc] GC(1234) Pause Young (Normal) (G1 Evacuation Pause) "
+        "2048M->512M(4096M) 12.345ms",
+        "[2024-05-14T10:21:09.000+0000][20.000s][info][gc] GC(1240) Pause Full (System.gc()) 100M->50M(256M) 7000.0ms",
+        "2019-03-28T20:07:41.120+0800: 3644613.587: [Full GC (Allocation Failure)  3989M->3012M(4096M), 21.3456789 "
+        "secs]",
+        "[12.345s][info][gc] GC(12) Pause Full (System.gc()) 100M->50M(256M) 123.456ms",
+    ]
+    parsed = parse_bronze(_bronze(spark, "orders-svc-0", "gc.log", lines), load_config())
+    columns = ["line_no", "disposition", "gc_end_ts", "gc_duration_ms", "collector", "pause_kind", "gc_cause",
+               "quarantine_reason"]
+    expected = spark.createDataFrame(
+        [
+            (1, "gc_pause", dt.datetime(2024, 5, 14, 10, 21, 1, 135000), 12.345, "G1", "Young", "G1 Evacuation Pause",
+             None),
+            (2, "gc_pause", dt.datetime(2024, 5, 14, 10, 21, 9), 7000.0, "unknown", "Full", "System.gc()", None),
+            (3, "gc_pause", dt.datetime(2019, 3, 28, 12, 7, 41, 120000), 21345.6789, "unknown", "Full",
+             "Allocation Failure", None),
+            (4, "quarantine", None, 123.456, "unknown", "Full", "System.gc()", "no_timestamp"),
+        ],
+        parsed.select(columns).schema,
+    )
+    assertDataFrameEqual(parsed.select(columns), expected, rtol=1e-9)
