@@ -200,7 +200,7 @@ def cmd_sql(args: argparse.Namespace, *, progress: Progress) -> int:
         writer.writerow(columns)
         writer.writerows([[_format_cell(v) for v in row] for row in rows])
     else:
-        print_table(columns, [list(r) for r in rows])
+        print_table(columns, [list(r) for r in rows], max_width=100)
         print(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
     return 0
 
@@ -221,7 +221,7 @@ def cmd_demo(args: argparse.Namespace, *, progress: Progress) -> int:
     for sub in ("landing", "truth", "lakehouse"):
         shutil.rmtree(workdir / sub, ignore_errors=True)
     progress(f"simulating {args.groups} consumer groups over {args.hours:g} h (seed {args.seed}) into {workdir}")
-    sim = simulate(workdir, seed=args.seed, groups=args.groups, hours=args.hours, progress=progress)
+    sim = simulate(workdir, seed=args.seed, groups=args.groups, hours=args.hours)
     progress(f"wrote {sim.lines} log lines in {sim.files} files; starting Spark with Delta Lake")
     cfg = load_config(None, {"landing": workdir / "landing", "lakehouse": workdir / "lakehouse"})
     spark = _spark(cfg, "rebalance-demo")

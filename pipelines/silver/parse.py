@@ -44,10 +44,22 @@ def _at(parts: Column, group: int) -> Column:
     return F.nullif(F.get(parts, group - 1), F.lit(""))
 
 
+def _sql_literal(value: str | int) -> str:
+    if isinstance(value, int):
+        return str(value)
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def literal_map(pairs: dict[str, str] | dict[str, int]) -> Column:
+    """A constant map column built in one call (one SQL literal instead of a py4j call per entry)."""
+    return F.expr("map(" + ", ".join(f"{_sql_literal(k)}, {_sql_literal(v)}" for k, v in pairs.items()) + ")")
+
+
 def _matched_template(parts: Column, alternation: Alternation) -> Column:
-    wraps = F.array(*[F.get(parts, g - 1) for g in alternation.wrap_groups])
+    # The matched template is the first whose wrapping group is non-empty.
+    wraps = F.expr("array(" + ", ".join(f"_parts[{g - 1}]" for g in alternation.wrap_groups) + ")")
     position = F.array_position(F.transform(wraps, lambda x: x != F.lit("")), True)
-    ids = F.array(*[F.lit(i) for i in alternation.template_ids])
+    ids = F.expr("array(" + ", ".join(_sql_literal(i) for i in alternation.template_ids) + ")")
     return F.when(position > 0, F.element_at(ids, position.cast("int")))
 
 
@@ -55,15 +67,13 @@ def _field(parts: Column, template_id: Column, alternation: Alternation, field: 
     groups = {tid: g[field] for tid, g in alternation.field_groups.items() if field in g}
     if not groups:
         return F.lit(None).cast("int" if field in INT_FIELDS else "string")
-    mapping = F.create_map(*[x for tid, group in groups.items() for x in (F.lit(tid), F.lit(group))])
-    group = F.element_at(mapping, template_id)
+    group = F.element_at(literal_map(groups), template_id)
     expr = F.nullif(F.trim(F.when(group.isNotNull(), F.get(parts, group - 1))), F.lit(""))
     return expr.try_cast("int") if field in INT_FIELDS else expr
 
 
 def _lookup(template_id: Column, templates: tuple[CompiledTemplate, ...], attribute: str) -> Column:
-    mapping = F.create_map(*[x for t in templates for x in (F.lit(t.template.id), F.lit(getattr(t.template, attribute)))])
-    return F.element_at(mapping, template_id)
+    return F.element_at(literal_map({t.template.id: getattr(t.template, attribute) for t in templates}), template_id)
 
 
 def parse_lines(lines: DataFrame, *, tz: Column, day: Column) -> DataFrame:

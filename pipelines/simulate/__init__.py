@@ -1,0 +1,164 @@
+"""A deterministic Kafka cluster simulator: broker, client and GC logs with the ground truth of every rebalance.
+
+Truth causes and details written by the scenarios:
+- membership_change / member_join: a freshly started process joins (initial start, scale-up, rolling deploy,
+  restart after a crash, crash loop, service restart); member_leave: a clean close (scale-down, rolling deploy,
+  service restart).
+- session_timeout / heartbeat_expiration: a process killed without a word (crash, crash loop) is expired.
+- gc_pause / heartbeat_expiration: a stop-the-world pause longer than session.timeout.ms; rejoin: the same process
+  joins again after the pause.
+- poll_timeout / leave_on_poll_timeout: the heartbeat thread leaves after max.poll.interval.ms; rejoin: the process
+  comes back once its slow batch ends.
+- metadata_change / partition_count_change: partitions were added, the leader rejoins.
+- coordinator_change / coordinator_failover: the group's __consumer_offsets partition moved and one member could not
+  reach the new coordinator within its session; rejoin: that member joins again.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pipelines.simulate.consumer import Consumers
+from pipelines.simulate.javautil import offsets_partition
+from pipelines.simulate.model import GroupCoord, GroupSpec, Instance, World
+from pipelines.simulate.noise import EXTRA_TOPICS, BrokerNoise, app_noise, gc_events
+from pipelines.simulate.render import GROUP_METADATA_MANAGER, Wording
+from pipelines.simulate.scenarios import Incidents
+from pipelines.simulate.writer import HOUR, Clock, Output, write_brokers, write_clients, write_gc, write_truth
+
+__all__ = ["SimulationSummary", "simulate"]
+
+DEFAULT_START = datetime(2026, 11, 20, 8, 0, tzinfo=timezone.utc)
+SERVICES = (
+    ("orders-processor", "orders-svc", "orders", "com.acme.orders.OrderEventsConsumer"),
+    ("payments-ledger", "payments-svc", "payments", "com.acme.payments.LedgerWriter"),
+    ("shipping-events", "shipping-svc", "shipments", "com.acme.shipping.ShipmentListener"),
+    ("fraud-scoring", "fraud-svc", "transactions", "com.acme.fraud.ScoringWorker"),
+    ("inventory-sync", "inventory-svc", "inventory-updates", "com.acme.inventory.SyncConsumer"),
+    ("notification-dispatch", "notify-svc", "notifications", "com.acme.notify.Dispatcher"),
+    ("search-indexer", "search-svc", "catalog-changes", "com.acme.search.IndexUpdater"),
+    ("billing-invoicer", "billing-svc", "invoices", "com.acme.billing.InvoiceConsumer"),
+)
+BROKER_NOISE_PER_HOUR = (900, 1600)
+
+
+@dataclass(frozen=True)
+class SimulationSummary:
+    """What a simulation wrote."""
+
+    landing_dir: Path
+    truth_file: Path
+    files: int
+    lines: int
+    rebalances: int
+    by_cause: dict[str, int]
+    groups: list[str]
+
+
+def _groups(world: World, rng: random.Random, count: int) -> list[GroupSpec]:
+    specs = []
+    for i in range(count):
+        group_id, service, topic, app_logger = SERVICES[i % len(SERVICES)]
+        if i >= len(SERVICES):
+            suffix = f"-{i // len(SERVICES) + 1}"
+            group_id, service, topic = group_id + suffix, service + suffix, topic + suffix
+        session = 10_000 if i % 2 == 0 else 45_000
+        spec = GroupSpec(group_id=group_id, service=service, topic=topic, partitions=rng.choice((6, 8, 12, 12, 16)),
+                         session_ms=session, layout="logback" if i % 4 == 1 else "log4j", app_logger=app_logger,
+                         offsets_partition=offsets_partition(group_id), heap_mb=rng.choice((1024, 2048, 4096)),
+                         noise_every_ms=rng.randint(1_500, 6_000))
+        for ordinal in range(rng.randint(2, 6)):
+            spec.instances.append(Instance(name=f"{service}-{ordinal}", group=spec, ordinal=ordinal,
+                                           client_id=f"consumer-{group_id}-{ordinal + 1}"))
+        spec.coord = GroupCoord(world, spec)
+        specs.append(spec)
+    return specs
+
+
+def _structured_per_hour(specs: list[GroupSpec]) -> float:
+    # application lines, GC lines and group activity of one simulated hour, before any broker noise
+    return sum(len(s.instances) * (HOUR / s.noise_every_ms + 300) + 400 for s in specs)
+
+
+def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.0, lines: int | None = None,
+             kafka_version: str = "3.6", brokers: int = 3, start: datetime | None = None, gzip_files: bool = False,
+             progress: Callable[[str], None] | None = None) -> SimulationSummary:
+    """Simulate `groups` consumer groups on `brokers` brokers; write landing/ logs and truth/rebalances.jsonl.
+
+    With `lines`, the span grows and broker noise fills up to that many lines (±10%); otherwise `hours` is the span.
+    """
+    if groups < 1 or brokers < 1 or hours <= 0 or (lines is not None and lines < 1):
+        raise ValueError("groups and brokers must be >= 1, hours > 0 and lines (when given) >= 1")
+    wording = Wording(kafka_version)
+    out_dir = Path(out_dir)
+    landing = out_dir / "landing"
+    if landing.is_dir() and any(landing.iterdir()):
+        # two simulations mixed in one landing directory would be ingested as one cluster
+        raise FileExistsError(f"{landing} already holds files; simulate into an empty directory or delete it first")
+    begin = start or DEFAULT_START
+    if begin.tzinfo is None:
+        begin = begin.replace(tzinfo=timezone.utc)
+    start_ms = int(begin.timestamp() * 1000)
+    rng = random.Random(seed)
+    world = World(rng=rng, wording=wording, start=start_ms, end=start_ms, brokers=brokers)
+    specs = _groups(world, rng, groups)
+    world.groups = specs
+    density = 1.0
+    if lines is not None:
+        per_hour = _structured_per_hour(specs)
+        hours = max(2.0, 0.1 * lines / per_hour)
+        density = min(1.0, 0.5 * lines / (per_hour * hours))
+    world.end = start_ms + int(hours * HOUR)
+    until = math.ceil(world.end / HOUR) * HOUR
+    say = progress or (lambda _msg: None)
+    say(f"simulating {hours:g} h: {groups} consumer groups on {brokers} brokers (Kafka {kafka_version}, seed {seed})")
+
+    consumers = Consumers(world)
+    incidents = Incidents(world, consumers, cycles=max(1, round(hours / 2)))
+    incidents.plan()
+    world.run(until)
+    for broker in range(1, brokers + 1):
+        for t in range(start_ms + rng.randint(0, 599_999), until, 600_000):
+            world.broker_line(broker, t, f"Removed 0 expired offsets in {rng.randint(0, 2)} milliseconds.",
+                              GROUP_METADATA_MANAGER)
+    say(f"simulated {len(world.truth)} rebalances; rendering application and GC lines")
+
+    app = {}
+    gc = {}
+    for spec in specs:
+        for inst in spec.instances:
+            app[inst.name] = [rec for proc in inst.procs
+                              for rec in app_noise(proc, rng, until, spec.noise_every_ms / density)]
+            for proc in inst.procs:
+                gc[(inst.name, proc.run)] = gc_events(proc, rng, until, spec.heap_mb, density)
+    structured = (sum(len(v) for v in app.values()) + sum(len(v) for v in gc.values())
+                  + sum(1 for s in specs for i in s.instances for r in i.records if r[0] < until)
+                  + sum(1 for recs in world.broker_records.values() for r in recs if r[0] < until))
+    first_hour, last_hour = start_ms // HOUR, until // HOUR
+    slots = [(b, h) for b in range(1, brokers + 1) for h in range(first_hour, last_hour)]
+    if lines is not None:
+        total_noise = max(0, lines - structured)
+        share, extra = divmod(total_noise, len(slots))
+        noise_per_hour = {slot: share + (1 if i < extra else 0) for i, slot in enumerate(slots)}
+    else:
+        noise_per_hour = {slot: rng.randint(*BROKER_NOISE_PER_HOUR) for slot in slots}
+    topics = [(s.topic, s.partitions) for s in specs] + [(t, 12) for t in EXTRA_TOPICS]
+    noise = {b: BrokerNoise(wording.v, brokers, b, topics) for b in range(1, brokers + 1)}
+
+    out = Output(landing, gzip_files, progress, structured + sum(noise_per_hour.values()))
+    clock = Clock()
+    write_brokers(out, world, clock, noise_per_hour, noise, seed, until)
+    write_clients(out, world, clock, app, until)
+    write_gc(out, world, clock, gc)
+    truth_file = out_dir / "truth" / "rebalances.jsonl"
+    write_truth(truth_file, world.truth)
+    by_cause = dict(sorted(Counter(row["cause"] for row in world.truth).items()))
+    say(f"done: {out.lines:,} lines in {out.files} files, {len(world.truth)} rebalances")
+    return SimulationSummary(landing_dir=landing, truth_file=truth_file, files=out.files, lines=out.lines,
+                             rebalances=len(world.truth), by_cause=by_cause, groups=[s.group_id for s in specs])

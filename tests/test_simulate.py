@@ -1,0 +1,196 @@
+"""The cluster simulator: determinism, truth against the broker logs it wrote, causes, volume, and GC evidence."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import time
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from pipelines.simulate import SimulationSummary, simulate
+
+CAUSES = {"session_timeout", "poll_timeout", "gc_pause", "membership_change", "metadata_change", "coordinator_change",
+          "unknown"}
+END_LINE = re.compile(r"Stabilized group (\S+) generation (\d+) |Group (\S+) with generation (\d+) is now empty")
+PREPARING = re.compile(r"^\[([^\]]+)\] INFO \[GroupCoordinator \d+\]: Preparing to rebalance group (\S+) in state "
+                       r"PreparingRebalance with old generation (\d+) ")
+LOG4J_TS = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] ")
+LOGBACK_TS = re.compile(r"^(\d\d:\d\d:\d\d\.\d{3}) \[")
+GC_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\+0000\]\[[\d.]+s\]\[info\]\[gc\] GC\(\d+\) "
+                     r"Pause (\w+).* (\d+\.\d{3})ms$")
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory: pytest.TempPathFactory) -> SimulationSummary:
+    return simulate(tmp_path_factory.mktemp("default"))
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def truth(summary: SimulationSummary) -> list[dict]:
+    return [json.loads(line) for line in summary.truth_file.read_text().splitlines()]
+
+
+def broker_lines(landing: Path) -> list[str]:
+    return [line for f in sorted(landing.glob("broker-*/server.log.*")) for line in f.read_text().splitlines()]
+
+
+def log4j_ms(text: str) -> int:
+    moment = datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def iso_ms(text: str) -> int:
+    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def test_same_seed_writes_the_same_bytes_and_another_seed_does_not(default_run: SimulationSummary,
+                                                                   tmp_path: Path) -> None:
+    original = tree(default_run.landing_dir.parent)
+    assert tree(simulate(tmp_path / "again").landing_dir.parent) == original
+    assert tree(simulate(tmp_path / "other", seed=8).landing_dir.parent) != original
+
+
+def test_truth_matches_the_rebalances_the_brokers_logged(default_run: SimulationSummary) -> None:
+    lines = broker_lines(default_run.landing_dir)
+    logged = Counter()
+    started = {}
+    for line in lines:
+        if match := END_LINE.search(line):
+            group, generation = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+            logged[(group, int(generation))] += 1
+        if match := PREPARING.match(line):
+            started[(match.group(2), int(match.group(3)) + 1)] = log4j_ms(match.group(1))
+    rows = truth(default_run)
+    expected = Counter((row["group_id"], row["generation_after"]) for row in rows)
+    assert logged == expected
+    assert set(logged.values()) == {1}
+    assert len(rows) == default_run.rebalances
+    last: dict[str, tuple[int, int]] = {}
+    for row in rows:
+        key = (row["group_id"], row["generation_after"])
+        assert started[key] == iso_ms(row["started_at"]), key
+        assert row["cause"] in CAUSES
+        previous = last.get(row["group_id"], (-1, 0))
+        assert (iso_ms(row["started_at"]), row["generation_after"]) > previous
+        assert row["generation_after"] > previous[1]
+        last[row["group_id"]] = (iso_ms(row["started_at"]), row["generation_after"])
+    assert [iso_ms(r["started_at"]) for r in rows] == sorted(iso_ms(r["started_at"]) for r in rows)
+
+
+def test_every_cause_but_unknown_appears(default_run: SimulationSummary) -> None:
+    assert set(default_run.by_cause) == CAUSES - {"unknown"}
+    assert sum(default_run.by_cause.values()) == default_run.rebalances
+    details = {(row["cause"], row["cause_detail"]) for row in truth(default_run)}
+    assert {("gc_pause", "rejoin"), ("poll_timeout", "rejoin"), ("membership_change", "member_leave")} <= details
+
+
+def test_layout_and_file_order(default_run: SimulationSummary) -> None:
+    landing = default_run.landing_dir
+    kinds = Counter()
+    for path in sorted(landing.rglob("*")):
+        if not path.is_file():
+            continue
+        stamps = []
+        for line in path.read_text().splitlines():
+            if match := LOG4J_TS.match(line):
+                stamps.append(match.group(1))
+                kinds["log4j"] += 1
+            elif match := LOGBACK_TS.match(line):
+                stamps.append(match.group(1))
+                kinds["logback"] += 1
+            elif match := GC_LINE.match(line) or re.match(r"^\[([^\]]+)\+0000\]", line):
+                stamps.append(match.group(1))
+                kinds["gc"] += 1
+            else:
+                pytest.fail(f"{path}: unrecognised line {line[:80]}")
+        assert stamps == sorted(stamps), path
+    assert min(kinds.values()) > 100
+    assert sum(1 for _ in landing.glob("*/server.log.*")) == 3 * 2
+    assert default_run.files == sum(1 for p in landing.rglob("*") if p.is_file())
+    assert default_run.lines == sum(kinds.values())
+
+
+def test_gc_pause_expiry_is_covered_by_a_long_pause_of_that_process(default_run: SimulationSummary) -> None:
+    """The pause starts after the last heartbeat the broker saw (inside the session window before the expiry) and
+    lasts longer than session.timeout.ms; unified logging prints it at its end, so that line comes after the expiry."""
+    landing = default_run.landing_dir
+    lines = broker_lines(landing)
+    clients = {f: f.read_text() for f in landing.glob("*/consumer.log.*")}
+    rows = [r for r in truth(default_run) if r["cause"] == "gc_pause" and r["cause_detail"] == "heartbeat_expiration"]
+    assert rows
+    long_pauses = short_pauses = 0
+    for folder in {f.parent for f in clients}:
+        session = int(re.search(r"session\.timeout\.ms=(\d+)", "".join(
+            t for f, t in clients.items() if f.parent == folder)).group(1))
+        for gc_file in folder.glob("gc.log*"):
+            for line in gc_file.read_text().splitlines():
+                match = GC_LINE.match(line)
+                if match and match.group(2) == "Full":
+                    long_pauses += float(match.group(3)) > session
+                    short_pauses += float(match.group(3)) < session - 3000
+    assert long_pauses == len(rows)
+    assert short_pauses > 0
+    for row in rows:
+        member = row["trigger_member_id"]
+        expiry = next(log4j_ms(LOG4J_TS.match(x).group(1)) for x in lines if f"Member {member} in group" in x)
+        folder = next(f.parent for f, text in clients.items() if f"memberId='{member}'" in text)
+        session = int(re.search(r"session\.timeout\.ms=(\d+)", "".join(
+            t for f, t in clients.items() if f.parent == folder)).group(1))
+        pauses = []
+        for gc_file in folder.glob("gc.log*"):
+            for line in gc_file.read_text().splitlines():
+                match = GC_LINE.match(line)
+                if match and match.group(2) == "Full":
+                    end = iso_ms(match.group(1) + "Z")
+                    pauses.append((end - round(float(match.group(3))), end, float(match.group(3))))
+        assert any(d > session and expiry - session <= s < expiry < e <= expiry + session for s, e, d in pauses), (
+            member, expiry, pauses)
+
+
+def test_lines_target_is_met_quickly(tmp_path: Path) -> None:
+    began = time.perf_counter()
+    summary = simulate(tmp_path / "big", lines=200_000)
+    elapsed = time.perf_counter() - began
+    print(f"simulate(lines=200_000): {summary.lines} lines in {summary.files} files, {elapsed:.2f} s")
+    assert abs(summary.lines - 200_000) <= 20_000
+    written = sum(len(p.read_bytes().splitlines()) for p in summary.landing_dir.rglob("*") if p.is_file())
+    assert written == summary.lines
+    noise = sum(1 for line in broker_lines(summary.landing_dir) if "GroupCoordinator" not in line
+                and "GroupMetadata" not in line)
+    assert noise / summary.lines > 0.7
+
+
+@pytest.mark.parametrize("version", ["2.4", "2.8"])
+def test_older_versions_use_their_wording(tmp_path: Path, version: str) -> None:
+    summary = simulate(tmp_path / version, kafka_version=version, hours=1.0, gzip_files=True)
+    files = sorted(summary.landing_dir.rglob("*.gz"))
+    assert files and len(files) == summary.files
+    text = "\n".join(gzip.decompress(f.read_bytes()).decode() for f in files if "server.log" in f.name)
+    clients = "\n".join(gzip.decompress(f.read_bytes()).decode() for f in files if "consumer.log" in f.name)
+    assert "client reason" not in text and "Request joining group due to" not in clients
+    assert "Attempt to heartbeat failed since group is rebalancing" in clients
+    assert bool(re.search(r"Stabilized group \S+ generation \d+ \(__consumer_offsets-\d+\) with", text)) == (
+        version == "2.8")
+    assert ("Successfully synced group in generation Generation{" in clients) == (version == "2.8")
+    rows = [json.loads(line) for line in summary.truth_file.read_text().splitlines()]
+    assert len(rows) == len(re.findall(r"Stabilized group |is now empty", text))
+
+
+def test_bad_arguments_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="kafka_version"):
+        simulate(tmp_path, kafka_version="1.0")
+    with pytest.raises(ValueError):
+        simulate(tmp_path, groups=0)
+
+
+def test_refuses_a_landing_directory_that_holds_files(default_run: SimulationSummary) -> None:
+    with pytest.raises(FileExistsError, match="empty directory"):
+        simulate(default_run.landing_dir.parent)
