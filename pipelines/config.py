@@ -52,9 +52,27 @@ class SparkSettings(_Frozen):
 
 
 class Thresholds(_Frozen):
-    """Limits used by reconstruction and classification."""
+    """Limits used by reconstruction and classification (see pipelines/gold/causes.py for the rules)."""
 
-    coordinator_move_window_s: int = Field(default=120, ge=0)
+    coordinator_move_window_s: float = Field(
+        default=120, ge=0, description="a session expiry this soon after the group moved coordinator is blamed on the move"
+    )
+    heartbeat_tolerance_s: float = Field(
+        default=3, ge=0, description="a GC pause must reach this close to the expiry (one heartbeat interval)"
+    )
+    gc_pause_min_ms: float = Field(default=1000, ge=0, description="shorter pauses never explain a session expiry")
+    poll_timeout_window_s: float = Field(
+        default=30, ge=0, description="client poll-timeout lines this close to a LeaveGroup explain it"
+    )
+    rejoin_window_s: float = Field(
+        default=900, ge=0, description="a member removed this long ago that rejoins from the same process is a rejoin"
+    )
+    incident_gap_s: float = Field(
+        default=300, ge=0, description="rebalances of a group closer than this belong to one incident"
+    )
+    default_session_timeout_ms: int = Field(
+        default=45000, ge=1, description="session.timeout.ms assumed where the logs do not show it (Kafka 3.0+ default)"
+    )
 
 
 class Config(_Frozen):

@@ -103,20 +103,21 @@ def append_once(df: DataFrame, cfg: Config, name: str, *, batch_id: int, writer_
 
 
 def replace_keys(
-    spark: SparkSession, df: DataFrame, cfg: Config, name: str, *, key: str, scope: Column
+    spark: SparkSession, df: DataFrame, cfg: Config, name: str, *, keys: list[str], scope: Column
 ) -> None:
-    """Make the rows of a table that fall in `scope` exactly `df`, in one MERGE keyed by `key`.
+    """Make the rows of a table that fall in `scope` exactly `df`, in one MERGE on `keys`.
 
-    Rows of `df` are updated or inserted; rows of the table in `scope` that `df` no longer has are deleted.
+    Rows of `df` are updated (only when they changed) or inserted; rows of the table in `scope` that `df` no longer
+    has are deleted. `scope` refers to the table as `t`.
     """
     target = table(cfg, name).delta(spark)
     columns = [c.name for c in TABLES[name].fields]
     source = df.select(columns)
     (
         target.alias("t")
-        .merge(source.alias("s"), f"t.{key} = s.{key}")
+        .merge(source.alias("s"), " AND ".join(f"t.{k} <=> s.{k}" for k in keys))
         .whenMatchedUpdate(
-            condition=" OR ".join(f"NOT (t.{c} <=> s.{c})" for c in columns if c != key),
+            condition=" OR ".join(f"NOT (t.{c} <=> s.{c})" for c in columns if c not in keys),
             set={c: f"s.{c}" for c in columns},
         )
         .whenNotMatchedInsertAll()

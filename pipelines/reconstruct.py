@@ -1,15 +1,69 @@
-"""silver_events to gold: rebuild the groups a micro-batch touched, from all their events, and MERGE the result."""
+"""Silver to gold: each ingest batch's files name the groups they touched; those groups are rebuilt from all their
+events and GC pauses, and every gold table is made equal to the rebuild in one MERGE per table."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from pyspark.sql import DataFrame
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import io
 from pipelines.config import Config
-from pipelines.gold.rebalances import rebuild_rebalances
+from pipelines.gold.incidents import advice_from, incidents_from
+from pipelines.gold.rebalances import rebuild_rebalances, rebuild_sessions, rebuild_states, rules_from, timeline_input
+
+GOLD_KEYS = {
+    "gold_rebalances": ["rebalance_id"],
+    "gold_group_states": ["state_id"],
+    "gold_member_sessions": ["session_id"],
+    "gold_incidents": ["incident_id"],
+    "gold_config_advice": ["group_id", "rule"],
+}
+
+
+def touched_groups(files: DataFrame, events: DataFrame) -> DataFrame:
+    """Groups with events in the given files, or with members in the files' instance folders (their GC logs)."""
+    in_files = events.join(files.select("source_file").distinct(), "source_file").select("group_id")
+    members = (
+        events.filter(F.col("source_kind") == "client")
+        .join(files.select("instance").distinct(), "instance")
+        .select("group_id")
+    )
+    return in_files.unionByName(members).filter(F.col("group_id").isNotNull()).distinct()
+
+
+def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame) -> dict[str, int]:
+    """Rebuild every gold table for `groups` (one column `group_id`) and MERGE it in; returns rows per table."""
+    names = sorted(r.group_id for r in groups.collect())
+    if not names:
+        return {}
+    rules = rules_from(cfg.thresholds)
+    events = io.read_table(spark, cfg, "silver_events").join(F.broadcast(groups), "group_id")
+    pauses = io.read_table(spark, cfg, "silver_gc_pauses")
+    level = StorageLevel.MEMORY_AND_DISK
+    inputs = timeline_input(events, pauses, min_pause_ms=rules.gc_pause_min_ms).persist(level)
+    rebalances = rebuild_rebalances(inputs, rules).persist(level)
+    sessions = rebuild_sessions(inputs, rules).persist(level)
+    outputs = {
+        "gold_rebalances": rebalances,
+        "gold_group_states": rebuild_states(inputs, rules),
+        "gold_member_sessions": sessions,
+        "gold_incidents": incidents_from(rebalances),
+        "gold_config_advice": advice_from(rebalances, pauses, sessions),
+    }
+    counts = {}
+    try:
+        for name, df in outputs.items():
+            rows = df.persist(level)
+            counts[name] = rows.count()
+            io.replace_keys(spark, rows, cfg, name, keys=GOLD_KEYS[name], scope=F.col("t.group_id").isin(names))
+            rows.unpersist()
+    finally:
+        for df in (sessions, rebalances, inputs):
+            df.unpersist()
+    return counts
 
 
 def make_reconstruct_batch(
@@ -18,28 +72,19 @@ def make_reconstruct_batch(
     on_progress: Callable[[str], None] | None = None,
     on_batch: Callable[[str, dict[str, int]], None] | None = None,
 ):
-    """The foreachBatch function of the reconstruct stream (new silver events in, gold tables rebuilt)."""
+    """The foreachBatch function of the reconstruct stream (silver_accounting rows of new ingest batches in)."""
 
     def reconstruct_batch(batch_df: DataFrame, batch_id: int) -> None:
         spark = batch_df.sparkSession
-        touched = batch_df.filter(F.col("group_id").isNotNull()).select("group_id").distinct()
-        groups = sorted(row.group_id for row in touched.collect())
-        if not groups:
-            return
-        events = io.read_table(spark, cfg, "silver_events").join(
-            F.broadcast(touched), "group_id"
-        )
-        rows = rebuild_rebalances(events).persist()
-        try:
-            count = rows.count()
-            io.replace_keys(
-                spark, rows, cfg, "gold_rebalances", key="rebalance_id", scope=F.col("t.group_id").isin(groups)
-            )
-        finally:
-            rows.unpersist()
+        events = io.read_table(spark, cfg, "silver_events")
+        groups = touched_groups(batch_df, events)
+        counts = rebuild_gold(spark, cfg, groups)
         if on_batch is not None:
-            on_batch("reconstruct", {"gold_rebalances": count})
-        if on_progress is not None:
-            on_progress(f"reconstruct batch {batch_id}: {len(groups)} groups rebuilt, {count} rebalances")
+            on_batch("reconstruct", counts)
+        if on_progress is not None and counts:
+            on_progress(
+                f"reconstruct batch {batch_id}: {counts['gold_rebalances']} rebalances, "
+                f"{counts['gold_incidents']} incidents rebuilt"
+            )
 
     return reconstruct_batch

@@ -97,7 +97,7 @@ def run(
         .option("checkpointLocation", str(io.checkpoint_dir(cfg, INGEST_QUERY)))
     )
     reconstruct = (
-        io.read_table_stream(spark, cfg, "silver_events")
+        io.read_table_stream(spark, cfg, "silver_accounting")
         .writeStream.queryName(RECONSTRUCT_QUERY)
         .foreachBatch(make_reconstruct_batch(cfg, on_progress=on_progress, on_batch=summary.record))
         .option("checkpointLocation", str(io.checkpoint_dir(cfg, RECONSTRUCT_QUERY)))

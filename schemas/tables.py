@@ -13,6 +13,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from schemas.gold import GOLD_TABLES
+
 
 def _schema(*fields: tuple[str, object, bool]) -> StructType:
     return StructType([StructField(name, dtype, nullable) for name, dtype, nullable in fields])  # type: ignore[arg-type]
@@ -82,4 +84,5 @@ TABLES: dict[str, StructType] = {
     "silver_quarantine": SILVER_QUARANTINE,
     "silver_accounting": SILVER_ACCOUNTING,
     "gold_rebalances": GOLD_REBALANCES,
+    **GOLD_TABLES,
 }

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from pipelines.gold.causes import classify_reason
-from pipelines.gold.rebalances import rebuild_rebalances, reconstruct_group
+from pipelines.gold.rebalances import rebuild_rebalances
+from pipelines.gold.timeline import reconstruct_group
 
 T0 = pd.Timestamp("2026-11-20 08:00:00")
 

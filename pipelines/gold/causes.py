@@ -11,6 +11,15 @@ Rules (each documented with the Kafka behaviour behind it; the reason wordings a
   a new topic matching a pattern): metadata_change; a client reason refines it.
 - `Updating metadata for member X`: the member rejoined with a new subscription: metadata_change.
 - Before 2.1 there is no reason: a `has failed` or `has left` line just before the start names the trigger.
+
+Refinements with the members' own logs (GroupContext) decide what the broker cannot see:
+- gc_pause: the expired member's JVM (found through its client log's instance folder) was in a stop-the-world
+  pause that began before the expiry and lasted until (within one heartbeat interval of) it.
+- coordinator_change: the expiry came within `coordinator_move_window_s` after the group was loaded by a new
+  coordinator: the member never reached the new coordinator.
+- poll_timeout on brokers before 3.2 (no client reason): the leaving member's client logged the poll timeout.
+- rejoin: a member removed by an expiry, a GC pause or a poll timeout that joins again from the same process (no
+  process start in between) carries that cause into the rebalance its join opens.
 """
 
 from __future__ import annotations

@@ -1,0 +1,98 @@
+"""What the client and GC logs say about a group's members: which process each member ran in, when processes
+started, their long GC pauses and their poll timeouts. Built once per group from all its events."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+# A classic member id is `<client.id>-<UUID>`.
+_MEMBER_ID = re.compile(r"^(?P<client>.+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_NEW_MEMBER = re.compile(r"need to re-join with the given member-id: (\S+)")
+
+
+@dataclass
+class GroupContext:
+    """Lookups over one group's client events and its members' GC pauses."""
+
+    member_instance: dict[str, str] = field(default_factory=dict)
+    client_instances: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    process_starts: dict[str, list[pd.Timestamp]] = field(default_factory=lambda: defaultdict(list))
+    pauses: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))
+    poll_timeouts: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))
+
+    @classmethod
+    def build(cls, events: list[dict]) -> GroupContext:
+        """Index the client events (`source_kind` client) and GC pauses (`source_kind` gc) of one group."""
+        ctx = cls()
+        for event in events:
+            kind, instance = event.get("source_kind"), event.get("instance")
+            if not instance:
+                continue
+            if kind == "gc":
+                ctx.pauses[instance].append(event)
+                continue
+            if kind != "client":
+                continue
+            member = event.get("member_id")
+            if member:
+                ctx.member_instance.setdefault(member, instance)
+            reason = event.get("reason") or ""
+            joined = _NEW_MEMBER.search(reason)
+            if joined:
+                ctx.member_instance.setdefault(joined.group(1), instance)
+            if event.get("client_id"):
+                ctx.client_instances[event["client_id"]].add(instance)
+            event_type = event["event_type"]
+            if event_type == "client_subscribed":
+                ctx.process_starts[instance].append(event["event_ts"])
+            elif event_type == "client_poll_timeout" or (
+                event_type == "client_leaving" and "poll timeout" in reason
+            ):
+                ctx.poll_timeouts[instance].append(event)
+        return ctx
+
+    def instance_of(self, member_id: str | None) -> str | None:
+        """The instance folder (process) a member id ran in: seen in its client log, else by its unique client id."""
+        if not member_id:
+            return None
+        if member_id in self.member_instance:
+            return self.member_instance[member_id]
+        match = _MEMBER_ID.match(member_id)
+        if match:
+            instances = self.client_instances.get(match.group("client"), set())
+            if len(instances) == 1:
+                return next(iter(instances))
+        return None
+
+    def pause_covering(self, instance: str | None, expiry: pd.Timestamp, *, tolerance_s: float,
+                       min_ms: float) -> dict | None:
+        """The longest pause of `instance` that started before `expiry` and lasted until (nearly) the expiry.
+
+        The coordinator expires a member a session timeout after its last heartbeat; a stop-the-world pause that
+        began after that heartbeat and was still running within one heartbeat interval of the expiry explains it.
+        """
+        best = None
+        for pause in self.pauses.get(instance or "", ()):
+            if pause["pause_ms"] < min_ms or pause["event_ts"] > expiry:
+                continue
+            if pause["pause_end_ts"] < expiry - pd.Timedelta(seconds=tolerance_s):
+                continue
+            if best is None or pause["pause_ms"] > best["pause_ms"]:
+                best = pause
+        return best
+
+    def started_between(self, instance: str | None, start: pd.Timestamp, end: pd.Timestamp) -> bool:
+        """True when the process in `instance` was (re)started between the two times."""
+        return any(start < t <= end for t in self.process_starts.get(instance or "", ()))
+
+    def poll_timeout_near(self, instance: str | None, at: pd.Timestamp, *, window_s: float) -> dict | None:
+        """A client poll-timeout line of `instance` within `window_s` before (or just after) `at`."""
+        window = pd.Timedelta(seconds=window_s)
+        for event in self.poll_timeouts.get(instance or "", ()):
+            if at - window <= event["event_ts"] <= at + pd.Timedelta(seconds=2):
+                return event
+        return None

@@ -1,0 +1,85 @@
+"""Incidents (chains of related rebalances) and configuration advice, aggregated from gold rows with Spark SQL."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from schemas.gold import GOLD_CONFIG_ADVICE, GOLD_INCIDENTS
+
+
+def incidents_from(rebalances: DataFrame) -> DataFrame:
+    """gold_incidents: one row per `incident_id` of gold_rebalances, with its root cause (the first rebalance's)."""
+    agg = rebalances.groupBy("incident_id", "group_id").agg(
+        F.min("started_at").alias("started_at"),
+        F.max("completed_at").alias("ended_at"),
+        F.count(F.lit(1)).alias("rebalances"),
+        F.sum("duration_ms").alias("unavailable_ms"),
+        F.min_by("cause", "started_at").alias("root_cause"),
+        F.min_by("cause_detail", "started_at").alias("root_cause_detail"),
+        F.array_sort(F.array_distinct(F.collect_list("cause"))).alias("causes"),
+        F.array_sort(F.collect_list("rebalance_id")).alias("rebalance_ids"),
+    )
+    span = F.coalesce(F.col("ended_at").cast("long") - F.col("started_at").cast("long"), F.lit(0))
+    summary = F.format_string(
+        "%d rebalance(s) of %s in %d s, %.1f s without consuming; root cause %s",
+        F.col("rebalances"), F.col("group_id"), span, F.coalesce(F.col("unavailable_ms"), F.lit(0)) / 1000.0,
+        F.col("root_cause"),
+    )
+    return agg.withColumn("summary", summary).select([f.name for f in GOLD_INCIDENTS.fields])
+
+
+def advice_from(rebalances: DataFrame, pauses: DataFrame, sessions: DataFrame) -> DataFrame:
+    """gold_config_advice: per group, what was observed against what the members use, and what to change.
+
+    Rules: GC pauses that expired members (raise session.timeout.ms above the longest pause or fix the heap);
+    poll timeouts (raise max.poll.interval.ms above the longest processing time plus a margin, or lower
+    max.poll.records); restart storms of membership changes (static membership, KIP-345); session expiries without
+    GC evidence (heartbeat.interval.ms at a third of session.timeout.ms, check the network and the process).
+    """
+    per_group = rebalances.groupBy("group_id").agg(
+        F.sum((F.col("cause") == "gc_pause").cast("int")).alias("gc"),
+        F.sum((F.col("cause") == "poll_timeout").cast("int")).alias("poll"),
+        F.sum((F.col("cause") == "session_timeout").cast("int")).alias("session"),
+        F.sum(F.col("cause_detail").isin("member_join", "member_leave").cast("int")).alias("restarts"),
+        F.max("members_after").alias("max_members"),
+        F.collect_list(F.struct("cause", "rebalance_id")).alias("_ids"),
+    )
+    longest_pause = (
+        pauses.join(sessions.select("group_id", "instance").distinct(), "instance")
+        .groupBy("group_id").agg(F.max("duration_ms").alias("longest_pause_ms"))
+    )
+    rows = per_group.join(longest_pause, "group_id", "left")
+
+    def ids(cause: str):
+        return F.transform(F.filter("_ids", lambda x: x["cause"] == cause), lambda x: x["rebalance_id"])
+
+    candidates = [
+        (F.col("gc") > 0, "gc_pause_vs_session_timeout",
+         F.format_string("%d session expiries explained by GC pauses; longest pause %.1f s", "gc",
+                         F.coalesce(F.col("longest_pause_ms"), F.lit(0.0)) / 1000),
+         "raise session.timeout.ms above the longest GC pause plus a margin, or shorten the pauses (heap size, "
+         "collector); keep heartbeat.interval.ms at a third of session.timeout.ms", "high", ids("gc_pause")),
+        (F.col("poll") > 0, "poll_timeout_vs_max_poll_interval",
+         F.format_string("%d members left because poll() was not called within max.poll.interval.ms", "poll"),
+         "raise max.poll.interval.ms above the longest batch processing time plus a margin, or lower "
+         "max.poll.records", "high", ids("poll_timeout")),
+        (F.col("restarts") >= 6, "restart_storms",
+         F.format_string("%d rebalances from members joining or leaving", "restarts"),
+         "use static membership (group.instance.id, KIP-345) so restarts within session.timeout.ms do not "
+         "rebalance; consider the cooperative-sticky assignor (KIP-429) or the consumer protocol (KIP-848)",
+         "medium", ids("membership_change")),
+        (F.col("session") >= 2, "session_expiries",
+         F.format_string("%d session expiries without GC evidence", "session"),
+         "check the process and the network between consumers and brokers; keep heartbeat.interval.ms at a third "
+         "of session.timeout.ms", "medium", ids("session_timeout")),
+    ]
+    advice = None
+    for condition, rule, observed, text, severity, evidence in candidates:
+        part = rows.filter(condition).select(
+            "group_id", F.lit(rule).alias("rule"), observed.alias("observed"),
+            F.lit(None).cast("string").alias("configured"), F.lit(text).alias("advice"),
+            F.lit(severity).alias("severity"), evidence.alias("evidence_rebalance_ids"),
+        )
+        advice = part if advice is None else advice.unionByName(part)
+    return advice.select([f.name for f in GOLD_CONFIG_ADVICE.fields])

@@ -1,0 +1,351 @@
+"""One group's timeline from its events: rebalances with causes, state intervals and member sessions.
+
+Pure Python over plain dicts (one per event, in time order) so it runs the same inside applyInPandas and in tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from pipelines.gold.causes import Verdict, classify_reason
+from pipelines.gold.context import GroupContext
+
+_NEIGHBOUR_S = 5.0  # member events this close before a reason-less start (brokers before 2.1) explain it
+# Causes that remove a member against its will; its return from the same process is a `rejoin` of that cause.
+_REMOVAL_CAUSES = ("session_timeout", "gc_pause", "poll_timeout", "coordinator_change")
+_SET_ITEMS = re.compile(r"[\w.\-]+(?:-[0-9a-f-]{36})?")
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Thresholds of the refinement rules (from the configuration's `thresholds`)."""
+
+    coordinator_move_window_s: float = 120
+    heartbeat_tolerance_s: float = 3
+    gc_pause_min_ms: float = 1000
+    poll_timeout_window_s: float = 30
+    rejoin_window_s: float = 900
+    incident_gap_s: float = 300
+
+
+@dataclass
+class _Removal:
+    member: str
+    at: pd.Timestamp
+    cause: str
+    rebalance_id: str | None
+
+
+@dataclass
+class _Open:
+    rebalance_id: str
+    start: dict
+    verdict: Verdict
+    members_before: int | None
+    evidence: list[dict] = field(default_factory=list)
+    generation_after: int | None = None
+    stabilized_at: pd.Timestamp | None = None
+    members_after: int | None = None
+    joined: set[str] = field(default_factory=set)
+    left: set[str] = field(default_factory=set)
+    linked_to: str | None = None
+
+
+def stable_id(*parts: object) -> str:
+    """A deterministic id from the parts (24 hex characters)."""
+    return hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()[:24]
+
+
+def _int(value) -> int | None:
+    return None if value is None or pd.isna(value) else int(value)
+
+
+def _secs(delta: pd.Timedelta) -> float:
+    return delta.total_seconds()
+
+
+class Timeline:
+    """Replays one group's events; `rebalances`, `states` and `sessions` hold the resulting rows."""
+
+    def __init__(self, group_id: str, events: list[dict], rules: Rules | None = None) -> None:
+        self.group_id = group_id
+        self.rules = rules or Rules()
+        self.ctx = GroupContext.build(events)
+        self.rebalances: list[dict] = []
+        self.states: list[dict] = []
+        self.sessions: dict[str, dict] = {}
+        self._members: set[str] = set()
+        self._size: int | None = None
+        self._current: _Open | None = None
+        self._recent: list[dict] = []
+        self._removals: dict[str, _Removal] = {}
+        self._coordinator: int | None = None
+        self._moves: list[tuple[pd.Timestamp, int | None, int]] = []
+        self._transitions: list[tuple[pd.Timestamp, str, int | None, str | None, str]] = []
+        for event in events:
+            if event.get("source_kind") == "broker":
+                self._on_broker(event)
+        self._finish()
+
+    # ---- event handlers ----------------------------------------------------------------------------------------
+
+    def _on_broker(self, event: dict) -> None:
+        kind, member, ts = event["event_type"], event.get("member_id"), event["event_ts"]
+        broker = _int(event.get("broker_id"))
+        if kind == "group_loaded":
+            if broker is not None and self._coordinator is not None and broker != self._coordinator:
+                self._moves.append((ts, self._coordinator, broker))
+            self._coordinator = broker
+        elif broker is not None and kind != "group_unloaded":
+            self._coordinator = broker
+        if kind in ("member_joining", "member_loaded") and member:
+            self._join(member, event)
+        elif kind == "static_member_replaced":
+            if event.get("old_member_id"):
+                self._leave(event["old_member_id"], ts, "replaced")
+            if member:
+                self._join(member, event)
+        elif kind in ("member_failed", "member_left") and member:
+            if kind == "member_failed":
+                self._record_removal(member, ts, self._expiry_verdict(member, ts)[0].cause)
+            self._leave(member, ts, "expired" if kind == "member_failed" else "left")
+            if self._current is not None:
+                self._current.left.add(member)
+                self._current.evidence.append({"event_id": event["event_id"], "explanation": f"{kind}: {member}"})
+        elif kind == "members_removed":
+            for gone in _SET_ITEMS.findall(event.get("members") or ""):
+                if gone in self._members:
+                    self._leave(gone, ts, "rebalance_timeout")
+        elif kind == "rebalance_started":
+            self._start(event)
+        elif kind == "group_stabilized" and self._current is not None:
+            current = self._current
+            current.generation_after = _int(event.get("generation"))
+            current.stabilized_at = ts
+            count = _int(event.get("member_count"))
+            current.members_after = count if count is not None else len(self._members)
+            self._mark_generation(current.generation_after)
+            self._transition(ts, "CompletingRebalance", current.generation_after, current.rebalance_id, event)
+        elif kind == "assignment_received" and self._current is not None:
+            if _int(event.get("generation")) == self._current.generation_after:
+                self._transition(ts, "Stable", self._current.generation_after, self._current.rebalance_id, event)
+                self._close(ts, "stabilized")
+        elif kind == "group_emptied":
+            generation = _int(event.get("generation"))
+            if self._current is not None:
+                self._current.generation_after = generation
+                self._current.members_after = 0
+                self._close(ts, "emptied", transition=False)
+            for gone in list(self._members):
+                self._leave(gone, ts, "left")
+            self._size = 0
+            self._transition(ts, "Empty", generation, None, event)
+        elif kind == "group_dead":
+            self._transition(ts, "Dead", _int(event.get("generation")), None, event)
+        self._recent.append(event)
+        if len(self._recent) > 64:
+            del self._recent[:32]
+
+    def _start(self, event: dict) -> None:
+        ts = event["event_ts"]
+        if self._current is not None:
+            self._close(ts, "superseded", transition=False)
+        verdict = classify_reason(event.get("reason"), event.get("client_reason")) or self._neighbour_verdict(ts)
+        verdict, evidence, link = self._refine(verdict, ts)
+        before = self._size if self._size is not None else (0 if _int(event.get("generation")) == 0 else None)
+        current = _Open(stable_id(self.group_id, event["event_id"]), event, verdict, before, evidence, linked_to=link)
+        self._current = current
+        trigger = verdict.trigger_member_id
+        if trigger and verdict.detail in ("member_join", "rejoin"):
+            if trigger not in self._members:
+                self._join(trigger, event)
+            current.joined.add(trigger)
+        elif trigger and verdict.cause in _REMOVAL_CAUSES:
+            self._record_removal(trigger, ts, verdict.cause)
+            self._leave(trigger, ts, "poll_timeout" if verdict.cause == "poll_timeout" else "expired")
+            current.left.add(trigger)
+        elif trigger and verdict.detail == "member_leave":
+            self._leave(trigger, ts, "left")
+            current.left.add(trigger)
+        self._transition(ts, "PreparingRebalance", _int(event.get("generation")), current.rebalance_id, event)
+
+    # ---- causes ------------------------------------------------------------------------------------------------
+
+    def _neighbour_verdict(self, ts: pd.Timestamp) -> Verdict:
+        for event in reversed(self._recent):
+            if _secs(ts - event["event_ts"]) > _NEIGHBOUR_S:
+                break
+            if event["event_type"] == "member_failed":
+                return Verdict("session_timeout", "heartbeat_expiration", 0.7, event["member_id"],
+                               "no reason printed; member expired just before the start")
+            if event["event_type"] == "member_left":
+                return Verdict("membership_change", "member_leave", 0.6, event["member_id"],
+                               "no reason printed; member left just before the start")
+        return Verdict("unknown", None, 0.1, None, "no reason printed and no member event just before the start")
+
+    def _expiry_verdict(self, member: str, at: pd.Timestamp) -> tuple[Verdict, list[dict]]:
+        """Why a member's session expired: its own GC pause, a coordinator move, or plain session timeout."""
+        rules = self.rules
+        instance = self.ctx.instance_of(member)
+        pause = self.ctx.pause_covering(instance, at, tolerance_s=rules.heartbeat_tolerance_s,
+                                        min_ms=rules.gc_pause_min_ms)
+        if pause is not None:
+            text = (f"the JVM of {member} ({instance}) was stopped {pause['pause_ms'] / 1000:.1f} s by a GC pause "
+                    f"from {pause['event_ts']:%H:%M:%S} to {pause['pause_end_ts']:%H:%M:%S}, through the session "
+                    f"expiry at {at:%H:%M:%S}")
+            return (Verdict("gc_pause", "heartbeat_expiration", 0.9, member, text),
+                    [{"event_id": pause["event_id"], "explanation": text}])
+        for moved_at, old, new in reversed(self._moves):
+            if 0 <= _secs(at - moved_at) <= rules.coordinator_move_window_s:
+                text = (f"the group moved from coordinator {old} to {new} at {moved_at:%H:%M:%S}; {member} expired "
+                        f"{_secs(at - moved_at):.0f} s later without reaching the new coordinator")
+                return Verdict("coordinator_change", "coordinator_failover", 0.75, member, text), []
+        return Verdict("session_timeout", "heartbeat_expiration", 0.9, member,
+                       f"{member} sent no heartbeat within its session timeout"), []
+
+    def _refine(self, verdict: Verdict, ts: pd.Timestamp) -> tuple[Verdict, list[dict], str | None]:
+        trigger = verdict.trigger_member_id
+        if not trigger:
+            return verdict, [], None
+        rules = self.rules
+        if verdict.cause == "session_timeout":
+            refined, evidence = self._expiry_verdict(trigger, ts)
+            explanation = verdict.explanation + "; " + refined.explanation
+            return Verdict(refined.cause, refined.detail, refined.confidence, trigger, explanation), evidence, None
+        if verdict.detail == "member_leave":
+            instance = self.ctx.instance_of(trigger)
+            line = self.ctx.poll_timeout_near(instance, ts, window_s=rules.poll_timeout_window_s)
+            if line is not None:
+                text = f"{verdict.explanation}; the client of {trigger} ({instance}) logged a poll timeout first"
+                return (Verdict("poll_timeout", "leave_on_poll_timeout", 0.9, trigger, text),
+                        [{"event_id": line["event_id"], "explanation": "client poll timeout"}], None)
+        if verdict.detail in ("member_join", "member_rejoin"):
+            instance = self.ctx.instance_of(trigger)
+            removal = self._removals.get(instance or "")
+            if (
+                removal is not None
+                and removal.member != trigger
+                and 0 <= _secs(ts - removal.at) <= rules.rejoin_window_s
+                and not self.ctx.started_between(instance, removal.at, ts)
+            ):
+                text = (f"{verdict.explanation}; {trigger} is the same process ({instance}) as {removal.member}, "
+                        f"removed at {removal.at:%H:%M:%S} by {removal.cause}, joining again")
+                self._removals.pop(instance, None)
+                return Verdict(removal.cause, "rejoin", 0.85, trigger, text), [], removal.rebalance_id
+        return verdict, [], None
+
+    def _record_removal(self, member: str, at: pd.Timestamp, cause: str) -> None:
+        instance = self.ctx.instance_of(member)
+        if not instance or cause not in _REMOVAL_CAUSES:
+            return
+        rebalance = self._current.rebalance_id if self._current is not None else None
+        existing = self._removals.get(instance)
+        if existing is not None and existing.member == member:
+            existing.rebalance_id = existing.rebalance_id or rebalance
+            return
+        self._removals[instance] = _Removal(member, at, cause, rebalance)
+
+    # ---- members and states ------------------------------------------------------------------------------------
+
+    def _join(self, member: str, event: dict) -> None:
+        self._members.add(member)
+        if member not in self.sessions:
+            self.sessions[member] = {
+                "session_id": stable_id(self.group_id, member), "group_id": self.group_id, "member_id": member,
+                "client_id": event.get("client_id"), "group_instance_id": event.get("group_instance_id"),
+                "instance": self.ctx.instance_of(member), "client_host": event.get("client_host"),
+                "joined_at": event["event_ts"], "left_at": None, "end_reason": "active",
+                "first_generation": None, "last_generation": None, "rebalances": 0,
+            }
+
+    def _leave(self, member: str, at: pd.Timestamp, reason: str) -> None:
+        self._members.discard(member)
+        session = self.sessions.get(member)
+        if session is not None and session["left_at"] is None:
+            session["left_at"], session["end_reason"] = at, reason
+
+    def _mark_generation(self, generation: int | None) -> None:
+        for member in self._members:
+            session = self.sessions.get(member)
+            if session is None:
+                continue
+            if session["first_generation"] is None:
+                session["first_generation"] = generation
+            session["last_generation"] = generation
+            session["rebalances"] += 1
+
+    def _transition(self, ts, state: str, generation, rebalance_id, event: dict) -> None:
+        self._transitions.append((ts, state, generation, rebalance_id, event["event_id"]))
+
+    def _close(self, ts: pd.Timestamp, outcome: str, *, transition: bool = True) -> None:
+        current = self._current
+        assert current is not None
+        if outcome in ("stabilized", "superseded") and current.members_after is not None:
+            self._size = current.members_after
+        self.rebalances.append(self._row(current, completed_at=ts, outcome=outcome))
+        self._current = None
+
+    def _finish(self) -> None:
+        current = self._current
+        if current is not None:
+            if current.stabilized_at is not None:
+                self.rebalances.append(self._row(current, completed_at=current.stabilized_at, outcome="stabilized"))
+            else:
+                self.rebalances.append(self._row(current, completed_at=None, outcome="open"))
+        self._assign_incidents()
+        self._build_states()
+
+    def _row(self, current: _Open, *, completed_at, outcome: str) -> dict:
+        start, verdict = current.start, current.verdict
+        started = start["event_ts"]
+        evidence = [{"event_id": start["event_id"], "explanation": verdict.explanation}] + current.evidence
+        broker = _int(start.get("broker_id"))
+        return {
+            "rebalance_id": current.rebalance_id, "group_id": self.group_id, "protocol": "classic",
+            "coordinator": None if broker is None else str(broker),
+            "generation_before": _int(start.get("generation")), "generation_after": current.generation_after,
+            "started_at": started, "completed_at": completed_at,
+            "duration_ms": None if completed_at is None else int(_secs(completed_at - started) * 1000),
+            "outcome": outcome, "members_before": current.members_before, "members_after": current.members_after,
+            "members_joined": len(current.joined), "members_left": len(current.left),
+            "trigger_member_id": verdict.trigger_member_id, "cause": verdict.cause, "cause_detail": verdict.detail,
+            "cause_confidence": verdict.confidence, "evidence_json": json.dumps(evidence), "incident_id": None,
+            "_linked_to": current.linked_to,
+        }
+
+    def _assign_incidents(self) -> None:
+        by_id: dict[str, dict] = {}
+        previous = None
+        for row in sorted(self.rebalances, key=lambda r: r["started_at"]):
+            linked = by_id.get(row.pop("_linked_to") or "")
+            if linked is not None:
+                row["incident_id"] = linked["incident_id"]
+            elif previous is not None and _secs(
+                row["started_at"] - (previous["completed_at"] or previous["started_at"])
+            ) <= self.rules.incident_gap_s:
+                row["incident_id"] = previous["incident_id"]
+            else:
+                row["incident_id"] = row["rebalance_id"]
+            by_id[row["rebalance_id"]] = row
+            previous = row
+
+    def _build_states(self) -> None:
+        transitions = sorted(self._transitions, key=lambda t: t[0])
+        for index, (ts, state, generation, rebalance_id, event_id) in enumerate(transitions):
+            ended = transitions[index + 1][0] if index + 1 < len(transitions) else None
+            self.states.append({
+                "state_id": stable_id(self.group_id, event_id, state), "group_id": self.group_id, "state": state,
+                "generation": generation, "coordinator": None, "started_at": ts, "ended_at": ended,
+                "duration_ms": None if ended is None else int(_secs(ended - ts) * 1000),
+                "rebalance_id": rebalance_id,
+            })
+
+
+def reconstruct_group(group_id: str, events: list[dict], rules: Rules | None = None) -> list[dict]:
+    """The rebalances of one group (rows shaped like gold_rebalances, evidence as `evidence_json`)."""
+    return Timeline(group_id, events, rules).rebalances

@@ -1,0 +1,43 @@
+"""StructTypes of the gold tables beyond gold_rebalances."""
+
+from __future__ import annotations
+
+from pyspark.sql.types import ArrayType, DoubleType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
+
+S, I, L, D, T = StringType(), IntegerType(), LongType(), DoubleType(), TimestampType()
+
+
+def _schema(*fields: tuple[str, object, bool]) -> StructType:
+    return StructType([StructField(name, dtype, nullable) for name, dtype, nullable in fields])  # type: ignore[arg-type]
+
+
+GOLD_GROUP_STATES = _schema(
+    ("state_id", S, False), ("group_id", S, False), ("state", S, False), ("generation", I, True),
+    ("coordinator", S, True), ("started_at", T, False), ("ended_at", T, True), ("duration_ms", L, True),
+    ("rebalance_id", S, True),
+)
+
+GOLD_MEMBER_SESSIONS = _schema(
+    ("session_id", S, False), ("group_id", S, False), ("member_id", S, False), ("client_id", S, True),
+    ("group_instance_id", S, True), ("instance", S, True), ("client_host", S, True), ("joined_at", T, True),
+    ("left_at", T, True), ("end_reason", S, False), ("first_generation", I, True), ("last_generation", I, True),
+    ("rebalances", I, False),
+)
+
+GOLD_INCIDENTS = _schema(
+    ("incident_id", S, False), ("group_id", S, False), ("started_at", T, False), ("ended_at", T, True),
+    ("rebalances", L, False), ("unavailable_ms", L, True), ("root_cause", S, False), ("root_cause_detail", S, True),
+    ("causes", ArrayType(S), True), ("rebalance_ids", ArrayType(S), True), ("summary", S, False),
+)
+
+GOLD_CONFIG_ADVICE = _schema(
+    ("group_id", S, False), ("rule", S, False), ("observed", S, False), ("configured", S, True),
+    ("advice", S, False), ("severity", S, False), ("evidence_rebalance_ids", ArrayType(S), True),
+)
+
+GOLD_TABLES: dict[str, StructType] = {
+    "gold_group_states": GOLD_GROUP_STATES,
+    "gold_member_sessions": GOLD_MEMBER_SESSIONS,
+    "gold_incidents": GOLD_INCIDENTS,
+    "gold_config_advice": GOLD_CONFIG_ADVICE,
+}
