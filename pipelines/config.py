@@ -89,6 +89,16 @@ class Config(_Frozen):
     spark: SparkSettings = SparkSettings()
     thresholds: Thresholds = Thresholds()
 
+    @field_validator("landing", "lakehouse", "checkpoints", mode="before")
+    @classmethod
+    def _no_urls(cls, value: object) -> object:
+        if isinstance(value, str) and "://" in value:
+            raise ValueError(
+                f"'{value}' is a URL; give a path: a local directory, or on Databricks a Unity Catalog volume "
+                "such as /Volumes/<catalog>/<schema>/<volume>/landing"
+            )
+        return value
+
     @property
     def checkpoint_root(self) -> Path:
         """Where the streaming checkpoints live (default: `<lakehouse>/_checkpoints`)."""

@@ -16,6 +16,8 @@ from pipelines.reconstruct import make_reconstruct_batch
 from schemas.tables import TABLES
 
 Trigger = Literal["available-now", "continuous"]
+Stage = Literal["ingest", "reconstruct"]
+STAGES: tuple[Stage, ...] = ("ingest", "reconstruct")
 INGEST_QUERY = "ingest"
 RECONSTRUCT_QUERY = "reconstruct"
 
@@ -81,10 +83,14 @@ def run(
     *,
     trigger: Trigger = "available-now",
     rebuild: bool = False,
+    stages: tuple[Stage, ...] = STAGES,
     on_progress: Callable[[str], None] | None = None,
 ) -> RunSummary:
-    """Process what is new in the landing directory and stop (`available-now`), or keep running (`continuous`)."""
-    check_inputs(cfg)
+    """Process what is new in the landing directory and stop (`available-now`), or keep running (`continuous`).
+
+    `stages` picks the streams to run (a scheduled job may run them as separate tasks, ingest first)."""
+    if "ingest" in stages:
+        check_inputs(cfg)
     if rebuild:
         reset(cfg)
     io.ensure_tables(spark, cfg)
@@ -102,16 +108,13 @@ def run(
         .foreachBatch(make_reconstruct_batch(cfg, on_progress=on_progress, on_batch=summary.record))
         .option("checkpointLocation", str(io.checkpoint_dir(cfg, RECONSTRUCT_QUERY)))
     )
+    writers = {"ingest": ingest, "reconstruct": reconstruct}
     if trigger == "available-now":
-        query = ingest.trigger(availableNow=True).start()
-        query.awaitTermination()
-        query = reconstruct.trigger(availableNow=True).start()
-        query.awaitTermination()
+        for stage in STAGES:
+            if stage in stages:
+                writers[stage].trigger(availableNow=True).start().awaitTermination()
     else:
-        queries = [
-            ingest.trigger(processingTime="5 seconds").start(),
-            reconstruct.trigger(processingTime="5 seconds").start(),
-        ]
+        queries = [writers[s].trigger(processingTime="5 seconds").start() for s in STAGES if s in stages]
         try:
             spark.streams.awaitAnyTermination()
         finally:

@@ -56,3 +56,8 @@ def test_cli_usage_error_exits_2(capsys):
         main(["run", "--trigger", "sometimes"])
     assert stop.value.code == 2
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_storage_locations_are_paths_not_urls():
+    with pytest.raises(ConfigError, match=r"landing: 's3://bucket/logs' is a URL; give a path.*\/Volumes\/"):
+        load_config(None, {"landing": "s3://bucket/logs"})

@@ -1,0 +1,55 @@
+"""Entry points of the scheduled Databricks job (python_wheel_task `rebalance-job`): one per task of databricks.yml.
+
+    rebalance-job ingest      --catalog C --schema S --landing PATH --checkpoints PATH
+    rebalance-job reconstruct --catalog C --schema S --landing PATH --checkpoints PATH
+
+Each builds the configuration from its parameters (Auto Loader, Unity Catalog names) and calls `pipelines.run.run`
+with the session Databricks provides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pipelines.config import ConfigError, load_config
+
+TASKS = ("ingest", "reconstruct")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Arguments shared by every task."""
+    parser = argparse.ArgumentParser(prog="rebalance-job", description=__doc__.split("\n\n")[0])
+    parser.add_argument("task", choices=TASKS)
+    parser.add_argument("--catalog", required=True, help="Unity Catalog catalog of the tables")
+    parser.add_argument("--schema", required=True, help="Unity Catalog schema of the tables")
+    parser.add_argument("--landing", required=True, help="landing path (a volume or cloud storage URL)")
+    parser.add_argument("--checkpoints", required=True, help="checkpoint root (a volume or cloud storage URL)")
+    parser.add_argument("--source-format", choices=["cloudFiles", "text"], default="cloudFiles")
+    parser.add_argument("--conf", help="optional YAML with sources, time zones and thresholds")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one task of the scheduled job; exit 2 on bad parameters, 1 on failure."""
+    args = build_parser().parse_args(argv)
+    try:
+        cfg = load_config(
+            args.conf,
+            {"catalog": args.catalog, "schema": args.schema, "landing": args.landing,
+             "checkpoints": args.checkpoints, "source_format": args.source_format},
+        )
+    except ConfigError as exc:
+        print(f"rebalance-job {args.task}: configuration error: {exc}", file=sys.stderr)
+        return 2
+    from pipelines.run import run
+    from pipelines.spark import get_spark
+
+    spark = get_spark(cfg, app_name=f"rebalance-{args.task}")
+    summary = run(spark, cfg, stages=(args.task,), on_progress=lambda m: print(m, flush=True))
+    print(f"{args.task}: {summary.line()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Causes against the simulator's ground truth, and streaming equal to batch whatever the arrival order."""
+
+from __future__ import annotations
+
+import random
+import shutil
+
+import pytest
+from pyspark.testing import assertDataFrameEqual
+
+from pipelines import io
+from pipelines.batch import build_batch
+from pipelines.evaluate import accuracy, match_truth
+from pipelines.run import run
+from pipelines.simulate import simulate
+from tests.conftest import make_config
+
+GOLD_TABLES = ["gold_rebalances", "gold_group_states", "gold_member_sessions", "gold_incidents", "gold_config_advice"]
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sim")
+    sim = simulate(root, seed=21, groups=3, hours=2.0, kafka_version="3.6")
+    return root, sim
+
+
+def _check_accuracy(spark, cfg, truth_file):
+    truth = spark.read.json(str(truth_file))
+    result = accuracy(match_truth(io.read_table(spark, cfg, "gold_rebalances"), truth))
+    assert result.truth > 20
+    assert result.found == result.truth, result.confusion
+    assert result.invented == 0, result.confusion
+    assert result.cause_accuracy >= 0.98, result.confusion
+    return result
+
+
+def test_every_true_rebalance_found_with_its_cause(spark, simulated):
+    root, sim = simulated
+    cfg = make_config(root, landing=sim.landing_dir)
+    run(spark, cfg)
+    result = _check_accuracy(spark, cfg, sim.truth_file)
+    causes = {true for (true, _), n in result.confusion.items()}
+    assert {"session_timeout", "poll_timeout", "gc_pause", "membership_change", "metadata_change",
+            "coordinator_change"} <= causes
+
+    oracle = build_batch(spark, cfg)
+    for name in GOLD_TABLES:
+        streamed = io.read_table(spark, cfg, name)
+        assertDataFrameEqual(streamed, oracle[name].select(streamed.columns))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["2.4", "2.8"])
+def test_older_wordings(spark, tmp_path, version):
+    sim = simulate(tmp_path, seed=22, groups=3, hours=2.0, kafka_version=version)
+    cfg = make_config(tmp_path, landing=sim.landing_dir)
+    run(spark, cfg)
+    _check_accuracy(spark, cfg, sim.truth_file)
+
+
+@pytest.mark.slow
+def test_shuffled_arrival_gives_the_batch_result(spark, simulated, tmp_path):
+    root, sim = simulated
+    files = sorted(p for p in sim.landing_dir.rglob("*") if p.is_file())
+    random.Random(5).shuffle(files)  # client and GC logs often land before the broker logs they explain
+    cfg = make_config(tmp_path)
+    drops = [files[: len(files) // 3], files[len(files) // 3: 2 * len(files) // 3], files[2 * len(files) // 3:]]
+    for drop in drops:
+        for file in drop:
+            target = cfg.landing / file.parent.name / file.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(file, target.with_name("." + target.name))
+            target.with_name("." + target.name).rename(target)
+        run(spark, cfg)
+    oracle = build_batch(spark, cfg)
+    for name in GOLD_TABLES:
+        streamed = io.read_table(spark, cfg, name)
+        assertDataFrameEqual(streamed, oracle[name].select(streamed.columns))
