@@ -71,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_storage(sql)
     sql.add_argument("--format", choices=["table", "json", "csv"], default="table")
     sql.add_argument("--limit", type=int, default=1000, help="at most this many rows (default 1000)")
+    report = sub.add_parser("report", help="write the local dashboard as one self-contained HTML file")
+    _add_storage(report)
+    report.add_argument("--out", type=Path, default=Path("rebalance-report.html"),
+                        help="output file (default: rebalance-report.html)")
     return parser
 
 

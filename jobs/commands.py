@@ -205,6 +205,38 @@ def cmd_sql(args: argparse.Namespace, *, progress: Progress) -> int:
     return 0
 
 
+# ---- report ---------------------------------------------------------------------------------------------------
+
+
+def write_report(spark, cfg: Config, out: Path) -> Path:
+    """Render the HTML report of a lakehouse into `out` (written atomically)."""
+    from pipelines.report.data import collect
+    from pipelines.report.render import render
+
+    page = render(collect(spark, cfg))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.name}.partial")
+    partial.write_text(page, encoding="utf-8")
+    partial.replace(out)
+    return out
+
+
+def cmd_report(args: argparse.Namespace, *, progress: Progress) -> int:
+    """Write the HTML report."""
+    from pipelines.run import register_views
+
+    cfg = _config(args)
+    if not cfg.uses_catalog and not cfg.lakehouse.is_dir():
+        raise ConfigError(f"no lakehouse at {cfg.lakehouse}; run `rebalance demo` or `rebalance run` first, "
+                          "or pass --lakehouse DIR")
+    spark = _spark(cfg, "rebalance-report")
+    if not register_views(spark, cfg) and not cfg.uses_catalog:
+        raise ConfigError(f"{cfg.lakehouse} holds no tables yet; run `rebalance run` first")
+    out = write_report(spark, cfg, args.out)
+    print(f"report written to {out}")
+    return 0
+
+
 # ---- demo -----------------------------------------------------------------------------------------------------
 
 
@@ -247,6 +279,12 @@ def cmd_demo(args: argparse.Namespace, *, progress: Progress) -> int:
     truth = spark.read.json(str(sim.truth_file))
     result = accuracy(match_truth(rebalances, truth))
     print(f"\nAgainst the simulator's ground truth: {result.line()}")
+    report = write_report(spark, cfg, workdir / "report.html")
+    alerts = io.read_table(spark, cfg, "gold_alerts").groupBy("rule").count().collect()
+    if alerts:
+        print("Alerts: " + ", ".join(f"{r['rule']} {r['count']}" for r in sorted(alerts, key=lambda r: r["rule"]))
+              + f" (feed: {cfg.alerts_jsonl})")
+    print(f"HTML report: {report}")
     lakehouse = cfg.lakehouse
     print(f"\nDelta tables are under {lakehouse}/ ({', '.join(sorted(p.name for p in lakehouse.iterdir() if not p.name.startswith('_')))}).")
     print("Query them with SQL, for example:")

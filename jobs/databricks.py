@@ -2,6 +2,7 @@
 
     rebalance-job ingest      --catalog C --schema S --landing PATH --checkpoints PATH
     rebalance-job reconstruct --catalog C --schema S --landing PATH --checkpoints PATH
+    rebalance-job alerts      --catalog C --schema S --landing PATH --checkpoints PATH
 
 Each builds the configuration from its parameters (Auto Loader, Unity Catalog names) and calls `pipelines.run.run`
 with the session Databricks provides.
@@ -14,7 +15,7 @@ import sys
 
 from pipelines.config import ConfigError, load_config
 
-TASKS = ("ingest", "reconstruct")
+TASKS = ("ingest", "reconstruct", "alerts")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -102,6 +102,16 @@ def append_once(df: DataFrame, cfg: Config, name: str, *, batch_id: int, writer_
     return count
 
 
+def append(df: DataFrame, cfg: Config, name: str) -> None:
+    """A plain append (callers guarantee the rows are new)."""
+    ref = table(cfg, name)
+    writer = df.select([c.name for c in TABLES[name].fields]).write.format("delta").mode("append")
+    if ref.full_name:
+        writer.saveAsTable(ref.full_name)
+    else:
+        writer.save(ref.path)
+
+
 def replace_keys(
     spark: SparkSession, df: DataFrame, cfg: Config, name: str, *, keys: list[str], scope: Column
 ) -> None:

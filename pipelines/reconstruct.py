@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from pipelines import io
 from pipelines.config import Config
+from pipelines.gold.aggregates import health_from, hourly_stats_from
 from pipelines.gold.incidents import advice_from, incidents_from
 from pipelines.gold.rebalances import rebuild_rebalances, rebuild_sessions, rebuild_states, rules_from, timeline_input
 
@@ -20,6 +21,8 @@ GOLD_KEYS = {
     "gold_member_sessions": ["session_id"],
     "gold_incidents": ["incident_id"],
     "gold_config_advice": ["group_id", "rule"],
+    "gold_group_health": ["group_id"],
+    "gold_rebalance_stats_hourly": ["hour", "group_id", "cause"],
 }
 
 
@@ -46,12 +49,14 @@ def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame) -> dict[st
     inputs = timeline_input(events, pauses, min_pause_ms=rules.gc_pause_min_ms).persist(level)
     rebalances = rebuild_rebalances(inputs, rules).persist(level)
     sessions = rebuild_sessions(inputs, rules).persist(level)
+    states = rebuild_states(inputs, rules).persist(level)
     outputs = {
         "gold_rebalances": rebalances,
-        "gold_group_states": rebuild_states(inputs, rules),
+        "gold_group_states": states,
         "gold_member_sessions": sessions,
         "gold_incidents": incidents_from(rebalances),
         "gold_config_advice": advice_from(rebalances, pauses, sessions),
+        "gold_rebalance_stats_hourly": hourly_stats_from(rebalances),
     }
     counts = {}
     try:
@@ -60,8 +65,11 @@ def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame) -> dict[st
             counts[name] = rows.count()
             io.replace_keys(spark, rows, cfg, name, keys=GOLD_KEYS[name], scope=F.col("t.group_id").isin(names))
             rows.unpersist()
+        # Health compares every group with the newest rebalance of all groups, so it is rebuilt whole.
+        health = health_from(io.read_table(spark, cfg, "gold_rebalances"), io.read_table(spark, cfg, "gold_group_states"))
+        io.replace_keys(spark, health, cfg, "gold_group_health", keys=GOLD_KEYS["gold_group_health"], scope=F.lit(True))
     finally:
-        for df in (sessions, rebalances, inputs):
+        for df in (states, sessions, rebalances, inputs):
             df.unpersist()
     return counts
 

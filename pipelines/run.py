@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,13 +12,14 @@ from pyspark.sql import SparkSession
 
 from pipelines import io
 from pipelines.config import Config, ConfigError
+from pipelines.alerts.stage import run_alerts
 from pipelines.ingest import make_ingest_batch
 from pipelines.reconstruct import make_reconstruct_batch
 from schemas.tables import TABLES
 
 Trigger = Literal["available-now", "continuous"]
-Stage = Literal["ingest", "reconstruct"]
-STAGES: tuple[Stage, ...] = ("ingest", "reconstruct")
+Stage = Literal["ingest", "reconstruct", "alerts"]
+STAGES: tuple[Stage, ...] = ("ingest", "reconstruct", "alerts")
 INGEST_QUERY = "ingest"
 RECONSTRUCT_QUERY = "reconstruct"
 
@@ -84,11 +86,13 @@ def run(
     trigger: Trigger = "available-now",
     rebuild: bool = False,
     stages: tuple[Stage, ...] = STAGES,
+    run_ts: dt.datetime | None = None,
     on_progress: Callable[[str], None] | None = None,
 ) -> RunSummary:
     """Process what is new in the landing directory and stop (`available-now`), or keep running (`continuous`).
 
-    `stages` picks the streams to run (a scheduled job may run them as separate tasks, ingest first)."""
+    `stages` picks the steps to run (a scheduled job runs them as separate tasks, in this order). The alerts step
+    compares open rebalances with `run_ts` (default: now), so a stuck group alerts even when no line arrives."""
     if "ingest" in stages:
         check_inputs(cfg)
     if rebuild:
@@ -110,11 +114,18 @@ def run(
     )
     writers = {"ingest": ingest, "reconstruct": reconstruct}
     if trigger == "available-now":
-        for stage in STAGES:
+        for stage in ("ingest", "reconstruct"):
             if stage in stages:
                 writers[stage].trigger(availableNow=True).start().awaitTermination()
+        if "alerts" in stages:
+            now = run_ts or dt.datetime.now(dt.timezone.utc)
+            changed = run_alerts(spark, cfg, run_ts=now, on_progress=on_progress)["new_or_changed"]
+            if changed:
+                summary.record("alerts", {"gold_alerts": changed})
     else:
-        queries = [writers[s].trigger(processingTime="5 seconds").start() for s in STAGES if s in stages]
+        # Continuous mode keeps the streams running; alerts are evaluated by scheduled available-now runs.
+        queries = [writers[s].trigger(processingTime="5 seconds").start() for s in ("ingest", "reconstruct")
+                   if s in stages]
         try:
             spark.streams.awaitAnyTermination()
         finally:

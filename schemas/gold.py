@@ -35,9 +35,35 @@ GOLD_CONFIG_ADVICE = _schema(
     ("advice", S, False), ("severity", S, False), ("evidence_rebalance_ids", ArrayType(S), True),
 )
 
+GOLD_GROUP_HEALTH = _schema(
+    ("group_id", S, False), ("state", S, True), ("state_since", T, True), ("generation", I, True),
+    ("last_rebalance_at", T, True), ("last_cause", S, True), ("rebalances_1h", L, False),
+    ("unavailable_ms_1h", L, False), ("rebalances_24h", L, False), ("unavailable_ms_24h", L, False),
+    ("dominant_cause_24h", S, True), ("as_of", T, True),
+)
+
+GOLD_REBALANCE_STATS_HOURLY = _schema(
+    ("hour", T, False), ("group_id", S, False), ("cause", S, False), ("rebalances", L, False),
+    ("unavailable_ms", L, True), ("p50_duration_ms", L, True), ("p95_duration_ms", L, True),
+)
+
+GOLD_ALERTS = _schema(
+    ("alert_id", S, False), ("rule", S, False), ("severity", S, False), ("group_id", S, False),
+    ("opened_at", T, False), ("closed_at", T, True), ("summary", S, False), ("rebalance_ids", ArrayType(S), True),
+    ("incident_id", S, True), ("delivered_to", ArrayType(S), True),
+)
+
+GOLD_ALERT_DELIVERIES = _schema(
+    ("alert_id", S, False), ("sink", S, False), ("delivered_at", T, False), ("attempts", I, False),
+)
+
 GOLD_TABLES: dict[str, StructType] = {
     "gold_group_states": GOLD_GROUP_STATES,
     "gold_member_sessions": GOLD_MEMBER_SESSIONS,
     "gold_incidents": GOLD_INCIDENTS,
     "gold_config_advice": GOLD_CONFIG_ADVICE,
+    "gold_group_health": GOLD_GROUP_HEALTH,
+    "gold_rebalance_stats_hourly": GOLD_REBALANCE_STATS_HOURLY,
+    "gold_alerts": GOLD_ALERTS,
+    "gold_alert_deliveries": GOLD_ALERT_DELIVERIES,
 }

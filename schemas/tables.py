@@ -41,9 +41,11 @@ SILVER_EVENTS = _schema(
     ("static_count", I, True), ("broker_id", I, True), ("offsets_partition", I, True), ("client_id", S, True),
     ("group_instance_id", S, True), ("old_member_id", S, True), ("client_host", S, True), ("protocol", S, True),
     ("coordinator", S, True), ("error", S, True), ("epoch", S, True), ("partitions", S, True),
-    ("topics", S, True), ("members", S, True), ("level", S, True), ("logger", S, True), ("thread", S, True),
-    ("message", S, True), ("instance", S, True), ("source_file", S, False), ("line_no", L, False),
-    ("batch_id", L, False), ("ingested_at", T, False),
+    ("topics", S, True), ("members", S, True), ("group_epoch", I, True), ("member_epoch", I, True),
+    ("previous_member_epoch", I, True), ("target_epoch", I, True), ("previous_state", S, True),
+    ("group_protocol", S, True), ("revoked_partitions", S, True), ("level", S, True), ("logger", S, True),
+    ("thread", S, True), ("message", S, True), ("instance", S, True), ("source_file", S, False),
+    ("line_no", L, False), ("record_lines", L, True), ("batch_id", L, False), ("ingested_at", T, False),
 )
 
 SILVER_GC_PAUSES = _schema(

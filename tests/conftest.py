@@ -50,3 +50,63 @@ def land(source: Path, landing: Path) -> None:
             partial = target_dir / f".{file.name}.partial"
             shutil.copyfile(file, partial)
             partial.rename(target_dir / file.name)
+
+
+class Receiver:
+    """A local webhook receiver on 127.0.0.1 that fails its first `failures` requests with HTTP 500."""
+
+    def __init__(self, failures: int = 0) -> None:
+        import http.server
+        import json
+        import threading
+
+        self.failures, self.requests, self.received = failures, 0, []
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's naming
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                receiver.requests += 1
+                if receiver.requests <= receiver.failures:
+                    self.send_response(500)
+                    self.end_headers()
+                    return
+                receiver.received.append((self.headers.get("Idempotency-Key"), json.loads(body)))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/secret-token"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="session")
+def estate(spark, tmp_path_factory):
+    """One simulated estate (Kafka 3.6 wording, every cause, a storm) run through the whole pipeline once, with
+    alerts delivered to a local webhook that fails twice before it recovers."""
+    import datetime as dt
+    import os
+
+    from pipelines.run import run
+    from pipelines.simulate import simulate
+
+    root = tmp_path_factory.mktemp("estate")
+    sim = simulate(root, seed=21, groups=3, hours=2.0, kafka_version="3.6")
+    cfg = make_config(root, landing=sim.landing_dir, alerts={"webhook_backoff_s": 0.01})
+    receiver = Receiver(failures=2)
+    os.environ[cfg.alerts.webhook_url_env] = receiver.url
+    run_ts = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)
+    try:
+        summary = run(spark, cfg, run_ts=run_ts)
+        yield {"cfg": cfg, "sim": sim, "receiver": receiver, "summary": summary, "run_ts": run_ts}
+    finally:
+        os.environ.pop(cfg.alerts.webhook_url_env, None)
+        receiver.close()

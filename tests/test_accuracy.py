@@ -18,13 +18,6 @@ from tests.conftest import make_config
 GOLD_TABLES = ["gold_rebalances", "gold_group_states", "gold_member_sessions", "gold_incidents", "gold_config_advice"]
 
 
-@pytest.fixture(scope="module")
-def simulated(tmp_path_factory):
-    root = tmp_path_factory.mktemp("sim")
-    sim = simulate(root, seed=21, groups=3, hours=2.0, kafka_version="3.6")
-    return root, sim
-
-
 def _check_accuracy(spark, cfg, truth_file):
     truth = spark.read.json(str(truth_file))
     result = accuracy(match_truth(io.read_table(spark, cfg, "gold_rebalances"), truth))
@@ -35,10 +28,8 @@ def _check_accuracy(spark, cfg, truth_file):
     return result
 
 
-def test_every_true_rebalance_found_with_its_cause(spark, simulated):
-    root, sim = simulated
-    cfg = make_config(root, landing=sim.landing_dir)
-    run(spark, cfg)
+def test_every_true_rebalance_found_with_its_cause(spark, estate):
+    cfg, sim = estate["cfg"], estate["sim"]
     result = _check_accuracy(spark, cfg, sim.truth_file)
     causes = {true for (true, _), n in result.confusion.items()}
     assert {"session_timeout", "poll_timeout", "gc_pause", "membership_change", "metadata_change",
@@ -60,8 +51,8 @@ def test_older_wordings(spark, tmp_path, version):
 
 
 @pytest.mark.slow
-def test_shuffled_arrival_gives_the_batch_result(spark, simulated, tmp_path):
-    root, sim = simulated
+def test_shuffled_arrival_gives_the_batch_result(spark, estate, tmp_path):
+    sim = estate["sim"]
     files = sorted(p for p in sim.landing_dir.rglob("*") if p.is_file())
     random.Random(5).shuffle(files)  # client and GC logs often land before the broker logs they explain
     cfg = make_config(tmp_path)

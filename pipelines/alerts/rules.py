@@ -1,0 +1,152 @@
+"""Alert rules as DataFrame transforms over gold tables. Every alert id is derived from what it is about, so the
+same condition never makes two alerts, however often the pipeline runs."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from pipelines.config import AlertSettings
+from schemas.gold import GOLD_ALERTS
+
+
+def _alert_id(*parts: Column) -> Column:
+    return F.substring(F.sha2(F.concat_ws("|", *parts), 256), 1, 24)
+
+
+def _shape(df: DataFrame) -> DataFrame:
+    return df.withColumn("delivered_to", F.array().cast("array<string>")).select([f.name for f in GOLD_ALERTS.fields])
+
+
+def storm_alerts(rebalances: DataFrame, *, settings: AlertSettings) -> DataFrame:
+    """At least `storm_rebalances` rebalances of one group starting within `storm_window_min`: one alert per
+    incident, opened at the first rebalance of the first such window."""
+    r = rebalances.select("group_id", "rebalance_id", "started_at", "completed_at", "incident_id", "cause",
+                          "duration_ms")
+    a, b = r.alias("a"), r.alias("b")
+    window = F.expr(f"INTERVAL {int(settings.storm_window_min * 60)} SECONDS")
+    pairs = a.join(b, (F.col("a.group_id") == F.col("b.group_id"))
+                   & (F.col("b.started_at") >= F.col("a.started_at"))
+                   & (F.col("b.started_at") <= F.col("a.started_at") + window))
+    windows = pairs.groupBy("a.group_id", "a.incident_id", "a.started_at").agg(F.count(F.lit(1)).alias("n"))
+    first = Window.partitionBy("incident_id").orderBy("started_at")
+    storms = (
+        windows.filter(F.col("n") >= settings.storm_rebalances)
+        .withColumn("_r", F.row_number().over(first)).filter("_r = 1")
+        .select("incident_id", F.col("started_at").alias("opened_at"))
+    )
+    members = r.join(storms, "incident_id").filter(F.col("started_at") >= F.col("opened_at"))
+    grouped = members.groupBy("incident_id", "group_id", "opened_at").agg(
+        F.count(F.lit(1)).alias("n"),
+        F.max("completed_at").alias("closed_at"),
+        F.max(F.col("completed_at").isNull().cast("int")).alias("still_open"),
+        F.array_sort(F.collect_list("rebalance_id")).alias("rebalance_ids"),
+        F.array_join(F.array_sort(F.array_distinct(F.collect_list("cause"))), ", ").alias("causes"),
+        F.sum("duration_ms").alias("unavailable_ms"),
+    )
+    summary = F.format_string(
+        "Rebalance storm: %s rebalanced %d times from %s UTC (causes: %s), %.0f s without consuming",
+        "group_id", "n", F.date_format("opened_at", "yyyy-MM-dd HH:mm"), "causes",
+        F.coalesce(F.col("unavailable_ms"), F.lit(0)) / 1000.0,
+    )
+    return _shape(grouped.select(
+        _alert_id(F.lit("storm"), "incident_id").alias("alert_id"), F.lit("storm").alias("rule"),
+        F.lit("critical").alias("severity"), "group_id", "opened_at",
+        F.when(F.col("still_open") == 0, F.col("closed_at")).alias("closed_at"), summary.alias("summary"),
+        "rebalance_ids", "incident_id",
+    ))
+
+
+def long_rebalance_alerts(rebalances: DataFrame, *, settings: AlertSettings) -> DataFrame:
+    """A rebalance that kept its group from consuming for longer than `long_rebalance_s`."""
+    long = rebalances.filter(F.col("duration_ms") >= settings.long_rebalance_s * 1000)
+    summary = F.format_string("%s could not consume for %.0f s while rebalancing at %s UTC (cause: %s)",
+                              "group_id", F.col("duration_ms") / 1000.0,
+                              F.date_format("started_at", "yyyy-MM-dd HH:mm:ss"), "cause")
+    return _shape(long.select(
+        _alert_id(F.lit("long_rebalance"), "rebalance_id").alias("alert_id"), F.lit("long_rebalance").alias("rule"),
+        F.lit("warning").alias("severity"), "group_id", F.col("started_at").alias("opened_at"),
+        F.col("completed_at").alias("closed_at"), summary.alias("summary"),
+        F.array("rebalance_id").alias("rebalance_ids"), "incident_id",
+    ))
+
+
+def stuck_alerts(states: DataFrame, *, settings: AlertSettings, run_ts: dt.datetime) -> DataFrame:
+    """A group whose latest state is PreparingRebalance or CompletingRebalance for longer than `stuck_after_min`
+    at `run_ts` (the wall clock of the run): fires even when no new log line arrives."""
+    latest = Window.partitionBy("group_id").orderBy(F.desc("started_at"), F.desc("state_id"))
+    now = F.lit(run_ts.astimezone(dt.timezone.utc).replace(tzinfo=None)).cast("timestamp")
+    stuck = (
+        states.withColumn("_n", F.row_number().over(latest)).filter("_n = 1")
+        .filter(F.col("state").isin("PreparingRebalance", "CompletingRebalance"))
+        .filter(F.col("started_at") <= now - F.expr(f"INTERVAL {int(settings.stuck_after_min * 60)} SECONDS"))
+    )
+    summary = F.format_string("%s is stuck in %s since %s UTC (generation %s): it consumes nothing",
+                              "group_id", "state", F.date_format("started_at", "yyyy-MM-dd HH:mm:ss"),
+                              F.coalesce(F.col("generation").cast("string"), F.lit("?")))
+    return _shape(stuck.select(
+        _alert_id(F.lit("stuck"), "state_id").alias("alert_id"), F.lit("stuck").alias("rule"),
+        F.lit("critical").alias("severity"), "group_id", F.col("started_at").alias("opened_at"),
+        F.lit(None).cast("timestamp").alias("closed_at"), summary.alias("summary"),
+        F.when(F.col("rebalance_id").isNotNull(), F.array("rebalance_id")).alias("rebalance_ids"),
+        F.lit(None).cast("string").alias("incident_id"),
+    ))
+
+
+def poll_timeout_alerts(rebalances: DataFrame, sessions: DataFrame, *, settings: AlertSettings) -> DataFrame:
+    """At least `poll_timeouts_per_hour` poll-timeout leaves of one consumer process within an hour."""
+    leaves = rebalances.filter((F.col("cause") == "poll_timeout") & (F.col("cause_detail") != "rejoin")).join(
+        sessions.select("group_id", F.col("member_id").alias("trigger_member_id"), "instance"),
+        ["group_id", "trigger_member_id"], "left",
+    ).withColumn("process", F.coalesce("instance", "trigger_member_id"))
+    a, b = leaves.alias("a"), leaves.alias("b")
+    pairs = a.join(b, (F.col("a.group_id") == F.col("b.group_id")) & (F.col("a.process") == F.col("b.process"))
+                   & (F.col("b.started_at") >= F.col("a.started_at"))
+                   & (F.col("b.started_at") <= F.col("a.started_at") + F.expr("INTERVAL 1 HOUR")))
+    windows = pairs.groupBy("a.group_id", "a.process", "a.started_at", "a.incident_id").agg(
+        F.count(F.lit(1)).alias("n"), F.array_sort(F.collect_list("b.rebalance_id")).alias("rebalance_ids"))
+    qualifying = windows.filter(F.col("n") >= settings.poll_timeouts_per_hour)
+    # Overlapping windows are one alert: a new alert only starts an hour after the previous one opened.
+    order = Window.partitionBy("group_id", "process").orderBy("started_at")
+    qualifying = qualifying.withColumn("_prev", F.lag("started_at").over(order)).filter(
+        F.col("_prev").isNull() | (F.col("started_at") > F.col("_prev") + F.expr("INTERVAL 1 HOUR")))
+    summary = F.format_string("%s: consumer process %s exceeded max.poll.interval.ms %d times within an hour from %s UTC",
+                              "group_id", "process", "n", F.date_format("started_at", "yyyy-MM-dd HH:mm"))
+    return _shape(qualifying.select(
+        _alert_id(F.lit("poll_timeouts"), "group_id", "process", F.col("started_at").cast("string")).alias("alert_id"),
+        F.lit("repeated_poll_timeouts").alias("rule"), F.lit("warning").alias("severity"), "group_id",
+        F.col("started_at").alias("opened_at"), F.lit(None).cast("timestamp").alias("closed_at"),
+        summary.alias("summary"), "rebalance_ids", "incident_id",
+    ))
+
+
+def gc_expiry_alerts(rebalances: DataFrame) -> DataFrame:
+    """A member expired because its JVM was stopped by a GC pause."""
+    gc = rebalances.filter((F.col("cause") == "gc_pause") & (F.col("cause_detail") != "rejoin"))
+    summary = F.format_string("%s lost member %s at %s UTC to a GC pause of its JVM", "group_id",
+                              F.coalesce("trigger_member_id", F.lit("?")),
+                              F.date_format("started_at", "yyyy-MM-dd HH:mm:ss"))
+    return _shape(gc.select(
+        _alert_id(F.lit("gc_expiry"), "rebalance_id").alias("alert_id"), F.lit("gc_expiry").alias("rule"),
+        F.lit("warning").alias("severity"), "group_id", F.col("started_at").alias("opened_at"),
+        F.col("completed_at").alias("closed_at"), summary.alias("summary"),
+        F.array("rebalance_id").alias("rebalance_ids"), "incident_id",
+    ))
+
+
+def all_alerts(rebalances: DataFrame, states: DataFrame, sessions: DataFrame, *, settings: AlertSettings,
+               run_ts: dt.datetime) -> DataFrame:
+    """Every rule's alerts, one row per alert id."""
+    parts = [
+        storm_alerts(rebalances, settings=settings),
+        long_rebalance_alerts(rebalances, settings=settings),
+        stuck_alerts(states, settings=settings, run_ts=run_ts),
+        poll_timeout_alerts(rebalances, sessions, settings=settings),
+        gc_expiry_alerts(rebalances),
+    ]
+    result = parts[0]
+    for part in parts[1:]:
+        result = result.unionByName(part)
+    return result

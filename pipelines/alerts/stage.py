@@ -1,0 +1,103 @@
+"""The alerts step of a run: evaluate the rules, MERGE new or changed alerts, deliver what each sink lacks."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from pipelines import io
+from pipelines.alerts.rules import all_alerts
+from pipelines.alerts.sinks import Delivery, DeliveryError, append_jsonl, post_webhook, webhook_url
+from pipelines.config import Config
+from schemas.gold import GOLD_ALERT_DELIVERIES
+
+_CONTENT = ["rule", "severity", "group_id", "opened_at", "closed_at", "summary", "rebalance_ids", "incident_id"]
+
+
+def _to_json(row) -> dict:
+    out = {}
+    for key, value in row.asDict().items():
+        if isinstance(value, dt.datetime):
+            value = value.replace(tzinfo=dt.timezone.utc).isoformat().replace("+00:00", "Z")
+        out[key] = value
+    return out
+
+
+def run_alerts(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
+               on_progress: Callable[[str], None] | None = None) -> dict[str, int]:
+    """Evaluate, store and deliver alerts; returns counts (`new`, `changed`, and deliveries per sink)."""
+    settings = cfg.alerts
+    alerts = all_alerts(
+        io.read_table(spark, cfg, "gold_rebalances"), io.read_table(spark, cfg, "gold_group_states"),
+        io.read_table(spark, cfg, "gold_member_sessions"), settings=settings, run_ts=run_ts,
+    ).persist()
+    counts: dict[str, int] = {}
+    try:
+        stored = io.read_table(spark, cfg, "gold_alerts")
+        changed = alerts.join(stored.select("alert_id", *[F.col(c).alias(f"_{c}") for c in _CONTENT]), "alert_id",
+                              "left")
+        differs = F.lit(False)
+        for c in _CONTENT:
+            differs = differs | ~F.col(c).eqNullSafe(F.col(f"_{c}"))
+        changed = changed.filter(differs).select(alerts.columns).persist()
+        counts["new_or_changed"] = changed.count()
+        if counts["new_or_changed"]:
+            target = io.table(cfg, "gold_alerts").delta(spark)
+            (
+                target.alias("t").merge(changed.alias("s"), "t.alert_id = s.alert_id")
+                .whenMatchedUpdate(set={c: f"s.{c}" for c in _CONTENT})
+                .whenNotMatchedInsertAll()
+                .execute()
+            )
+        changed.unpersist()
+    finally:
+        alerts.unpersist()
+    counts.update(_deliver(spark, cfg, on_progress=on_progress))
+    return counts
+
+
+def _deliver(spark: SparkSession, cfg: Config, *, on_progress: Callable[[str], None] | None) -> dict[str, int]:
+    sinks: dict[str, Callable[[list[dict]], list[Delivery]]] = {
+        "jsonl": lambda alerts: append_jsonl(cfg.alerts_jsonl, alerts)}
+    url = webhook_url(cfg.alerts)
+    if url:
+        sinks["webhook"] = lambda alerts: post_webhook(url, alerts, settings=cfg.alerts)
+    stored = io.read_table(spark, cfg, "gold_alerts").drop("delivered_to")
+    log = io.read_table(spark, cfg, "gold_alert_deliveries")
+    counts: dict[str, int] = {}
+    delivered: list[Delivery] = []
+    failure: DeliveryError | None = None
+    for sink, deliver in sinks.items():
+        pending = stored.join(log.filter(F.col("sink") == sink).select("alert_id"), "alert_id", "left_anti")
+        alerts = [_to_json(r) for r in pending.orderBy("opened_at", "alert_id").collect()]
+        if not alerts:
+            continue
+        try:
+            done = deliver(alerts)
+        except DeliveryError as exc:
+            done, failure = exc.delivered, exc
+        delivered.extend(done)
+        counts[f"delivered_{sink}"] = len(done)
+    if delivered:
+        now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+        rows = spark.createDataFrame([(d.alert_id, d.sink, now, d.attempts) for d in delivered], GOLD_ALERT_DELIVERIES)
+        io.append(rows, cfg, "gold_alert_deliveries")
+        sinks_by_alert = (
+            io.read_table(spark, cfg, "gold_alert_deliveries").groupBy("alert_id")
+            .agg(F.array_sort(F.collect_set("sink")).alias("delivered_to"))
+        )
+        target = io.table(cfg, "gold_alerts").delta(spark)
+        (
+            target.alias("t").merge(sinks_by_alert.alias("s"), "t.alert_id = s.alert_id")
+            .whenMatchedUpdate(condition="NOT (t.delivered_to <=> s.delivered_to)",
+                               set={"delivered_to": "s.delivered_to"})
+            .execute()
+        )
+    if on_progress is not None and (delivered or failure):
+        on_progress("alerts: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    if failure is not None:
+        raise failure
+    return counts

@@ -1,0 +1,171 @@
+"""Render the report as one HTML page with inline SVG. Every text that comes from logs goes through `html.escape`,
+so a group named `<script>` shows as text; the page has no scripts at all."""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+from collections import defaultdict
+
+CAUSE_COLOURS = {
+    "session_timeout": "#d62728", "poll_timeout": "#ff7f0e", "gc_pause": "#9467bd", "membership_change": "#1f77b4",
+    "metadata_change": "#2ca02c", "coordinator_change": "#8c564b", "unknown": "#7f7f7f",
+}
+STATE_COLOURS = {
+    "Stable": "#c7e9c0", "PreparingRebalance": "#fdae6b", "CompletingRebalance": "#fdd0a2", "Empty": "#d9d9d9",
+    "Dead": "#969696",
+}
+WIDTH, ROW, LABEL = 1000, 26, 180
+
+
+def esc(value: object) -> str:
+    """Text from logs, escaped for HTML (attributes included)."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _ts(value) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S") if isinstance(value, dt.datetime) else esc(value)
+
+
+def _timeline(groups: list[dict], states: list[dict], rebalances: list[dict]) -> str:
+    times = [s["started_at"] for s in states] + [s["ended_at"] for s in states if s["ended_at"]]
+    times += [r["started_at"] for r in rebalances]
+    if not times:
+        return "<p>No group states yet.</p>"
+    start, end = min(times), max(times)
+    span = max((end - start).total_seconds(), 1.0)
+
+    def x(t) -> float:
+        return LABEL + (WIDTH - LABEL - 10) * (t - start).total_seconds() / span
+
+    by_group_states, by_group_rebalances = defaultdict(list), defaultdict(list)
+    for s in states:
+        by_group_states[s["group_id"]].append(s)
+    for r in rebalances:
+        by_group_rebalances[r["group_id"]].append(r)
+    height = ROW * len(groups) + 30
+    parts = [f'<svg class="timeline" width="{WIDTH}" height="{height}" role="img" '
+             f'aria-label="group states over time">']
+    for i, group in enumerate(groups):
+        y = 10 + i * ROW
+        name = esc(group["group_id"])
+        parts.append(f'<text x="0" y="{y + 15}" class="label">{name}</text>')
+        for s in by_group_states[group["group_id"]]:
+            x0, x1 = x(s["started_at"]), x(s["ended_at"] or end)
+            colour = STATE_COLOURS.get(s["state"], "#eeeeee")
+            parts.append(f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 1):.1f}" height="{ROW - 6}" '
+                         f'fill="{colour}"><title>{esc(s["state"])} generation {esc(s["generation"])} from '
+                         f'{_ts(s["started_at"])}</title></rect>')
+        for r in by_group_rebalances[group["group_id"]]:
+            colour = CAUSE_COLOURS.get(r["cause"], "#000000")
+            parts.append(f'<circle class="rebalance" cx="{x(r["started_at"]):.1f}" cy="{y + (ROW - 6) / 2}" r="5" '
+                         f'fill="{colour}"><title>{_ts(r["started_at"])} {esc(r["cause"])} '
+                         f'({esc(r["cause_detail"])}), {esc(r["duration_ms"])} ms</title></circle>')
+    parts.append(f'<text x="{LABEL}" y="{height - 4}" class="axis">{_ts(start)} UTC</text>')
+    parts.append(f'<text x="{WIDTH - 10}" y="{height - 4}" text-anchor="end" class="axis">{_ts(end)} UTC</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _hourly(hourly: list[dict]) -> str:
+    if not hourly:
+        return "<p>No rebalances yet.</p>"
+    hours = sorted({h["hour"] for h in hourly})
+    totals = defaultdict(int)
+    for h in hourly:
+        totals[h["hour"]] += h["rebalances"]
+    peak = max(totals.values())
+    bar = max(4, min(40, (WIDTH - 60) // max(len(hours), 1)))
+    height = 200
+    parts = [f'<svg class="hourly" width="{60 + bar * len(hours)}" height="{height + 40}" role="img" '
+             f'aria-label="rebalances per hour by cause">']
+    for i, hour in enumerate(hours):
+        y = height
+        for h in sorted((h for h in hourly if h["hour"] == hour), key=lambda h: h["cause"]):
+            size = height * h["rebalances"] / peak
+            y -= size
+            parts.append(f'<rect x="{40 + i * bar}" y="{y:.1f}" width="{bar - 2}" height="{size:.1f}" '
+                         f'fill="{CAUSE_COLOURS.get(h["cause"], "#000")}"><title>{_ts(hour)}: {h["rebalances"]} '
+                         f'{esc(h["cause"])}</title></rect>')
+    parts.append(f'<text x="0" y="12" class="axis">{peak}</text><text x="0" y="{height}" class="axis">0</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _table(rows: list[dict], columns: list[tuple[str, str]], css: str) -> str:
+    if not rows:
+        return "<p>None.</p>"
+    head = "".join(f"<th>{esc(title)}</th>" for _, title in columns)
+    body = []
+    for row in rows:
+        cells = []
+        for key, _ in columns:
+            value = row.get(key)
+            if isinstance(value, list):
+                value = ", ".join(str(v) for v in value)
+            cells.append(f"<td>{_ts(value) if isinstance(value, dt.datetime) else esc(value)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _incidents(incidents: list[dict], evidence: list[dict]) -> str:
+    if not incidents:
+        return "<p>No incidents.</p>"
+    by_incident = defaultdict(list)
+    for e in evidence:
+        by_incident[e["incident_id"]].append(e)
+    parts = []
+    for inc in incidents:
+        items = []
+        for r in by_incident[inc["incident_id"]]:
+            lines = "".join(f"<li><code>{esc(ev['event_id'])}</code> {esc(ev['explanation'])}</li>"
+                            for ev in (r["evidence"] or []))
+            items.append(f"<li>{_ts(r['started_at'])} <b>{esc(r['cause'])}</b> ({esc(r['cause_detail'])})"
+                         f"<ul>{lines}</ul></li>")
+        parts.append(f'<details class="incident"><summary>{esc(inc["summary"])}</summary><ol>{"".join(items)}</ol>'
+                     f"</details>")
+    return "".join(parts)
+
+
+def _legend() -> str:
+    causes = "".join(f'<span class="key"><i style="background:{c}"></i>{esc(n)}</span>'
+                     for n, c in CAUSE_COLOURS.items())
+    states = "".join(f'<span class="key"><i style="background:{c}"></i>{esc(n)}</span>'
+                     for n, c in STATE_COLOURS.items())
+    return f'<p class="legend">Causes: {causes}</p><p class="legend">States: {states}</p>'
+
+
+STYLE = """
+body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;padding:3px 6px;text-align:left}
+.label{font-size:12px}.axis{font-size:11px;fill:#666}.key{margin-right:12px;font-size:12px}
+.key i{display:inline-block;width:10px;height:10px;margin-right:4px}.incident{margin:4px 0;font-size:13px}
+code{font-size:11px;color:#555}
+"""
+
+
+def render(data: dict[str, list[dict]], *, title: str = "Kafka rebalance report") -> str:
+    """The whole page."""
+    groups = data["groups"]
+    lost = _table(groups, [("group_id", "group"), ("rebalances", "rebalances"),
+                           ("unavailable_ms", "time without consuming (ms)"), ("last_cause", "last cause")], "lost")
+    alerts = _table(data["alerts"], [("opened_at", "opened (UTC)"), ("severity", "severity"), ("rule", "rule"),
+                                     ("summary", "summary"), ("delivered_to", "delivered to")], "alerts")
+    advice = _table(data["advice"], [("group_id", "group"), ("severity", "severity"), ("observed", "observed"),
+                                     ("advice", "advice")], "advice")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<style>{STYLE}</style></head><body>
+<h1>{esc(title)}</h1>
+<p>{len(data["rebalances"])} rebalances in {len(groups)} groups. Times are UTC.</p>
+{_legend()}
+<h2 id="timeline">Group timelines</h2>{_timeline(groups, data["states"], data["rebalances"])}
+<h2 id="hourly">Rebalances per hour by cause</h2>{_hourly(data["hourly"])}
+<h2 id="lost">Groups that lost the most time</h2>{lost}
+<h2 id="incidents">Incidents and their evidence</h2>{_incidents(data["incidents"], data["evidence"])}
+<h2 id="advice">Configuration advice</h2>{advice}
+<h2 id="alerts">Alerts</h2>{alerts}
+</body></html>
+"""

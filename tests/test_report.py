@@ -1,0 +1,89 @@
+"""The HTML report: escaped log text, every section, and a real headless Chromium rendering a non-blank page."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import struct
+import subprocess
+import zlib
+
+import pytest
+
+from pipelines.report.render import render
+
+HOSTILE = "<script>alert(1)</script>"
+T0 = dt.datetime(2026, 11, 20, 8, 0)
+
+
+def _data(group: str) -> dict:
+    later = T0 + dt.timedelta(seconds=30)
+    return {
+        "groups": [{"group_id": group, "rebalances": 1, "unavailable_ms": 3000, "last_cause": "gc_pause"}],
+        "states": [{"group_id": group, "state": "PreparingRebalance", "generation": 1, "started_at": T0,
+                    "ended_at": later},
+                   {"group_id": group, "state": "Stable", "generation": 2, "started_at": later, "ended_at": None}],
+        "rebalances": [{"rebalance_id": "r1", "group_id": group, "started_at": T0, "completed_at": later,
+                        "duration_ms": 3000, "cause": "gc_pause", "cause_detail": "heartbeat_expiration",
+                        "generation_after": 2, "trigger_member_id": f"m-{HOSTILE}"}],
+        "hourly": [{"hour": T0, "cause": "gc_pause", "rebalances": 1}],
+        "incidents": [{"incident_id": "r1", "group_id": group, "summary": f"1 rebalance(s) of {group}",
+                       "unavailable_ms": 3000}],
+        "evidence": [{"incident_id": "r1", "rebalance_id": "r1", "started_at": T0, "cause": "gc_pause",
+                      "cause_detail": "heartbeat_expiration",
+                      "evidence": [{"event_id": "e1", "explanation": f"JVM of {HOSTILE} paused 12 s"}]}],
+        "advice": [{"group_id": group, "rule": "gc", "severity": "high", "observed": "1 expiry", "advice": "raise"}],
+        "alerts": [{"opened_at": T0, "severity": "warning", "rule": "gc_expiry", "summary": f"{group} lost a member",
+                    "delivered_to": ["jsonl"]}],
+    }
+
+
+def test_log_text_is_escaped_and_the_page_has_no_script():
+    page = render(_data(HOSTILE))
+    assert HOSTILE not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<script" not in page.lower()
+    for section in ("timeline", "hourly", "lost", "incidents", "advice", "alerts"):
+        assert f'id="{section}"' in page
+
+
+def _png_is_blank(png: bytes) -> bool:
+    """Decode an 8-bit RGB(A) PNG (what Chromium writes) and tell whether every pixel is the same."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width = 8, b"", 0
+    while pos < len(png):
+        length, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        chunk = png[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, _, depth, colour = struct.unpack(">IIBB", chunk[:10])
+            channels = {2: 3, 6: 4}[colour]
+            assert depth == 8
+        elif kind == b"IDAT":
+            idat += chunk
+        pos += 12 + length
+    raw = zlib.decompress(idat)
+    stride = 1 + width * channels
+    pixels = {raw[i + 1:i + stride] for i in range(0, len(raw), stride)}
+    # Filtered rows that are all alike (and zero after the filter byte) mean one colour everywhere.
+    return len(pixels) <= 1
+
+
+@pytest.mark.browser
+def test_chromium_renders_the_report(tmp_path):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("chromium is not installed (.ci/run installs it)")
+    page = tmp_path / "report.html"
+    page.write_text(render(_data(HOSTILE)), encoding="utf-8")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}"]
+    shot = tmp_path / "shot.png"
+    subprocess.run([browser, *flags, f"--screenshot={shot}", "--window-size=1200,900", page.as_uri()],
+                   check=True, capture_output=True, timeout=120)
+    assert not _png_is_blank(shot.read_bytes())
+    dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], check=True, capture_output=True,
+                         timeout=120, text=True).stdout
+    assert 'id="timeline"' in dom and 'class="rebalance"' in dom and "<details" in dom
+    assert "<script>alert(1)</script>" not in dom
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom
