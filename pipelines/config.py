@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 import datetime as dt
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +32,29 @@ class SourceRule(_Frozen):
         default=None,
         description="Date for layouts that print only the time of day, when the file name carries none.",
     )
+    pattern: str | None = Field(
+        default=None,
+        description="This source's own line layout, tried before the built-in ones: a regex with named groups "
+        "ts, level, thread, logger and msg (msg required), e.g. '^(?P<ts>\\S+ \\S+) (?P<level>\\w+) (?P<msg>.*)$'.",
+    )
+
+    @field_validator("pattern")
+    @classmethod
+    def _usable_pattern(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        try:
+            compiled = re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"pattern {value!r} is not a valid regex ({exc}); escape literal brackets as \\[") from None
+        unknown = sorted(set(compiled.groupindex) - {"ts", "level", "thread", "logger", "msg"})
+        if "msg" not in compiled.groupindex:
+            raise ValueError(f"pattern {value!r} has no (?P<msg>...) group; name the message part msg")
+        if unknown:
+            raise ValueError(f"pattern {value!r} names unknown group(s) {unknown}; use ts, level, thread, logger, msg")
+        if "(?P=" in value:
+            raise ValueError(f"pattern {value!r} uses a back-reference (?P=...); Spark's Java regex cannot run it")
+        return value
 
     @field_validator("tz")
     @classmethod
@@ -75,6 +99,21 @@ class Thresholds(_Frozen):
     )
 
 
+class AlertSettings(_Frozen):
+    """Alert rules and where alerts go. Secrets (the webhook URL) come from the environment, never from files."""
+
+    storm_rebalances: int = Field(default=5, ge=2, description="a storm is at least this many rebalances ...")
+    storm_window_min: float = Field(default=10, gt=0, description="... of one group within this many minutes")
+    long_rebalance_s: float = Field(default=60, gt=0, description="a rebalance longer than this is an alert")
+    stuck_after_min: float = Field(default=5, gt=0, description="a group rebalancing longer than this is stuck")
+    poll_timeouts_per_hour: int = Field(default=2, ge=1, description="poll timeouts of one process within an hour")
+    jsonl_path: Path | None = Field(default=None, description="JSON-lines feed (default <lakehouse>/_alerts/alerts.jsonl)")
+    webhook_url_env: str = Field(default="REBALANCE_ALERT_WEBHOOK_URL",
+                                 description="environment variable holding the Slack-compatible webhook URL")
+    webhook_attempts: int = Field(default=5, ge=1, description="delivery attempts per alert and run")
+    webhook_backoff_s: float = Field(default=0.5, ge=0, description="first retry delay; doubles each attempt")
+
+
 class Config(_Frozen):
     """The whole configuration of one deployment of the pipeline."""
 
@@ -88,6 +127,7 @@ class Config(_Frozen):
     sources: tuple[SourceRule, ...] = (SourceRule(),)
     spark: SparkSettings = SparkSettings()
     thresholds: Thresholds = Thresholds()
+    alerts: AlertSettings = AlertSettings()
 
     @field_validator("landing", "lakehouse", "checkpoints", mode="before")
     @classmethod
@@ -103,6 +143,11 @@ class Config(_Frozen):
     def checkpoint_root(self) -> Path:
         """Where the streaming checkpoints live (default: `<lakehouse>/_checkpoints`)."""
         return self.checkpoints if self.checkpoints is not None else self.lakehouse / "_checkpoints"
+
+    @property
+    def alerts_jsonl(self) -> Path:
+        """Where the JSON-lines alert feed is written."""
+        return self.alerts.jsonl_path or self.lakehouse / "_alerts" / "alerts.jsonl"
 
     @property
     def uses_catalog(self) -> bool:
