@@ -99,3 +99,8 @@ def test_spark_wrapper_matches_the_pure_function(spark):
         "g", 0, 1, "membership_change", 3100)
     assert row.started_at == dt.datetime(2026, 11, 20, 8, 0)
     assert row.evidence[0].event_id == events[0]["event_id"]
+
+
+def test_a_reasonless_first_generation_is_members_joining():
+    rows = reconstruct_group("g", [ev(0, "rebalance_started", generation=0), ev(3, "group_stabilized", generation=1)])
+    assert [(r["cause"], r["cause_detail"]) for r in rows] == [("membership_change", "member_join")]

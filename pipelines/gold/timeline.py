@@ -155,7 +155,8 @@ class Timeline:
         ts = event["event_ts"]
         if self._current is not None:
             self._close(ts, "superseded", transition=False)
-        verdict = classify_reason(event.get("reason"), event.get("client_reason")) or self._neighbour_verdict(ts)
+        verdict = classify_reason(event.get("reason"), event.get("client_reason")) or self._neighbour_verdict(
+            ts, _int(event.get("generation")))
         verdict, evidence, link = self._refine(verdict, ts)
         before = self._size if self._size is not None else (0 if _int(event.get("generation")) == 0 else None)
         current = _Open(stable_id(self.group_id, event["event_id"]), event, verdict, before, evidence, linked_to=link)
@@ -176,7 +177,7 @@ class Timeline:
 
     # ---- causes ------------------------------------------------------------------------------------------------
 
-    def _neighbour_verdict(self, ts: pd.Timestamp) -> Verdict:
+    def _neighbour_verdict(self, ts: pd.Timestamp, generation: int | None) -> Verdict:
         for event in reversed(self._recent):
             if _secs(ts - event["event_ts"]) > _NEIGHBOUR_S:
                 break
@@ -186,6 +187,9 @@ class Timeline:
             if event["event_type"] == "member_left":
                 return Verdict("membership_change", "member_leave", 0.6, event["member_id"],
                                "no reason printed; member left just before the start")
+        if generation == 0:
+            return Verdict("membership_change", "member_join", 0.6, None,
+                           "no reason printed; the group's first generation forms as its members join")
         return Verdict("unknown", None, 0.1, None, "no reason printed and no member event just before the start")
 
     def _expiry_verdict(self, member: str, at: pd.Timestamp) -> tuple[Verdict, list[dict]]:
