@@ -3,6 +3,11 @@
 A line's position comes from the scan itself: within one file split Spark reads lines in order, so the row's
 `monotonically_increasing_id` minus the split's smallest id is its index in the split, and earlier splits of the
 same file contribute their line counts. This needs one small aggregate per split, not a sort of the lines.
+
+Multi-line records (a stack trace after a log line, the consumer's `Updating assignment with` + TAB lines, a JDK 8
+GC record's detail lines) are joined here, where every line of a file is in the batch: a line shaped like a
+continuation is kept with the candidate line it follows, and the record becomes one bronze row at its first line.
+Only candidate and continuation-shaped lines are sorted, one file split at a time.
 """
 
 from __future__ import annotations
@@ -11,11 +16,23 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 MAX_LINE_CHARS = 65_536  # longer lines are kept truncated, with their true length, and quarantined if relevant
+MAX_RECORD_LINES = 500  # continuation lines past this many stay unattached (a runaway record must not grow unbounded)
+
+# What a line that continues the record before it starts with (after an optional CRI or docker-compose prefix):
+# stack frames, `Caused by:`, an exception's first line, TAB-indented fields of a multi-line Kafka message, the
+# lines of Kafka 2.4-2.5's `Updating assignment with` record, and JDK 8 GC detail lines.
+CONTINUATION = (
+    r"^(?:\d{4}-\d\d-\d\dT\S+ (?:stdout|stderr) [FP] |[\w.-]+\s+\| )?"
+    r"(?:\s+at |\s+\.\.\. \d+ (?:more|common frames omitted)|\s*Caused by: |\s*Suppressed: |\t|\s+\["
+    r"|\s+\d+[.,]\d+: \[|, \d+[.,]\d+ secs\]|Desired survivor size |- age +\d+:"
+    r"|(?:now assigned|compare with previously owned|newly added|revoked) partitions: "
+    r"|(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)(?::|\s*$))"
+)
 
 
 def with_source_columns(raw: DataFrame, *, is_candidate: Column) -> DataFrame:
     """Add provenance (`source_file`, `instance`, `file_name`, `file_modified_at`, `block_start`), the scan order
-    `scan_id`, `line_length` and `candidate` to raw text lines (`value`, `_metadata`)."""
+    `scan_id`, `line_length`, `candidate`, `continuation` and `may_head` to raw text lines (`value`, `_metadata`)."""
     path = F.col("_metadata.file_path")
     parts = F.split(path, "/")
     return raw.select(
@@ -30,6 +47,9 @@ def with_source_columns(raw: DataFrame, *, is_candidate: Column) -> DataFrame:
         "*",
         F.coalesce(F.length("value"), F.lit(0)).cast("long").alias("line_length"),
         F.coalesce(is_candidate, F.lit(False)).alias("candidate"),
+        F.coalesce(F.col("value").rlike(CONTINUATION), F.lit(False)).alias("continuation"),
+        # A WARN or ERROR line may carry a stack trace: kept as a possible record head even when it is no candidate.
+        (F.col("value").contains("WARN") | F.col("value").contains("ERROR")).alias("may_head"),
     )
 
 
@@ -74,17 +94,50 @@ def file_stats(splits: DataFrame, *, existing_fingerprints: DataFrame) -> DataFr
                                                                  "content_chars")
 
 
+def join_records(lines: DataFrame) -> DataFrame:
+    """Candidate, continuation and possible head lines (with `line_no`) to records: a head line with the
+    continuation lines that directly follow it (`value` joined with newlines, `record_lines`, total `line_length`),
+    kept when one of its lines is a candidate. A continuation line that follows no head stays alone if it is a
+    candidate itself and is dropped otherwise (it is noise, like every line that no record holds)."""
+    split = Window.partitionBy("source_file", "block_start").orderBy("line_no")
+    upto = split.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    head, line_no = ~F.col("continuation"), F.col("line_no")
+    lines = lines.withColumn("_prev", F.lag("line_no").over(split))
+    # The latest line that starts a chain: a head (odd code) or a continuation after a gap (even code).
+    chain_start = F.when(head, line_no * 2 + 1).when(F.coalesce(line_no - F.col("_prev") != 1, F.lit(True)),
+                                                      line_no * 2)
+    lines = lines.withColumn("_start", F.max(chain_start).over(upto))
+    start = F.floor(F.col("_start") / 2).cast("long")
+    attached = ~head & (F.col("_start") % 2 == 1) & (line_no - start <= MAX_RECORD_LINES)
+    records = lines.filter(head | attached | F.col("candidate")).withColumn(
+        "_record", F.when(attached, start).otherwise(line_no)
+    )
+    parts = F.array_sort(F.collect_list(F.struct("line_no", F.substring("value", 1, MAX_LINE_CHARS).alias("v"))))
+    grouped = records.groupBy("source_file", "block_start", F.col("_record").alias("line_no")).agg(
+        F.first("instance").alias("instance"),
+        F.first("file_name").alias("file_name"),
+        F.first("file_modified_at").alias("file_modified_at"),
+        F.first("file_fingerprint").alias("file_fingerprint"),
+        F.concat_ws("\n", F.transform(parts, lambda p: p["v"])).alias("value"),
+        (F.sum("line_length") + F.count(F.lit(1)) - 1).alias("line_length"),
+        F.count(F.lit(1)).alias("record_lines"),
+        F.max("candidate").alias("_candidate"),
+    )
+    return grouped.filter("_candidate").drop("_candidate")
+
+
 def candidate_lines(lines: DataFrame, *, splits: DataFrame, files: DataFrame) -> DataFrame:
-    """Candidate lines of non-duplicate files with `line_no` (1-based), `file_fingerprint`, a stable `line_id`,
-    and `value` truncated to MAX_LINE_CHARS."""
+    """Candidate records of non-duplicate files with `line_no` (1-based, of the record's first line),
+    `record_lines`, `file_fingerprint`, a stable `line_id`, and `value` truncated to MAX_LINE_CHARS."""
     offsets = splits.select("source_file", "block_start", "first_scan_id", "lines_before")
     keep = files.filter(F.col("duplicate_of").isNull()).select("source_file", "file_fingerprint")
     line_no = F.col("scan_id") - F.col("first_scan_id") + F.col("lines_before") + 1
     return (
-        lines.filter("candidate")
+        lines.filter(F.col("candidate") | F.col("continuation") | F.col("may_head"))
         .join(F.broadcast(offsets), ["source_file", "block_start"])
         .join(F.broadcast(keep), "source_file")
         .withColumn("line_no", line_no)
+        .transform(join_records)
         .withColumn("line_id", F.substring(F.sha2(F.concat_ws("|", "file_fingerprint", "line_no"), 256), 1, 24))
         .withColumn("value", F.substring("value", 1, MAX_LINE_CHARS))
     )

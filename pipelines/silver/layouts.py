@@ -1,18 +1,29 @@
 """Line layouts (how a logging framework wraps a message) as data, and the transform that applies them.
 
-Each layout is a regex with named groups: `ts` (timestamp text), `level`, `thread`, `logger`, `msg`. The first
-layout that matches a line wins. Patterns are written in Python syntax and stripped of group names for Java.
+Each layout is a regex with named groups: `ts` (timestamp text), `level`, `thread`, `logger`, `msg`. A source may
+bring its own pattern (config `sources[].pattern`), tried first for its instance folders; then JSON lines; then the
+built-in layouts, the first that matches winning. Patterns are written in Python syntax and stripped of group names
+for Java (both number groups the same way).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from pipelines.silver.json_layout import is_json, json_fields, parse_json
+from pipelines.silver.packing import at, literal_array, pack_all
+
 _ISO = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
+_TIME = r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})?"
+# What a CloudWatch export appends after the logger: `,<ingest timestamp>`.
+_CLOUDWATCH = r"(?:,\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})?"
+_KAFKA_PREFIX_START = r"\[(?:Consumer |Worker |GroupCoordinator |GroupMetadataManager |Group Metadata Manager )"
+FIELDS = ("ts", "level", "thread", "logger", "msg")
 
 
 @dataclass(frozen=True)
@@ -30,93 +41,149 @@ class Layout:
         return re.compile(self.pattern).groupindex.get(name, 0)
 
 
+@dataclass(frozen=True)
+class UserLayout:
+    """A source's own layout: a pattern with named groups, tried first for instance folders matching a glob."""
+
+    instances: str
+    pattern: str
+
+
 LAYOUTS: tuple[Layout, ...] = (
-    # Kafka's own log4j layout `[%d] %p %m (%c)%n` (broker server.log, Kafka tools, many clients);
-    # an optional `,<timestamp>` suffix is what CloudWatch exports append after the logger.
+    # Kafka's own log4j layout `[%d] %p %m (%c)%n` (broker server.log, Kafka tools, many clients).
     Layout(
         "kafka_log4j",
         r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (?P<level>[A-Z]+) (?P<msg>.*?)"
-        r"(?: \((?P<logger>[\w.$-]+)\))?(?:,\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})?\s*$",
+        rf"(?: \((?P<logger>[\w.$-]+)\))?{_CLOUDWATCH}\s*$",
     ),
-    # Spring Boot 1.x to 3.2+: `%d %5p PID --- [app] [thread] logger : msg`.
+    # Strimzi's broker layout `%d{yyyy-MM-dd HH:mm:ss,SSS} %p %m (%c) [%t]`.
+    Layout(
+        "strimzi",
+        r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (?P<level>[A-Z]+) (?P<msg>.*) \((?P<logger>[\w.$-]+)\) "
+        r"\[(?P<thread>[^\]]*)\]\s*$",
+    ),
+    # Spring Boot 1.x to 3.2+: `%d %5p PID --- [app] [thread] [correlation] logger : msg` (app since 3.2).
     Layout(
         "spring_boot",
         rf"^(?P<ts>{_ISO})\s+(?P<level>[A-Z]+) +\d+ --- (?:\[[^\]]*\] )?\[\s*(?P<thread>[^\]]*)\] "
-        r"(?P<logger>\S+)\s+: (?P<msg>.*?)(?:,\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})?$",
+        rf"(?:\[[^\]]*\] )?(?P<logger>\S+)\s+: (?P<msg>.*?){_CLOUDWATCH}$",
     ),
-    # Logback with a full date: `%d [%thread] %-5level %logger - %msg`.
+    # Logback/log4j with a full date: `%d [%thread] %-5level %logger - %msg`, `%d %-5p %c{1}:%L - %m` (no thread).
     Layout(
         "logback_dated",
-        rf"^(?P<ts>{_ISO}) \[(?P<thread>[^\]]*)\] (?P<level>[A-Z]+)\s+(?P<logger>\S+) -{{1,2}} (?P<msg>.*)$",
+        rf"^(?P<ts>{_ISO})\s+(?:\[(?P<thread>[^\]]*)\]\s+)?(?P<level>[A-Z]+)\s+(?P<logger>[\w.$]+)(?::\d+)? -{{1,2}} "
+        r"(?P<msg>.*)$",
     ),
     # Logback's defaults (BasicConfigurator and 1.3+ TTLL): time of day only, the date comes from elsewhere.
     Layout(
         "logback_time",
-        r"^(?P<ts>\d\d:\d\d:\d\d[.,]\d{3}) \[(?P<thread>[^\]]*)\] (?P<level>[A-Z]+)\s+(?P<logger>\S+) -{1,2} (?P<msg>.*)$",
+        rf"^(?P<ts>{_TIME}) \[(?P<thread>[^\]]*)\] (?P<level>[A-Z]+)\s+(?P<logger>\S+) -{{1,2}} (?P<msg>.*)$",
     ),
-    # Anything else: the whole line is the message (a user pattern per source will slot in before this).
-    Layout("plain", r"^(?P<msg>.*)$"),
+    # Any other layout that puts a time and a level before a Kafka-prefixed message (the lookahead rejects other
+    # lines in one scan).
+    Layout(
+        "kafka_prefixed",
+        rf"^(?=[^\n]*{_KAFKA_PREFIX_START}).{{0,60}}?(?P<ts>{_ISO}|{_TIME})\b.{{0,60}}?\b(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b"
+        rf".{{0,120}}?(?P<msg>{_KAFKA_PREFIX_START}.*)$",
+    ),
+    # Anything else: the whole line is the message.
+    Layout("plain", r"^(?P<msg>[\s\S]*)$"),
 )
 
-# Envelopes that wrap a layout: ANSI colours, CRI container logs, docker-compose service prefixes.
-_ANSI = r"\x1b\[[0-9;]*[A-Za-z]"
-_CRI = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) (?:stdout|stderr) [FP] "
-_COMPOSE = r"^[\w.-]+\s+\| "
+# Envelopes that wrap a layout, removed from every line of a record: CRI container logs, docker-compose service
+# prefixes, ANSI colours, other control characters (a stray SEP or MARKER would shift packed groups).
+_CRI = r"(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) (?:stdout|stderr) [FP] "
+_COMPOSE = r"(?m)^[\w.-]+\s+\| "
+_ANSI_AND_CONTROLS = r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
 
 
-def strip_envelope(line: Column) -> Column:
-    """Remove colour codes and container prefixes so the layout regexes see the application's own line."""
-    cleaned = F.regexp_replace(line, _ANSI, "")
-    cleaned = F.regexp_replace(cleaned, _CRI, "")
-    return F.regexp_replace(cleaned, _COMPOSE, "")
+def strip_envelope(value: Column) -> Column:
+    """The application's own text: docker json-file lines unwrapped, container prefixes, colours and control
+    characters removed (on every line of a multi-line record)."""
+    docker = F.when(value.startswith('{"log":"'), F.regexp_replace(F.get_json_object(value, "$.log"), r"\n$", ""))
+    cleaned = F.regexp_replace(F.coalesce(docker, value), _CRI, "")
+    cleaned = F.regexp_replace(cleaned, _COMPOSE, "")
+    return F.regexp_replace(cleaned, _ANSI_AND_CONTROLS, "")
 
 
-SEP = "\u0001"  # joins a layout's or template's groups in one regexp_replace; never in a log line we keep
+def _glob_regex(glob: str) -> str:
+    return "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in glob)
 
 
-def packed_groups(value: Column, choice: Column, patterns: dict[str, tuple[str, int]]) -> Column:
-    """All groups of the chosen pattern in one regex pass: `choice` names a key of `patterns`
-    (key -> (java regex, group count)); the result is an array of the groups' texts."""
-    expr = None
-    for key, (pattern, count) in patterns.items():
-        replacement = SEP.join(f"${i}" for i in range(1, count + 1))
-        packed = F.regexp_replace(value, pattern, replacement)
-        expr = F.when(choice == key, packed) if expr is None else expr.when(choice == key, packed)
-    return F.split(expr, SEP) if expr is not None else F.array()
+def _inner(pattern: str) -> str:
+    """A layout pattern without its anchors (the alternation anchors every branch)."""
+    return pattern.removeprefix("^").removesuffix("$")
 
 
-def pick(parts: Column, choice: Column, indices: dict[str, int]) -> Column:
-    """The group of `parts` that `indices` (key -> 1-based group index) names for each row's `choice`."""
-    if not indices:
-        return F.lit(None).cast("string")
-    mapping = F.create_map(*[x for key, index in indices.items() for x in (F.lit(key), F.lit(index))])
-    index = F.element_at(mapping, choice)
-    return F.nullif(F.when(index.isNotNull(), F.get(parts, index - 1)), F.lit(""))
+@dataclass(frozen=True)
+class LayoutAlternation:
+    """The user layouts and the built-in ones as one anchored regex over `<instance>\x03<line>`: a user layout's
+    branch starts with its instance glob, the built-in branches accept any instance. Slots: ts, level, thread,
+    logger, msg, then one wrap slot per layout (`names`), non-empty for the layout that matched."""
+
+    pattern: str
+    slots: list[list[int]]
+    names: tuple[str, ...]
 
 
-def with_layout(df: DataFrame, *, line_col: str = "line") -> DataFrame:
-    """Add `layout`, `ts_text`, `level`, `thread`, `logger`, `msg` from the first layout matching `line_col`."""
+def layout_alternation(user_layouts: Sequence[UserLayout] = ()) -> LayoutAlternation:
+    """Combine the sources' layouts (first, each for its instances) and LAYOUTS (in order) into one regex."""
+    branches: list[str] = []
+    wraps: list[int] = []
+    fields: dict[str, list[int]] = {name: [] for name in FIELDS}
+    names: list[str] = []
+    group = 1
+    layouts = [(f"user_{i}", u.pattern, _glob_regex(u.instances)) for i, u in enumerate(user_layouts)]
+    layouts += [(lay.name, lay.pattern, None) for lay in LAYOUTS]
+    builtin: list[str] = []
+    for name, pattern, glob in layouts:
+        compiled = re.compile(_inner(pattern))
+        names.append(name)
+        wraps.append(group)
+        for field, index in compiled.groupindex.items():
+            fields[field].append(group + index)
+        body = "(" + Layout(name, _inner(pattern)).java_pattern + ")"
+        if glob is None:
+            builtin.append(body)
+        else:
+            branches.append(glob + _INSTANCE_END + body)
+        group += 1 + compiled.groups
+    branches.append(f"[^{_INSTANCE_END}]*{_INSTANCE_END}(?:" + "|".join(builtin) + ")")
+    pattern = "^(?:" + "|".join(branches) + ")$"
+    return LayoutAlternation(pattern, [fields[f] for f in FIELDS] + [[w] for w in wraps], tuple(names))
+
+
+_INSTANCE_END = "\u0003"
+
+
+def with_layout(df: DataFrame, *, line_col: str = "line", user_layouts: Sequence[UserLayout] = ()) -> DataFrame:
+    """Add `layout`, `ts_text`, `level` (upper case), `thread`, `logger`, `msg` from the first layout matching
+    `line_col` (JSON lines are read as JSON); `user_layouts` apply to rows whose `instance` matches their glob."""
     line = F.col(line_col)
-    layout_expr = None
-    for layout in LAYOUTS:
-        cond = line.rlike(layout.java_pattern)
-        layout_expr = F.when(cond, layout.name) if layout_expr is None else layout_expr.when(cond, layout.name)
-    patterns = {lay.name: (lay.java_pattern, re.compile(lay.pattern).groups) for lay in LAYOUTS}
-    df = df.withColumn("layout", layout_expr)
-    df = df.withColumn("_layout_parts", packed_groups(line, F.col("layout"), patterns))
-    parts, choice = F.col("_layout_parts"), F.col("layout")
-    keep = [c for c in df.columns if c != "_layout_parts"]
-
-    def field(name: str) -> Column:
-        return pick(parts, choice, {lay.name: lay.group(name) for lay in LAYOUTS if lay.group(name)})
-
+    alternation = layout_alternation(user_layouts)
+    keyed = F.concat(F.coalesce(F.col("instance"), F.lit("")), F.lit("\u0003"), line)
+    df = df.withColumns({
+        "_json": F.when(is_json(line), parse_json(line)),
+        "_layout_parts": F.when(~is_json(line), pack_all(keyed, alternation.pattern, alternation.slots)),
+    })
+    parts = F.col("_layout_parts")
+    wraps = F.slice(parts, len(FIELDS) + 1, len(alternation.names))
+    position = F.array_position(F.transform(wraps, lambda x: x != F.lit("")), True)
+    regex_layout = F.element_at(literal_array(alternation.names), position.cast("int"))
+    json = json_fields(F.col("_json"), line)
+    fields = {
+        name: F.when(is_json(line), json[name]).otherwise(at(parts, index))
+        for index, name in enumerate(FIELDS, start=1)
+    }
+    level = F.upper(F.trim(fields["level"]))
     return df.select(
-        *keep,
-        field("ts").alias("ts_text"),
-        field("level").alias("level"),
-        field("thread").alias("thread"),
-        field("logger").alias("logger"),
-        F.coalesce(field("msg"), F.lit("")).alias("msg"),
+        *[c for c in df.columns if c not in ("_layout_parts", "_json")],
+        F.when(is_json(line), "json").otherwise(F.coalesce(regex_layout, F.lit("plain"))).alias("layout"),
+        fields["ts"].alias("ts_text"),
+        F.when(level == "WARNING", "WARN").otherwise(level).alias("level"),
+        F.trim(fields["thread"]).alias("thread"),
+        fields["logger"].alias("logger"),
+        F.coalesce(fields["msg"], F.lit("")).alias("msg"),
     )
 
 
@@ -124,7 +191,7 @@ def event_time(ts_text: Column, *, tz: Column, day: Column) -> Column:
     """UTC timestamp from a layout's timestamp text.
 
     Text with an offset is absolute; text without one is wall-clock time in the source's zone `tz`; text with
-    only a time of day takes its date from `day` (a yyyy-MM-dd string).
+    only a time of day takes its date from `day` (a yyyy-MM-dd string); 13 digits are epoch milliseconds.
     """
     text = F.regexp_replace(F.regexp_replace(ts_text, ",", "."), "T", " ")
     text = F.when(text.rlike(r"^\d\d:\d\d:\d\d"), F.concat_ws(" ", day, text)).otherwise(text)
@@ -134,4 +201,5 @@ def event_time(ts_text: Column, *, tz: Column, day: Column) -> Column:
         F.try_to_timestamp(text, F.lit("yyyy-MM-dd HH:mm:ss[.SSSSSSSSS][.SSSSSS][.SSS]XX")),
     )
     local = F.try_to_timestamp(text, F.lit("yyyy-MM-dd HH:mm:ss[.SSSSSSSSS][.SSSSSS][.SSS]"))
-    return F.when(has_offset, absolute).otherwise(F.to_utc_timestamp(local, tz))
+    epoch_ms = F.timestamp_millis(F.when(text.rlike(r"^\d{13}$"), text.try_cast("long")))
+    return F.when(has_offset, absolute).when(text.rlike(r"^\d{13}$"), epoch_ms).otherwise(F.to_utc_timestamp(local, tz))

@@ -8,6 +8,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pipelines.config import Config
+from pipelines.silver.layouts import UserLayout
 
 
 def _glob_regex(glob: str) -> str:
@@ -39,14 +40,21 @@ def source_day(cfg: Config, instance: Column, file_name: Column, modified: Colum
     return F.coalesce(from_name, configured if configured is not None else F.lit(None), from_mtime)
 
 
+def user_layouts(cfg: Config) -> tuple[UserLayout, ...]:
+    """The sources' own line layouts (`sources[].pattern`), in configuration order."""
+    return tuple(UserLayout(rule.instances, rule.pattern) for rule in cfg.sources if rule.pattern)
+
+
 def to_events(parsed: DataFrame) -> DataFrame:
-    """Rows for silver_events: one typed event per line that matched a template and has a time."""
+    """Rows for silver_events: one typed event per record that matched a template and has a time."""
     return parsed.filter(F.col("disposition") == "event").select(
         F.col("line_id").alias("event_id"), "event_ts", "event_type", "template_id", "source_kind", "group_id",
         "member_id", "generation", "state", "reason", "client_reason", "member_count", "static_count", "broker_id",
         "offsets_partition", "client_id", "group_instance_id", "old_member_id", "client_host", "protocol",
-        "coordinator", "error", "epoch", "partitions", "topics", "members", "level", "logger", "thread",
-        F.col("body").alias("message"), "instance", "source_file", "line_no", "batch_id", "ingested_at",
+        "coordinator", "error", "epoch", "partitions", "topics", "members", "group_epoch", "member_epoch",
+        "previous_member_epoch", "target_epoch", "previous_state", "group_protocol", "revoked_partitions", "level",
+        "logger", "thread", F.col("body").alias("message"), "instance", "source_file", "line_no", "record_lines",
+        "batch_id", "ingested_at",
     )
 
 
@@ -70,21 +78,24 @@ def to_quarantine(parsed: DataFrame) -> DataFrame:
 
 
 def accounting(parsed: DataFrame, files: DataFrame, *, batch_id: int, ingested_at: Column) -> DataFrame:
-    """Per file of the batch: lines read = noise + events + GC pauses + quarantined + duplicates, exactly."""
+    """Per file of the batch: lines read = noise + events + GC pauses + quarantined + duplicates, exactly.
+
+    A parsed row is one record: its first line counts as event, GC pause, quarantined or noise, and the lines that
+    continue it (a stack trace, GC detail lines) count as noise, like every line that no record holds."""
     counts = parsed.groupBy("source_file").agg(
         F.sum((F.col("disposition") == "event").cast("long")).alias("event_lines"),
         F.sum((F.col("disposition") == "gc_pause").cast("long")).alias("gc_pause_lines"),
         F.sum((F.col("disposition") == "quarantine").cast("long")).alias("quarantined_lines"),
-        F.sum((F.col("disposition") == "noise").cast("long")).alias("parsed_noise"),
     )
     joined = files.join(counts, "source_file", "left").na.fill(
-        0, ["event_lines", "gc_pause_lines", "quarantined_lines", "parsed_noise"]
+        0, ["event_lines", "gc_pause_lines", "quarantined_lines"]
     )
     duplicate = F.col("duplicate_of").isNotNull()
     relevant = F.col("event_lines") + F.col("quarantined_lines")
     return joined.select(
         F.lit(batch_id).cast("long").alias("batch_id"), "source_file", "instance", "lines_read",
-        F.when(duplicate, 0).otherwise(F.col("lines_read") - F.col("candidate_lines") + F.col("parsed_noise"))
+        F.when(duplicate, 0)
+        .otherwise(F.col("lines_read") - F.col("event_lines") - F.col("gc_pause_lines") - F.col("quarantined_lines"))
         .cast("long").alias("noise_lines"),
         "event_lines", "gc_pause_lines", "quarantined_lines",
         F.when(duplicate, F.col("lines_read")).otherwise(0).cast("long").alias("duplicate_lines"),

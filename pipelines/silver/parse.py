@@ -1,129 +1,126 @@
-"""Parse candidate lines into typed events: envelope, layout, Kafka prefix, template, typed fields.
+"""Parse candidate records into typed events: envelope, layout, Kafka prefix, template, typed fields.
 
-Everything here is Spark SQL expressions built from data (layouts.py, templates.yml, gc.py): no Python UDF.
+Everything here is Spark SQL expressions built from data (layouts.py, wordings/*.yml, gc.py): no Python UDF.
+A record is one line or, joined in bronze, a line and the lines that continue it (`value` holds them with `\\n`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from pipelines.silver.fields import typed_fields
 from pipelines.silver.gc import GC_PREFILTER, with_gc_pause
-from pipelines.silver.layouts import SEP, event_time, strip_envelope, with_layout
-from pipelines.silver.templates import (
-    FIELD_COLUMNS,
-    INT_FIELDS,
-    Alternation,
-    CompiledTemplate,
-    build_alternation,
-    load_templates,
-)
+from pipelines.silver.layouts import UserLayout, event_time, strip_envelope, with_layout
+from pipelines.silver.packing import at, literal_array, literal_map, pack_all
+from pipelines.silver.templates import Alternation, CompiledTemplate, build_alternation, load_templates
 
-# The Kafka prefixes of a message: broker coordinators (classic and new) and the Java consumer's LogContext.
+# The Kafka prefixes of a message: broker coordinators (classic and new) and the Java client's LogContext
+# (consumers; Kafka Connect workers use the same group code).
 KAFKA_PREFIX = (
-    r"^(?:\[GroupCoordinator (?:id=)?(\d+)(?: topic=\S+ partition=\d+)?\]:? "
+    r"^(?:\[GroupCoordinator (?:id=)?(\d+)(?: topic=\S+ partition=(\d+))?\]:? "
     r"|\[GroupMetadataManager brokerId=(\d+)\] "
     r"|\[Group Metadata Manager on Broker (\d+)\]: "
-    r"|\[Consumer (?:instanceId=([^,\]]*), )?clientId=([^,\]]*), groupId=([^\]]*)\] )?(.*)$"
+    r"|\[(?:Consumer|Worker) (?:instanceId=([^,\]]*), )?clientId=([^,\]]*), groupId=([^\]]*)\] )?([\s\S]*)$"
 )
 # A line no template knows is quarantined (not dropped as noise) when it looks like it is about groups.
 RELEVANT_LOGGER = r"(?i)(coordinator|groupmetadata|membership|rebalancelistener)"
-RELEVANT_TEXT = r"(?i)(groupcoordinator|groupmetadatamanager|rebalanc|\bgeneration\b|\bgroup\b.*\bmember|\bmember\b.*\bgroup|heartbeat|leavegroup|joingroup)"
-
-
-def _pack_all(value: Column, pattern: str, group_count: int) -> Column:
-    """Every group of an anchored regex in one pass, as an array (empty strings for groups that did not take part);
-    null when the regex does not match."""
-    # The anchored regex replaces the whole line when it matches, so the marker tells a match without a second pass.
-    marker = "\u0002"
-    packed = F.regexp_replace(value, pattern, marker + SEP.join(f"${i}" for i in range(1, group_count + 1)))
-    return F.when(packed.startswith(marker), F.split(F.substring(packed, 2, 1 << 30), SEP))
-
-
-def _at(parts: Column, group: int) -> Column:
-    return F.nullif(F.get(parts, group - 1), F.lit(""))
-
-
-def _sql_literal(value: str | int) -> str:
-    if isinstance(value, int):
-        return str(value)
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def literal_map(pairs: dict[str, str] | dict[str, int]) -> Column:
-    """A constant map column built in one call (one SQL literal instead of a py4j call per entry)."""
-    return F.expr("map(" + ", ".join(f"{_sql_literal(k)}, {_sql_literal(v)}" for k, v in pairs.items()) + ")")
+RELEVANT_TEXT = (
+    r"(?i)(groupcoordinator|groupmetadatamanager|rebalanc|\bgeneration\b|\bgroup\b.*\bmember|\bmember\b.*\bgroup"
+    r"|heartbeat|leavegroup|joingroup|\[GroupId)"
+)
+# The logger that log4j's `(%c)` appends to the last line of a multi-line message.
+_TRAILING_LOGGER = r"\s\(([\w.$-]+)\)\s*$"
 
 
 def _matched_template(parts: Column, alternation: Alternation) -> Column:
-    # The matched template is the first whose wrapping group is non-empty.
-    wraps = F.expr("array(" + ", ".join(f"_parts[{g - 1}]" for g in alternation.wrap_groups) + ")")
+    # The matched template is the first whose wrapping group is non-empty; the wrap groups lead the packed array,
+    # so one loop over a slice finds it (an array of per-template lookups would grow the generated code past 64 KB).
+    wraps = F.slice(parts, 1, len(alternation.wrap_groups))
     position = F.array_position(F.transform(wraps, lambda x: x != F.lit("")), True)
-    ids = F.expr("array(" + ", ".join(_sql_literal(i) for i in alternation.template_ids) + ")")
-    return F.when(position > 0, F.element_at(ids, position.cast("int")))
-
-
-def _field(parts: Column, template_id: Column, alternation: Alternation, field: str) -> Column:
-    groups = {tid: g[field] for tid, g in alternation.field_groups.items() if field in g}
-    if not groups:
-        return F.lit(None).cast("int" if field in INT_FIELDS else "string")
-    group = F.element_at(literal_map(groups), template_id)
-    expr = F.nullif(F.trim(F.when(group.isNotNull(), F.get(parts, group - 1))), F.lit(""))
-    return expr.try_cast("int") if field in INT_FIELDS else expr
+    return F.when(position > 0, F.element_at(literal_array(alternation.template_ids), position.cast("int")))
 
 
 def _lookup(template_id: Column, templates: tuple[CompiledTemplate, ...], attribute: str) -> Column:
     return F.element_at(literal_map({t.template.id: getattr(t.template, attribute) for t in templates}), template_id)
 
 
-def parse_lines(lines: DataFrame, *, tz: Column, day: Column) -> DataFrame:
-    """Parse bronze lines (`value` plus provenance) into one row per line with a `disposition`.
+def _with_record(lines: DataFrame) -> DataFrame:
+    """Split each record into `line` (its first line, envelope removed) and `_rest` (the lines after it)."""
+    if "record_lines" not in lines.columns:
+        lines = lines.withColumn("record_lines", F.lit(1).cast("long"))
+    parsed = lines.withColumn("_text", strip_envelope(F.col("value")))
+    text = F.col("_text")
+    newline = F.instr(text, "\n")
+    return parsed.select(
+        "*",
+        F.when(newline > 0, F.substring(text, F.lit(1), newline - 1)).otherwise(text).alias("line"),
+        F.nullif(F.when(newline > 0, F.expr("substr(_text, instr(_text, '\\n') + 1)")), F.lit("")).alias("_rest"),
+    )
+
+
+def _with_prefix(parsed: DataFrame) -> DataFrame:
+    """Add the Kafka prefix's fields, `body` (the message after it) and `continued` (later lines of the record)."""
+    slots = [[1, 3, 4], [2], [5], [6], [7], [8]]  # broker id, partition, instance id, client id, group id, body
+    parsed = parsed.withColumn("_prefix", pack_all(F.col("msg"), KAFKA_PREFIX, slots))
+    prefix, rest, log4j = F.col("_prefix"), F.col("_rest"), F.col("layout") == "kafka_log4j"
+    trailing_logger = F.nullif(F.regexp_extract(rest, _TRAILING_LOGGER, 1), F.lit(""))
+    return parsed.select(
+        *[c for c in parsed.columns if c != "logger"],
+        F.coalesce(F.col("logger"), F.when(log4j, trailing_logger)).alias("logger"),
+        at(prefix, 1).alias("_broker_id"),
+        at(prefix, 2).alias("_prefix_partition"),
+        at(prefix, 3).alias("_prefix_instance_id"),
+        at(prefix, 4).alias("client_id_prefix"),
+        at(prefix, 5).alias("_prefix_group_id"),
+        F.coalesce(F.get(prefix, 5), F.col("msg")).alias("body"),
+        F.when(log4j, F.regexp_replace(rest, _TRAILING_LOGGER, "")).otherwise(rest).alias("continued"),
+    )
+
+
+def parse_lines(
+    lines: DataFrame, *, tz: Column, day: Column, user_layouts: Sequence[UserLayout] = ()
+) -> DataFrame:
+    """Parse bronze records (`value` plus provenance) into one row per record with a `disposition`.
 
     `disposition` is `event`, `gc_pause`, `quarantine` or `noise`; `tz` and `day` give each line's source time
-    zone and fallback date. Output columns: provenance, layout fields, typed event fields, GC pause fields.
+    zone and fallback date; `user_layouts` are the sources' own layouts. Output columns: provenance, layout fields,
+    typed event fields, GC pause fields, `disposition`, `quarantine_reason`.
     """
     templates = load_templates()
-    parsed = lines.withColumn("line", strip_envelope(F.col("value"))).transform(with_layout)
-    msg = F.col("msg")
-    parsed = parsed.withColumn("_prefix", _pack_all(msg, KAFKA_PREFIX, 7))
-    prefix = F.col("_prefix")
-    parsed = parsed.select(
-        "*",
-        F.coalesce(_at(prefix, 1), _at(prefix, 2), _at(prefix, 3)).alias("_broker_id"),
-        _at(prefix, 4).alias("_prefix_instance_id"),
-        _at(prefix, 5).alias("client_id_prefix"),
-        _at(prefix, 6).alias("_prefix_group_id"),
-        F.coalesce(F.get(prefix, 6), msg).alias("body"),
-    )
-    body = F.col("body")
     alternation = build_alternation(templates)
-    parsed = parsed.withColumn("_parts", _pack_all(body, alternation.pattern, alternation.group_count))
-    parsed = parsed.withColumn("template_id", _matched_template(F.col("_parts"), alternation))
+    # GC lines are parsed before the templates: the template match breaks Spark's generated code into two stages
+    # there, and each stage's code must stay under the JVM's 64 KB method limit.
+    parsed = (
+        _with_record(lines).transform(with_layout, user_layouts=user_layouts).transform(_with_prefix)
+        .transform(with_gc_pause, tz=tz)
+    )
+    body, continued = F.col("body"), F.col("continued")
+    body_full = F.when(continued.isNotNull(), F.concat(body, F.lit("\n"), continued)).otherwise(body)
+    parsed = parsed.withColumn("_parts", pack_all(body_full, alternation.pattern, alternation.slots))
+    matched = _matched_template(F.col("_parts"), alternation)
+    required_level = F.element_at(
+        literal_map({t.template.id: t.template.level for t in templates if t.template.level}), matched
+    )
+    parsed = parsed.withColumn(
+        "template_id", F.when(required_level.isNull() | (F.col("level") == required_level), matched)
+    )
     template_id = F.col("template_id")
-    fields = {}
-    for name in ("group_id", "member_id", "old_member_id", "instance_id", "client_id", "client_host", "generation",
-                 "offsets_partition", "member_count", "static_count", "state", "protocol", "coordinator", "error",
-                 "epoch", "reason", "partitions", "topics", "members"):
-        fields[FIELD_COLUMNS.get(name, name)] = _field(F.col("_parts"), template_id, alternation, name)
-    merged = {"group_id", "group_instance_id", "client_id", "reason"}
+    parts = F.when(template_id.isNotNull(), F.col("_parts"))
     parsed = parsed.select(
         "*",
-        *[expr.alias(f"_t_{name}" if name in merged else name) for name, expr in fields.items()],
+        *[expr.alias(name) for name, expr in typed_fields(parts, alternation).items()],
         _lookup(template_id, templates, "event").alias("event_type"),
         F.when(template_id.isNotNull(), _lookup(template_id, templates, "kind")).alias("source_kind"),
         event_time(F.col("ts_text"), tz=tz, day=day).alias("event_ts"),
     )
-    reason = F.col("_t_reason")
-    parsed = parsed.select(
-        "*",
-        F.coalesce(F.col("_t_group_id"), F.col("_prefix_group_id")).alias("group_id"),
-        F.coalesce(F.col("_t_group_instance_id"), F.col("_prefix_instance_id")).alias("group_instance_id"),
-        F.coalesce(F.col("_t_client_id"), F.col("client_id_prefix")).alias("client_id"),
-        F.col("_broker_id").try_cast("int").alias("broker_id"),
-        F.regexp_replace(reason, "; client reason: .*$", "").alias("reason"),
-        F.nullif(F.regexp_extract(reason, "; client reason: (.*)$", 1), F.lit("")).alias("client_reason"),
-    )
-    parsed = parsed.transform(with_gc_pause, tz=tz)
+    return parsed.select(*[c for c in parsed.columns if not c.startswith("_")], *_disposition(template_id))
+
+
+def _disposition(template_id: Column) -> list[Column]:
+    msg, level = F.col("msg"), F.col("level")
     relevant = (
         template_id.isNotNull()
         | F.col("client_id_prefix").isNotNull()
@@ -131,26 +128,27 @@ def parse_lines(lines: DataFrame, *, tz: Column, day: Column) -> DataFrame:
         | F.coalesce(F.col("logger").rlike(RELEVANT_LOGGER), F.lit(False))
         | msg.rlike(RELEVANT_TEXT)
     )
+    gc_line = F.col("gc_candidate") & template_id.isNull()
+    gc_timed = gc_line & F.col("gc_duration_ms").isNotNull()
     disposition = (
-        F.when(F.col("gc_duration_ms").isNotNull() & F.col("gc_end_ts").isNotNull(), "gc_pause")
+        F.when(gc_timed & F.col("gc_end_ts").isNotNull(), "gc_pause")
         .when(F.col("event_type") == "noise", "noise")
         .when(template_id.isNotNull() & F.col("event_ts").isNotNull(), "event")
-        .when(relevant | F.col("gc_candidate") | F.col("gc_duration_ms").isNotNull(), "quarantine")
+        .when(template_id.isNotNull() | gc_timed, "quarantine")
+        .when(gc_line & F.col("gc_noise"), "noise")
+        # DEBUG and TRACE wordings are outside the catalog: counted as noise, not as unknown wordings.
+        .when(F.coalesce(level.isin("DEBUG", "TRACE"), F.lit(False)), "noise")
+        .when(relevant | gc_line, "quarantine")
         .otherwise("noise")
     )
-    quarantine_reason = (
-        F.when(template_id.isNotNull() | F.col("gc_duration_ms").isNotNull(), "no_timestamp")
-        .when(F.col("gc_candidate"), "unknown_gc_line")
+    reason = (
+        F.when(template_id.isNotNull() | gc_timed, "no_timestamp")
+        .when(gc_line, "unknown_gc_line")
         .when(F.col("line_length") > F.length(F.col("value")), "line_too_long")
-        .when(F.col("value").contains("\ufffd"), "invalid_utf8")
+        .when(~F.is_valid_utf8(F.col("value")) | F.col("value").contains("\ufffd"), "invalid_utf8")
         .otherwise("no_template")
     )
-    keep = [c for c in parsed.columns if not c.startswith("_")]
-    return parsed.select(
-        *keep,
-        disposition.alias("disposition"),
-        F.when(disposition == "quarantine", quarantine_reason).alias("quarantine_reason"),
-    )
+    return [disposition.alias("disposition"), F.when(disposition == "quarantine", reason).alias("quarantine_reason")]
 
 
 # The bronze prefilter: a line is a candidate when it contains one of these (cheap `contains`, no regex).
@@ -159,6 +157,7 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     "roupMetadataManager",
     "Group Metadata Manager",
     "[Consumer ",
+    "[Worker ",
     " group",
     "oordinator",
     *GC_PREFILTER,
@@ -166,7 +165,7 @@ PREFILTER_LITERALS: tuple[str, ...] = (
 
 
 def is_candidate(value: Column) -> Column:
-    """True for lines worth parsing: they contain one of the prefilter literals."""
+    """True for lines that are worth parsing: they contain one of the prefilter literals."""
     cond = None
     for literal in PREFILTER_LITERALS:
         c = value.contains(literal)

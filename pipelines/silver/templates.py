@@ -1,4 +1,5 @@
-"""Log templates as data: load templates.yml, compile each row to an anchored regex and a literal prefilter."""
+"""Log templates as data: load the wordings/*.yml files, compile each row to an anchored regex and a literal
+prefilter, and combine all rows into one alternation evaluated once per line."""
 
 from __future__ import annotations
 
@@ -10,38 +11,59 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, field_validator
 
-# What each {field} of a template may match. Lazy patterns stop at the next literal of the template.
+# What each {field} of a template may match. Lazy patterns stop at the next literal of the template; no pattern
+# crosses a line break, so a multi-line record's later lines are matched only by literals that name them.
 FIELD_PATTERNS: dict[str, str] = {
     "group_id": r".+?",
-    "member_id": r"\S+?",
+    # KIP-848 clients print `<no ID>` before their first heartbeat response (4.0).
+    "member_id": r"<no ID>|\S*?",
     "old_member_id": r"\S+?",
-    "group_instance_id": r".*?",
     "instance_id": r".*?",
     "client_id": r".*?",
     "client_host": r"\S*?",
     "generation": r"-?\d+",
+    "group_epoch": r"-?\d+",
+    "member_epoch": r"-?\d+",
+    "previous_member_epoch": r"-?\d+",
+    "target_epoch": r"-?\d+",
     "offsets_partition": r"\d+",
     "member_count": r"\d+",
     "static_count": r"\d+",
     "state": r"\w+",
-    "protocol": r"[^']*",
+    "previous_state": r"\w+",
+    "protocol": r"[^'\n]*",
+    "group_protocol": r"\w+",
     "coordinator": r".+?",
     "error": r"\w+",
-    "epoch": r".*?",
+    "epoch": r"\S+?",
     "reason": r".*",
+    "client_reason": r".*",
     "partitions": r".*",
+    "revoked_partitions": r".*",
     "topics": r".*",
     "members": r".*",
     "_": r".*?",
+    # Anything, across lines: for wordings that sit in a later line of the record (an exception under a log line).
+    "_lines": r"[\s\S]*?",
 }
-INT_FIELDS = frozenset({"generation", "offsets_partition", "member_count", "static_count"})
+INT_FIELDS = frozenset({"generation", "group_epoch", "member_epoch", "previous_member_epoch", "target_epoch",
+                        "offsets_partition", "member_count", "static_count"})
 # Template field names that are stored under another column name in silver_events.
 FIELD_COLUMNS = {"instance_id": "group_instance_id"}
-EVENT_FIELDS = tuple(
-    sorted({FIELD_COLUMNS.get(f, f) for f in FIELD_PATTERNS if f not in {"_", "instance_id"}})
-)
+EVENT_FIELDS = tuple(sorted(FIELD_COLUMNS.get(f, f) for f in FIELD_PATTERNS if not f.startswith("_")))
+
+# Component files, in match order (first matching row wins across all of them).
+COMPONENTS = ("broker_classic", "broker_new", "client_classic", "client_kip848")
+# After a template: an optional final period, trailing blanks, and any later lines of the record (a stack trace).
+TAIL = r"\.?\s*(?:\n[\s\S]*)?$"
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
+_VERSION = r"\d+\.\d+(?:\.\d+)?"
+_VERSIONS = re.compile(rf"^(?:all|{_VERSION}(?:-{_VERSION})?(?:, {_VERSION}(?:-{_VERSION})?)*)$")
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
 
 
 class Template(BaseModel):
@@ -54,6 +76,8 @@ class Template(BaseModel):
     event: str
     versions: str
     text: str
+    # Only lines printed at this level take this template (for catch-all wordings such as `[GroupId g] {error}.`).
+    level: Literal["INFO", "WARN", "ERROR"] | None = None
 
     @field_validator("text")
     @classmethod
@@ -61,6 +85,17 @@ class Template(BaseModel):
         unknown = set(_PLACEHOLDER.findall(value)) - FIELD_PATTERNS.keys()
         if unknown:
             raise ValueError(f"unknown field(s) {sorted(unknown)}; known: {sorted(FIELD_PATTERNS)}")
+        return value
+
+    @field_validator("versions")
+    @classmethod
+    def _version_ranges(cls, value: str) -> str:
+        if not _VERSIONS.match(value):
+            raise ValueError(f"versions {value!r} must look like '2.1-4.0', '0.10.0' or '1.0-2.3, 3.7-3.9'")
+        for part in value.split(", "):
+            low, _, high = part.partition("-")
+            if high and _version_key(low) > _version_key(high):
+                raise ValueError(f"versions {value!r}: range {part} runs backwards")
         return value
 
 
@@ -76,12 +111,17 @@ class CompiledTemplate(BaseModel):
 
 
 def compile_template(template: Template) -> CompiledTemplate:
-    """Turn `{field}` placeholders into regex groups; the longest literal piece becomes the prefilter."""
+    """Turn `{field}` placeholders into regex groups; the longest literal piece becomes the prefilter.
+
+    A final period is optional, except right after a field (`because {reason}.`): there it is what ends the field,
+    so a value that itself ends with a period (`the member session expired..`) keeps its own.
+    """
     text = template.text.rstrip()
+    required_period = text.endswith("}.")
     if text.endswith("."):
         text = text[:-1]
     pieces = _PLACEHOLDER.split(text)
-    regex = ["^"]
+    regex = []
     groups: dict[str, int] = {}
     literals = []
     index = 0
@@ -91,35 +131,42 @@ def compile_template(template: Template) -> CompiledTemplate:
             literals.append(piece)
             continue
         pattern = FIELD_PATTERNS[piece]
-        if piece == "_" or piece in groups:
+        if piece.startswith("_") or piece in groups:
             regex.append(f"(?:{pattern})")
             continue
         index += 1
         groups[piece] = index
         regex.append(f"({pattern})")
-    regex.append(r"\.?\s*$")
+    if required_period:
+        regex.append(r"\.")
     literal = max(literals, key=len).strip()
-    return CompiledTemplate(template=template, pattern="".join(regex), groups=groups, literal=literal)
+    return CompiledTemplate(template=template, pattern="^" + "".join(regex) + TAIL, groups=groups, literal=literal)
+
+
+def load_rows(component: str) -> list[Template]:
+    """The template rows of one component file (wordings/<component>.yml), in file order."""
+    text = resources.files("pipelines.silver.wordings").joinpath(f"{component}.yml").read_text(encoding="utf-8")
+    return [Template.model_validate(row) for row in yaml.safe_load(text)["templates"]]
 
 
 @lru_cache(maxsize=1)
 def load_templates() -> tuple[CompiledTemplate, ...]:
-    """All templates of the package's templates.yml, compiled, in match order."""
-    text = resources.files("pipelines.silver").joinpath("templates.yml").read_text(encoding="utf-8")
-    rows = yaml.safe_load(text)["templates"]
-    templates = [Template.model_validate(row) for row in rows]
+    """All templates of all component files, compiled, in match order."""
+    templates = [t for component in COMPONENTS for t in load_rows(component)]
     ids = [t.id for t in templates]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
-        raise ValueError(f"templates.yml: duplicate template ids {duplicates}")
+        raise ValueError(f"wordings: duplicate template ids {duplicates}")
     return tuple(compile_template(t) for t in templates)
 
 
 class Alternation(BaseModel):
-    """All templates as one anchored regex `^(?:(T1)|(T2)|...)$`: one pass finds the template and its fields.
+    """All templates as one anchored regex `^(?:(T1)|(T2)|...)<tail>`: one pass finds the template and its fields.
 
     `wrap_groups[i]` is the group that wraps template i (non-empty exactly when it matched); `field_groups`
-    maps template id -> field -> absolute group number.
+    maps template id -> field -> absolute group number. `slots` is how a packed match holds them: one slot per wrap
+    group first (the matched template is the first non-empty one), then one slot per field of FIELD_PATTERNS that
+    concatenates that field's group of every template (only the matched template's group is non-empty).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -130,18 +177,31 @@ class Alternation(BaseModel):
     field_groups: dict[str, dict[str, int]]
     group_count: int
 
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(f for f in FIELD_PATTERNS if not f.startswith("_"))
+
+    @property
+    def slots(self) -> list[list[int]]:
+        per_field = [[g[f] for g in self.field_groups.values() if f in g] for f in self.fields]
+        return [[w] for w in self.wrap_groups] + per_field
+
+    def field_slot(self, field: str) -> int:
+        """The 1-based slot of a field in a packed match."""
+        return len(self.wrap_groups) + self.fields.index(field) + 1
+
 
 def build_alternation(templates: tuple[CompiledTemplate, ...]) -> Alternation:
     """Combine compiled templates, in match order, into one regex with known group numbers."""
     branches, wraps, fields = [], [], {}
     next_group = 1
     for t in templates:
-        inner = t.pattern.removeprefix("^").removesuffix(r"\.?\s*$")
+        inner = t.pattern.removeprefix("^").removesuffix(TAIL)
         wraps.append(next_group)
         fields[t.template.id] = {name: next_group + index for name, index in t.groups.items()}
         next_group += 1 + len(t.groups)
         branches.append(f"({inner})")
-    pattern = "^(?:" + "|".join(branches) + r")\.?\s*$"
+    pattern = "^(?:" + "|".join(branches) + ")" + TAIL
     count = re.compile(pattern).groups
     if count != next_group - 1:
         raise ValueError(f"template groups miscounted: regex has {count}, expected {next_group - 1}")

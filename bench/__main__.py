@@ -1,0 +1,48 @@
+"""`python -m bench`: the benchmark of issue #4 (see bench/README.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bench.report import markdown
+from bench.runner import DEFAULT_LINES, DEFAULT_PROBES, QUICK_LINES, QUICK_PROBES, Options, run_benchmark
+
+
+def parse_options(argv: list[str] | None = None) -> Options:
+    """Command-line arguments to Options (`--quick` changes the defaults of --lines and --probes)."""
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--lines", type=int, help=f"lines of the 1x dataset (default {DEFAULT_LINES:,}; "
+                        f"--quick: {QUICK_LINES:,}); the 4x dataset has four times as many")
+    parser.add_argument("--quick", action="store_true", help="a smoke run of about two minutes on tiny data")
+    parser.add_argument("--out", type=Path, default=Path("bench/results"), help="results directory")
+    parser.add_argument("--work", type=Path, help="scratch directory for data and tables (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    parser.add_argument("--probes", type=int,
+                        help=f"latency probes (default {DEFAULT_PROBES}; --quick: {QUICK_PROBES})")
+    parser.add_argument("--latency-trigger", default="1 second", help="processingTime of the latency run")
+    parser.add_argument("--seed", type=int, default=7, help="simulation seed")
+    parser.add_argument("--groups", type=int, default=8, help="consumer groups to simulate")
+    parser.add_argument("--conf", type=Path, help="pipeline configuration file (default conf/local.yml)")
+    args = parser.parse_args(argv)
+    lines = args.lines or (QUICK_LINES if args.quick else DEFAULT_LINES)
+    probes = args.probes or (QUICK_PROBES if args.quick else DEFAULT_PROBES)
+    if lines < 1 or probes < 1:
+        parser.error("--lines and --probes must be at least 1")
+    return Options(lines=lines, mode="quick" if args.quick else "default", out=args.out, work=args.work,
+                   keep=args.keep, seed=args.seed, groups=args.groups, probes=probes,
+                   latency_trigger=args.latency_trigger, conf=args.conf)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark, print the markdown table and which targets are met."""
+    results = run_benchmark(parse_options(argv))
+    print(markdown(results))
+    print(results["verdict"])
+    print("results: " + ", ".join(results["files"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

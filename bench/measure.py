@@ -1,0 +1,94 @@
+"""The Spark measurements: the read-and-count baseline, the parse stage alone, and the whole pipeline."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from pipelines import io
+from pipelines.config import Config, load_config
+from pipelines.ingest import make_ingest_batch
+from pipelines.run import INGEST_QUERY, run
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class Timing:
+    """Wall-clock seconds of one measured step, the lines it covered, and what else it reported."""
+
+    seconds: float
+    lines: int
+    detail: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def lines_per_s(self) -> float:
+        """Throughput in input lines per second."""
+        return self.lines / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict[str, object]:
+        """Seconds, lines, lines per second and the details, for the JSON results."""
+        return {"seconds": round(self.seconds, 3), "lines": self.lines, "lines_per_s": round(self.lines_per_s),
+                **self.detail}
+
+
+def bench_config(landing: Path, lakehouse: Path, conf: Path | None = None) -> Config:
+    """The configuration of one measured run: the given (or default) configuration with its own directories."""
+    return load_config(conf, {"landing": str(landing), "lakehouse": str(lakehouse)})
+
+
+def count_lines(spark: SparkSession, files: tuple[Path, ...], *, runs: int = 2) -> Timing:
+    """`spark.read.text(files).count()` run `runs` times; the last (warm) run is the one reported."""
+    paths = [str(p.resolve()) for p in files]
+    seconds: list[float] = []
+    count = 0
+    for _ in range(runs):
+        start = time.perf_counter()
+        count = spark.read.text(paths).count()
+        seconds.append(time.perf_counter() - start)
+    return Timing(seconds[-1], count, {"runs_s": [round(s, 3) for s in seconds]})
+
+
+def _prepare(spark: SparkSession, cfg: Config) -> float:
+    # A deployment's tables exist before its runs, so creating them stays outside the measured time.
+    start = time.perf_counter()
+    io.ensure_tables(spark, cfg)
+    return time.perf_counter() - start
+
+
+def ingest_only(spark: SparkSession, cfg: Config, *, lines: int) -> Timing:
+    """Landing to bronze and silver: the ingest query of `pipelines.run.run` alone, `availableNow`, fresh tables."""
+    created = _prepare(spark, cfg)
+    batches: list[dict[str, int]] = []
+    query = (
+        io.read_landing(spark, cfg)
+        .writeStream.queryName(f"bench-{INGEST_QUERY}")
+        .foreachBatch(make_ingest_batch(cfg, on_batch=lambda _q, counts: batches.append(counts)))
+        .option("checkpointLocation", str(io.checkpoint_dir(cfg, INGEST_QUERY)))
+        .trigger(availableNow=True)
+    )
+    start = time.perf_counter()
+    handle = query.start()
+    try:
+        handle.awaitTermination()
+    finally:
+        handle.stop()
+    seconds = time.perf_counter() - start
+    events = sum(b.get("silver_events", 0) for b in batches)
+    return Timing(seconds, lines, {"batches": len(batches), "silver_events": events,
+                                   "table_creation_s": round(created, 3)})
+
+
+def whole_pipeline(spark: SparkSession, cfg: Config, *, lines: int, say: Say | None = None) -> Timing:
+    """Landing to every gold table with `pipelines.run.run` (`availableNow`) on fresh tables."""
+    created = _prepare(spark, cfg)
+    start = time.perf_counter()
+    summary = run(spark, cfg, on_progress=say)
+    seconds = time.perf_counter() - start
+    return Timing(seconds, lines, {"batches": dict(summary.batches), "silver_events": summary.added["silver_events"],
+                                   "gold_rebalances": summary.added["gold_rebalances"],
+                                   "table_creation_s": round(created, 3)})

@@ -1,0 +1,143 @@
+"""Figures as ratios to the baselines of the same run, their targets, and the JSON and markdown results."""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+OPS: dict[str, Callable[[float, float], bool]] = {">=": operator.ge, "<=": operator.le, ">": operator.gt}
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One benchmark figure, its target (`op bound`, or none for context figures) and whether it is met."""
+
+    name: str
+    value: float
+    what: str
+    op: str | None = None
+    bound: float | None = None
+
+    @property
+    def target(self) -> str:
+        """The target as text, e.g. '>= 0.5' ('' when the figure has none)."""
+        return f"{self.op} {self.bound:g}" if self.op and self.bound is not None else ""
+
+    @property
+    def met(self) -> bool | None:
+        """True or False against the target; None for a context figure."""
+        if self.op is None or self.bound is None:
+            return None
+        return OPS[self.op](self.value, self.bound)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The figure with its target text and verdict."""
+        return {**asdict(self), "value": round(self.value, 4), "target": self.target, "met": self.met}
+
+
+def _ratio(num: float, den: float) -> float:
+    return num / den if den > 0 else float("nan")
+
+
+def figures(stages: dict[str, dict[str, Any]]) -> list[Figure]:
+    """The figures of issue #4 from the stage results (each a ratio to a baseline of the same run)."""
+    count = stages["baseline_count_x1"]["lines_per_s"]
+    parse = stages["parse_x1"]
+    pipe1, pipe4 = stages["pipeline_x1"], stages["pipeline_x4"]
+    python, generous = stages["python_regex_x1"], stages["python_regex_prefiltered_x1"]
+    latency = stages["latency"]
+    return [
+        Figure("parse_vs_baseline", _ratio(parse["lines_per_s"], count),
+               "parse stage throughput / spark.read.text().count() throughput", ">=", 0.5),
+        Figure("pipeline_vs_baseline", _ratio(pipe1["lines_per_s"], count),
+               "whole pipeline (availableNow) throughput / count throughput", ">=", 0.25),
+        Figure("spark_parse_vs_python", _ratio(python["seconds"], parse["seconds"]),
+               "hand-written Python regex script time / Spark parse stage time (> 1: Spark faster)", ">", 1.0),
+        Figure("spark_parse_vs_python_prefiltered", _ratio(generous["seconds"], parse["seconds"]),
+               "the same with a literal prefilter in the Python script (context)"),
+        Figure("scaling_4x_over_1x", _ratio(pipe4["seconds"], pipe1["seconds"]),
+               f"whole pipeline time at 4x / at 1x (lines ratio {_ratio(pipe4['lines'], pipe1['lines']):.2f})",
+               "<=", 4.4),
+        Figure("latency_p95_s", latency["p95_s"],
+               f"seconds from landing a file to its gold_rebalances row, p95 of {latency['probes']} probes "
+               f"(trigger {latency['trigger']})", "<=", 10.0),
+        Figure("latency_p50_s", latency["p50_s"], "the same, p50 (context)"),
+        Figure("driver_memory_4x_over_1x", _ratio(pipe4["memory"]["driver_mb"], pipe1["memory"]["driver_mb"]),
+               f"driver peak RSS (python + JVM) at 4x / at 1x ({pipe4['memory']['driver_mb']:.0f} / "
+               f"{pipe1['memory']['driver_mb']:.0f} MB)", "<=", 1.5),
+    ]
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.3f}" if abs(value) < 100 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The results as a markdown page: figures with targets, stages, datasets and machine."""
+    m, s = results["machine"], results["settings"]
+    out = [
+        f"# Benchmark ({results['mode']} mode, {results['started_at']})",
+        "",
+        (f"{m['nproc']} cores ({m['cpu_model']}), {m['memory_gb']} GB; python {m['python']}, {m['java']}, "
+         f"pyspark {m['pyspark']}, delta-spark {m['delta_spark']}. Spark {s['spark_master']}, driver memory "
+         f"{s['driver_memory']}, {s['shuffle_partitions']} shuffle partitions. Load average at start "
+         f"{results['load_average']['start']}, at end {results['load_average']['end']}; run took "
+         f"{results['run_seconds']:.0f} s."),
+        "",
+        "| figure | value | target | met | what |",
+        "|---|---:|---|---|---|",
+    ]
+    for f in results["figures"]:
+        met = {True: "yes", False: "**no**", None: ""}[f["met"]]
+        out.append(f"| {f['name']} | {_fmt(f['value'])} | {f['target']} | {met} | {f['what']} |")
+    out += ["", ("| stage | seconds | lines | lines/s | peak MB: driver (python + JVM), or the script's process | "
+                 "Python workers peak MB | load 1 min |"),
+            "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, st in results["stages"].items():
+        mem = st.get("memory", {})
+        out.append(f"| {name} | {_fmt(st.get('seconds', st.get('p95_s', '')))} | {_fmt(st.get('lines', ''))} | "
+                   f"{_fmt(st.get('lines_per_s', ''))} | {_fmt(mem.get('driver_mb', mem.get('process_mb', '')))} | "
+                   f"{_fmt(mem.get('workers_mb', ''))} | {_fmt(st.get('load_1min', ''))} |")
+    out += ["", "Datasets: " + "; ".join(
+        f"{name}: {d['lines']:,} lines in {d['files']} files ({d['mb']} MB, {d['rebalances']} rebalances)"
+        for name, d in results["datasets"].items()
+    )]
+    out += ["", *[f"- {note}" for note in results["notes"]], ""]
+    return "\n".join(out)
+
+
+def verdict(results: dict[str, Any]) -> str:
+    """One line naming the targets met and missed."""
+    met = [f["name"] for f in results["figures"] if f["met"] is True]
+    missed = [f["name"] for f in results["figures"] if f["met"] is False]
+    return (f"targets met: {len(met)} of {len(met) + len(missed)} ({', '.join(met) or 'none'}); "
+            f"not met: {', '.join(missed) or 'none'}")
+
+
+def _write(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".tmp")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(path)
+
+
+def write_results(results: dict[str, Any], out: Path) -> list[Path]:
+    """Write latest.json and latest.md under `out`, plus a copy named by the run's start time; returns the paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = results["started_at"].replace(":", "").replace("-", "")[:15]
+    text_json = json.dumps(results, indent=2) + "\n"
+    text_md = markdown(results)
+    paths = []
+    for stem in ("latest", f"{stamp}-{results['mode']}"):
+        for suffix, text in ((".json", text_json), (".md", text_md)):
+            path = out / f"{stem}{suffix}"
+            _write(path, text)
+            paths.append(path)
+    return paths

@@ -1,0 +1,185 @@
+"""One benchmark run: generate the datasets, run every measurement in one Spark session, write the results."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from bench import latency, measure, report
+from bench.dataset import Dataset, generate
+from bench.facts import load_average, machine_facts
+from bench.memory import MemorySampler
+from pipelines.spark import get_spark
+
+DEFAULT_LINES = 1_500_000
+QUICK_LINES = 40_000
+DEFAULT_PROBES = 10
+QUICK_PROBES = 5
+HANDWRITTEN = Path(__file__).resolve().with_name("handwritten.py")
+LOADED = 2.5  # a 1-minute load above this on the 2-core machine means other work shared the cores
+
+
+@dataclass(frozen=True)
+class Options:
+    """What to run: data size, probes, where results and scratch data go, and the configuration file."""
+
+    lines: int = DEFAULT_LINES
+    mode: str = "default"
+    out: Path = Path("bench/results")
+    work: Path | None = None
+    keep: bool = False
+    seed: int = 7
+    groups: int = 8
+    probes: int = DEFAULT_PROBES
+    latency_trigger: str = "1 second"
+    conf: Path | None = None
+
+
+def python_script(data: Dataset, *, events_out: Path, prefilter: bool) -> dict[str, Any]:
+    """Run bench/handwritten.py over a landing directory in a subprocess; its own summary plus the wall time."""
+    cmd = [sys.executable, str(HANDWRITTEN), str(data.landing), "--out", str(events_out)]
+    if prefilter:
+        cmd.append("--prefilter")
+    start = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - start
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    lines_per_s = summary["lines"] / summary["seconds"] if summary["seconds"] > 0 else 0.0
+    return {"seconds": round(summary["seconds"], 3), "lines": summary["lines"], "lines_per_s": round(lines_per_s),
+            "events": summary["events"], "process_wall_s": round(wall, 3),
+            "memory": {"process_mb": round(summary["peak_rss_mb"], 1)}}
+
+
+def jvm_pid(spark: SparkSession) -> int:
+    """The process id of the session's JVM (a child of this Python process in local mode)."""
+    return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
+
+
+class Run:
+    """The state of one benchmark run: options, sampler, stage results, progress output."""
+
+    def __init__(self, opts: Options, say: Callable[[str], None]) -> None:
+        self.opts = opts
+        self._say = say
+        self.started = time.monotonic()
+        self.stages: dict[str, dict[str, Any]] = {}
+        self.memory = MemorySampler()
+
+    def say(self, message: str) -> None:
+        """Progress on stderr, with the seconds since the run started."""
+        self._say(f"[bench {time.monotonic() - self.started:6.1f}s] {message}")
+
+    def record(self, name: str, result: dict[str, Any], memory: dict[str, float] | None = None) -> None:
+        """Keep one stage's result with its memory peaks and the load at its end."""
+        entry = {**result, "load_1min": load_average()[0]}
+        if memory is not None:
+            entry["memory"] = memory
+        self.stages[name] = entry
+        shown = {k: v for k, v in entry.items() if k in ("seconds", "lines_per_s", "p50_s", "p95_s", "load_1min")}
+        self.say(f"{name}: {shown}")
+
+    def spark_stages(self, spark: SparkSession, work: Path, x1: Dataset, x4: Dataset) -> None:
+        """Baseline counts, the parse stage, the whole pipeline at 1x and 4x, and latency, in that order."""
+        conf = self.opts.conf
+        for name, data in (("baseline_count_x1", x1), ("baseline_count_x4", x4)):
+            with self.memory.stage(name) as peak:
+                timing = measure.count_lines(spark, data.files)
+            self.record(name, timing.as_dict(), peak.as_dict())
+        with self.memory.stage("parse_x1") as peak:
+            timing = measure.ingest_only(spark, measure.bench_config(x1.landing, work / "lh-parse", conf),
+                                         lines=x1.lines)
+        self.record("parse_x1", timing.as_dict(), peak.as_dict())
+        cfg_x1 = measure.bench_config(x1.landing, work / "lh-x1", conf)
+        for name, data, cfg in (("pipeline_x1", x1, cfg_x1),
+                                ("pipeline_x4", x4, measure.bench_config(x4.landing, work / "lh-x4", conf))):
+            with self.memory.stage(name) as peak:
+                timing = measure.whole_pipeline(spark, cfg, lines=data.lines, say=self.say)
+            self.record(name, timing.as_dict(), peak.as_dict())
+        self.say(f"latency: {self.opts.probes} probes, processingTime {self.opts.latency_trigger!r}, on the 1x tables")
+        with self.memory.stage("latency") as peak:
+            result = latency.measure_latency(spark, cfg_x1, staging=work / "staging", probes=self.opts.probes,
+                                             trigger=self.opts.latency_trigger, seed=self.opts.seed, say=self.say)
+        self.record("latency", result.as_dict(), peak.as_dict())
+
+
+def _notes(opts: Options, stages: dict[str, dict[str, Any]], loads: list[float]) -> list[str]:
+    notes = [
+        ("Every ratio uses baselines measured in this run: spark.read.text(files).count() (second, warm run) and "
+         "the hand-written Python script (bench/handwritten.py, one process, no Spark) over the same 1x files."),
+        ("Parse stage = the ingest query of pipelines.run.run alone (landing to bronze and silver Delta tables, "
+         "availableNow); whole pipeline = pipelines.run.run (availableNow) to every gold table. Tables are created "
+         "before the clock starts (a deployment's tables exist already), each run on a fresh lakehouse."),
+        ("The Python script extracts 8 wordings and writes JSON lines; the Spark parse stage matches every "
+         "template, numbers lines, fingerprints files, accounts for every line and commits six Delta tables."),
+        (f"Latency: both queries of pipelines.run.run started by the benchmark with processingTime "
+         f"'{opts.latency_trigger}' on the 1x tables (`rebalance run --trigger continuous` uses 5 seconds); each "
+         "probe file is renamed into a new instance folder, and the row is looked up after each gold_rebalances "
+         "commit."),
+        ("Driver memory: peak RSS of this Python process plus its Spark JVM, sampled every 0.2 s; the JVM keeps "
+         "heap it has grown, so later stages carry the peaks of earlier ones. Workers: Spark's Python workers (sum "
+         "of RSS)."),
+    ]
+    busy = [name for name, st in stages.items() if st.get("load_1min", 0) > LOADED]
+    if max(loads) > LOADED or busy:
+        notes.append(f"The machine was loaded (1-minute load above {LOADED} at: {', '.join(busy) or 'start/end'}): "
+                     "other work shared the 2 cores, so the figures are noisy.")
+    return notes
+
+
+def run_benchmark(opts: Options, *, spark: SparkSession | None = None,
+                  say: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run every measurement, write the results under `opts.out`, and return them (see bench/README.md)."""
+    bench = Run(opts, say or (lambda m: print(m, file=sys.stderr, flush=True)))
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    load_start = load_average()
+    work = opts.work or Path(tempfile.mkdtemp(prefix="rebalance-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    own_session = spark is None
+    try:
+        with bench.memory.running():
+            bench.say(f"generating {opts.lines:,} and {4 * opts.lines:,} lines under {work}")
+            x1 = generate(work, "x1", lines=opts.lines, groups=opts.groups, seed=opts.seed)
+            x4 = generate(work, "x4", lines=4 * opts.lines, groups=opts.groups, seed=opts.seed)
+            for name, prefilter in (("python_regex_x1", False), ("python_regex_prefiltered_x1", True)):
+                bench.record(name, python_script(x1, events_out=work / f"{name}.jsonl", prefilter=prefilter))
+            cfg = measure.bench_config(x1.landing, work / "lh-session", opts.conf)
+            session = spark if spark is not None else get_spark(cfg, app_name="rebalance-bench")
+            settings = {"spark_master": session.conf.get("spark.master", cfg.spark.master),
+                        "driver_memory": session.conf.get("spark.driver.memory", cfg.spark.driver_memory),
+                        "shuffle_partitions": session.conf.get("spark.sql.shuffle.partitions")}
+            bench.memory.jvm_pid = jvm_pid(session)
+            try:
+                bench.spark_stages(session, work, x1, x4)
+            finally:
+                if own_session:
+                    session.stop()
+    finally:
+        if not opts.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    load_end = load_average()
+    results: dict[str, Any] = {
+        "mode": opts.mode,
+        "started_at": started_at,
+        "run_seconds": round(time.monotonic() - bench.started, 1),
+        "machine": machine_facts(),
+        "load_average": {"start": load_start, "end": load_end},
+        "settings": {**{k: str(v) if isinstance(v, Path) else v for k, v in asdict(opts).items()}, **settings},
+        "datasets": {"x1": x1.as_dict(), "x4": x4.as_dict()},
+        "stages": bench.stages,
+    }
+    results["figures"] = [f.as_dict() for f in report.figures(bench.stages)]
+    results["notes"] = _notes(opts, bench.stages, load_start + load_end)
+    results["verdict"] = report.verdict(results)
+    results["files"] = [str(p) for p in report.write_results(results, opts.out)]
+    return results

@@ -1,0 +1,184 @@
+"""The scenario engine: a step acts on the cluster, then waits (bounded) until the brokers logged the rebalances the
+step should cause, and turns each into a truth row; a step whose rebalances differ from what it expected fails."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lab.brokerlog import BrokerLogs, Rebalance
+from lab.cluster import BROKER_IDS, Cluster
+from lab.members import Member, MemberSpec
+from lab.procs import LabError
+
+Trigger = str | Callable[[], str | None] | None
+# `Expect(trigger=FROM_BROKER)`: the member the broker's own line names (several members joined or left at once).
+FROM_BROKER = "from-broker"
+MEMBER_IN_REASON = re.compile(
+    r"(?:[Aa]dding new member|[Rr]emoving member|Leader|[Mm]ember) (\S+?)(?: |$|;|\)|\.$)|request for \((\S+?)[,)]"
+)
+
+
+def named_members(reb: Rebalance) -> list[str]:
+    """Member ids the broker's reasons (or, for KIP-848, the lines before the epoch bump) name, in order."""
+    out = []
+    for m in MEMBER_IN_REASON.finditer(" | ".join(reb.reasons)):
+        name = m.group(1) or m.group(2)
+        if name and name not in out and name not in ("with", "to", "is"):
+            out.append(name)
+    return out
+
+
+@dataclass
+class Expect:
+    """Rebalances a step should cause: their cause, detail, a pattern the broker's reason must match, the member
+    that triggered them, and how many (a clean close of several members at once may take one or more)."""
+
+    cause: str
+    detail: str
+    reason: str | None = None
+    trigger: Trigger = None
+    count: tuple[int, int] = (1, 1)
+
+
+class Lab:
+    """One lab run on one cluster: members, steps, and the truth rows confirmed so far."""
+
+    def __init__(self, cluster: Cluster, *, progress=print) -> None:
+        self.cluster = cluster
+        self.logs = BrokerLogs({b: cluster.server_log(b) for b in BROKER_IDS})
+        self.progress = progress
+        self.truth: list[dict[str, Any]] = []
+        self.members: list[Member] = []
+        self.scenario = ""
+        self.groups: dict[str, str] = {}  # group -> protocol
+        self.notes: dict[str, Any] = {}  # what one scenario measured and a later one reuses
+
+    @property
+    def kit(self):
+        return self.cluster.kit
+
+    def member(self, spec: MemberSpec, *, wait: bool = False) -> Member:
+        """Start a consumer JVM (and, with `wait`, wait until it has its assignment)."""
+        self.groups.setdefault(spec.group, spec.protocol)
+        m = Member(self.cluster, spec)
+        self.members.append(m)
+        if wait:
+            m.wait_assigned()
+        return m
+
+    def step(self, group: str, expects: list[Expect], action: Callable[[], None], *, timeout: float = 90.0,
+             settle: float = 3.0, title: str = "") -> list[Rebalance]:
+        """Run `action`, wait for the rebalances `expects` describes, confirm them and record their truth rows."""
+        self.logs.refresh()
+        before = len(self.logs.rebalances(group))
+        t0 = time.time()
+        action()
+        need = sum(e.count[0] for e in expects)
+        most = sum(e.count[1] for e in expects)
+        deadline = t0 + timeout
+        quiet_since = time.time()
+        seen = 0
+        while True:
+            self.logs.refresh()
+            new = self.logs.rebalances(group)[before:]
+            if len(new) != seen:
+                seen, quiet_since = len(new), time.time()
+            settled = not self.logs.has_open_rebalance(group) and time.time() - quiet_since >= settle
+            if len(new) >= need and settled:
+                break
+            if time.time() > deadline:
+                raise LabError(f"{title or group}: {len(new)} rebalance(s) after {timeout:.0f} s, expected {need}"
+                               f"..{most}; broker reasons: {[r.reasons for r in new]}")
+            time.sleep(0.25)
+        rows = self._confirm(group, expects, new, title)
+        self.truth.extend(rows)
+        for row in rows:
+            self.progress(f"  {group} {'epoch' if row.get('group_epoch') else 'generation'} "
+                          f"{row['generation_after']}: {row['cause']}/{row['cause_detail']}")
+        return new
+
+    def _confirm(self, group: str, expects: list[Expect], new: list[Rebalance], title: str) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        i = 0
+        for exp in expects:
+            taken = 0
+            while i < len(new) and taken < exp.count[1]:
+                reasons = " | ".join(new[i].reasons)
+                if exp.reason and not re.search(exp.reason, reasons, re.IGNORECASE):
+                    break
+                rows.append(self._row(new[i], exp))
+                i += 1
+                taken += 1
+            if taken < exp.count[0]:
+                got = [r.reasons for r in new[i:]]
+                raise LabError(f"{title or group}: expected {exp.cause}/{exp.detail} (reason ~ {exp.reason!r}), "
+                               f"the broker logged {got}")
+        if i < len(new):
+            raise LabError(f"{title or group}: {len(new) - i} unexpected rebalance(s): {[r.reasons for r in new[i:]]}")
+        return rows
+
+    def _row(self, reb: Rebalance, exp: Expect) -> dict[str, Any]:
+        named = named_members(reb)
+        if exp.trigger == FROM_BROKER:
+            trigger = named[0] if named else None
+        else:
+            trigger = exp.trigger() if callable(exp.trigger) else exp.trigger
+        if trigger and named and trigger not in named:
+            self.progress(f"  note: {reb.group} generation {reb.generation_after}: trigger {trigger} is not the "
+                          f"member the broker named ({named})")
+        protocol = self.groups.get(reb.group, "classic")
+        row: dict[str, Any] = {
+            "group_id": reb.group,
+            "generation_after": reb.generation_after,
+            "cause": exp.cause,
+            "cause_detail": exp.detail,
+            "started_at": reb.started_at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "completed_at": reb.completed_at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "trigger_member_id": trigger,
+            "scenario": self.scenario,
+            "protocol": protocol,
+            "outcome": reb.outcome,
+            "coordinator": reb.brokers[-1] if reb.brokers else None,
+            "broker_reason": " | ".join(reb.reasons) if reb.reasons else None,
+            "kafka_version": self.kit.version,
+        }
+        if protocol == "consumer":
+            row["group_epoch"] = reb.generation_after
+        return row
+
+    def quiet(self, group: str, seconds: float, title: str = "") -> None:
+        """Wait `seconds` and fail if the group rebalanced meanwhile (a step that must not rebalance)."""
+        self.logs.refresh()
+        before = len(self.logs.rebalances(group))
+        time.sleep(seconds)
+        self.logs.refresh()
+        after = self.logs.rebalances(group)[before:]
+        if after:
+            raise LabError(f"{title or group}: expected no rebalance, the broker logged {[r.reasons for r in after]}")
+
+    def unlabelled(self) -> list[tuple[str, int]]:
+        """Broker rebalances of the lab's groups that have no truth row (should be none after a clean run)."""
+        self.logs.refresh()
+        known = {(r["group_id"], r["generation_after"]) for r in self.truth}
+        return [(g, r.generation_after) for g in self.groups for r in self.logs.rebalances(g)
+                if (g, r.generation_after) not in known]
+
+    def stop_members(self) -> None:
+        """Kill whatever members are still running (after a failure)."""
+        for m in self.members:
+            if m.alive():
+                m.kill9()
+
+
+def write_truth(rows: list[dict[str, Any]], path: Path) -> None:
+    """truth/rebalances.jsonl: one JSON object per rebalance, in time order."""
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = sorted(rows, key=lambda r: (r["started_at"], r["group_id"], r["generation_after"]))
+    path.write_text("".join(json.dumps(r, sort_keys=False) + "\n" for r in rows))

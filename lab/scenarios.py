@@ -1,0 +1,333 @@
+"""The lab's scenarios: each provokes one rebalance cause on its own group and topic, with real consumers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lab.engine import FROM_BROKER, Expect, Lab
+from lab.members import Member, MemberSpec
+from lab.procs import LabError
+
+PARTITIONS = 6
+JOIN = r"Adding new member|joins the consumer group|joins group"
+LEAVE = r"LeaveGroup|left group|left the consumer group"
+EXPIRY = r"heartbeat expiration|session expired|session timeout"
+GC_MB = 1400
+GC_MB_SHORT = 500
+GC_HEAP = "2400m"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named scenario, the Kafka majors it runs on, and whether the short (test) set includes it."""
+
+    name: str
+    run: Callable[[Lab], None]
+    majors: tuple[int, ...] = (3, 4)
+    short: bool = False
+
+
+def _topic(lab: Lab, name: str, partitions: int = PARTITIONS) -> str:
+    lab.cluster.admin("create-topic", name, str(partitions), "2")
+    return name
+
+
+def _join(lab: Lab, spec: MemberSpec, detail: str = "member_join", cause: str = "membership_change") -> Member:
+    """Start a member and record the rebalance its join causes."""
+    box: list[Member] = []
+    lab.step(spec.group, [Expect(cause, detail, JOIN, trigger=lambda: box[0].member_id)],
+             lambda: box.append(lab.member(spec, wait=True)), title=f"{spec.instance} joins")
+    return box[0]
+
+
+def _joins(lab: Lab, specs: list[MemberSpec]) -> list[Member]:
+    """Start several members of one group at once (a service's replicas): one rebalance or more."""
+    members: list[Member] = []
+
+    def start() -> None:
+        members.extend(lab.member(spec) for spec in specs)
+        for m in members:
+            m.wait_assigned()
+
+    lab.step(specs[0].group, [Expect("membership_change", "member_join", JOIN, trigger=FROM_BROKER,
+                                     count=(1, len(specs)))], start, title=f"{len(specs)} members join")
+    return members
+
+
+def _leave(lab: Lab, member: Member) -> None:
+    """Close a member cleanly and record the rebalance its leave causes (the last one empties the group)."""
+    before = member.member_id
+    lab.step(member.spec.group, [Expect("membership_change", "member_leave", LEAVE, trigger=before)], member.close,
+             title=f"{member.spec.instance} leaves")
+
+
+def _close_all(members: list[Member]) -> None:
+    for m in members:
+        m.send("close")
+    for m in members:
+        assert m.proc is not None
+        m.proc.wait_exit(60)
+
+
+def _teardown(lab: Lab, members: list[Member]) -> None:
+    """Close the group's running members at once (a service shut down): one rebalance or more, the last empties it."""
+    live = [m for m in members if m.alive()]
+    if live:
+        lab.step(live[0].spec.group, [Expect("membership_change", "member_leave", LEAVE, trigger=FROM_BROKER,
+                                             count=(1, len(live)))], lambda: _close_all(live), title="shutdown")
+
+
+def _spec(group: str, n: int, topics: list[str], **kw) -> MemberSpec:
+    layouts = ("kafka", "spring", "ttll")
+    kw.setdefault("layout", layouts[(n - 1) % 3])
+    return MemberSpec(instance=f"{group}-c{n}", group=group, topics=topics, **kw)
+
+
+def scale(lab: Lab) -> None:
+    """A group starts, scales up to three members, then scales down to none with clean leaves."""
+    g = "lab-scale"
+    t = _topic(lab, g)
+    members = [_join(lab, _spec(g, n, [t])) for n in (1, 2, 3)]
+    for m in reversed(members):  # scale down one replica at a time; the last leave empties the group
+        _leave(lab, m)
+
+
+def crash(lab: Lab) -> None:
+    """A member is killed with SIGKILL: no leave, the coordinator expires its session."""
+    g = "lab-crash"
+    t = _topic(lab, g)
+    c1, c2 = _joins(lab, [_spec(g, 1, [t]), _spec(g, 2, [t])])
+    victim = c2.member_id
+    lab.step(g, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=victim)], c2.kill9,
+             title="kill -9", timeout=60)
+    _teardown(lab, [c1])
+
+
+def freeze(lab: Lab) -> None:
+    """A member is frozen with SIGSTOP past its session timeout (no GC evidence), then thawed: it rejoins."""
+    g = "lab-freeze"
+    t = _topic(lab, g)
+    c1, c2 = _joins(lab, [_spec(g, 1, [t]), _spec(g, 2, [t])])
+    victim = c2.member_id
+    lab.step(g, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=victim)], c2.freeze,
+             title="SIGSTOP", timeout=60)
+    thawed = time.time()
+
+    def thaw() -> None:
+        c2.thaw()
+        c2.wait_assigned(since=thawed)
+
+    lab.step(g, [Expect("session_timeout", "rejoin", JOIN, trigger=lambda: c2.member_id)], thaw, title="SIGCONT")
+    _teardown(lab, [c1, c2])
+
+
+def poll_timeout(lab: Lab) -> None:
+    """A member processes one batch longer than max.poll.interval.ms: it leaves, then rejoins when it polls again."""
+    g = "lab-poll"
+    t = _topic(lab, g)
+    c1, c2 = _joins(lab, [_spec(g, 1, [t]), _spec(g, 2, [t], max_poll_ms=6000)])
+    victim = c2.member_id
+    since = time.time()
+
+    def slow() -> None:
+        assert c2.proc is not None
+        c2.send("sleep 12000")
+        c2.proc.wait_line(r"LAB processed", 60, since=since)
+        c2.wait_assigned(since=since)
+
+    lab.step(g, [Expect("poll_timeout", "leave_on_poll_timeout", LEAVE, trigger=victim),
+                 Expect("poll_timeout", "rejoin", JOIN, trigger=lambda: c2.member_id)], slow, title="slow poll")
+    _teardown(lab, [c1, c2])
+
+
+def _gc_member(g: str, n: int, topics: list[str], factor: float) -> MemberSpec:
+    # A pre-sized heap and a small young generation: only the explicit full GC is long, the young ones stay short.
+    # max.poll.interval.ms far above any pause: a loaded machine stretches the pause, and the poll loop stalls with
+    # it, which must not turn the scenario into a poll timeout.
+    return _spec(g, n, topics, heap=f"-Xmx{GC_HEAP}", gc="-XX:+UseSerialGC", jvm_extra=[f"-Xms{GC_HEAP}", "-Xmn32m"],
+                 calibrate_gc_mb=GC_MB, session_from_gc=factor, max_poll_ms=300000)
+
+
+def gc_pause(lab: Lab) -> None:
+    """A member's JVM stops in a full GC longer than its session timeout: expired (gc_pause), then it rejoins."""
+    g = "lab-gc"
+    t = _topic(lab, g)
+    c1 = _join(lab, _spec(g, 1, [t]))
+    c2 = _join(lab, _gc_member(g, 2, [t], factor=0.5))
+    lab.notes["gc_calibrated_ms"] = c2.gc_pauses_ms[0]
+    victim = c2.member_id
+    since = time.time()
+
+    def pause() -> None:
+        ms = c2.gc(GC_MB)
+        lab.progress(f"  full GC of {ms} ms against a session timeout of {c2.session_ms} ms")
+        c2.wait_assigned(since=since)
+
+    lab.step(g, [Expect("gc_pause", "heartbeat_expiration", EXPIRY, trigger=victim),
+                 Expect("gc_pause", "rejoin", JOIN, trigger=lambda: c2.member_id)], pause, title="long GC",
+             timeout=240)
+    _teardown(lab, [c1, c2])
+
+
+def gc_short(lab: Lab) -> None:
+    """A member's full GC stays well under its session timeout: no rebalance."""
+    g = "lab-gcshort"
+    t = _topic(lab, g)
+    c1 = _join(lab, _spec(g, 1, [t]))
+    # A third of the long scenario's live heap and the broker's longest session timeout: a margin of about ten
+    # times, because a loaded machine can stretch one pause threefold against any calibration.
+    spec = _gc_member(g, 2, [t], factor=0.0)
+    spec.calibrate_gc_mb, spec.session_ms, spec.heartbeat_ms = 0, 60000, 3000
+    c2 = _join(lab, spec)
+    ms = c2.gc(GC_MB_SHORT)
+    lab.progress(f"  full GC of {ms} ms against a session timeout of {c2.session_ms} ms")
+    if ms >= c2.session_ms:
+        raise LabError(f"the short GC ({ms} ms) was not shorter than the session timeout ({c2.session_ms} ms)")
+    lab.quiet(g, 4.0, title="short GC")
+    _teardown(lab, [c1, c2])
+
+
+def partitions(lab: Lab) -> None:
+    """The topic gains partitions: the leader sees the metadata change and rejoins."""
+    g = "lab-meta"
+    t = _topic(lab, g, 2)
+    c1, c2 = _join(lab, _spec(g, 1, [t])), _join(lab, _spec(g, 2, [t]))
+    leader = c1.member_id  # the first member is the leader, and only the leader watches partition counts
+    lab.step(g, [Expect("metadata_change", "partition_count_change", r"re-joining|metadata", trigger=leader)],
+             lambda: lab.cluster.admin("add-partitions", t, "4"), title="partitions added", timeout=60)
+    _teardown(lab, [c1, c2])
+
+
+def subscription(lab: Lab) -> None:
+    """A member changes its subscription (adds a topic)."""
+    g = "lab-sub"
+    t1, t2 = _topic(lab, g + "-a"), _topic(lab, g + "-b")
+    # One after the other, so c1 is the leader and c2's new subscription reads as a follower's metadata update.
+    c1, c2 = _join(lab, _spec(g, 1, [t1])), _join(lab, _spec(g, 2, [t1]))
+    since = time.time()
+
+    def resubscribe() -> None:
+        c2.send(f"subscribe {t1},{t2}")
+        c2.wait_assigned(since=since)
+
+    # The leader may then see metadata of a topic it did not track and rejoin too: a second rebalance, same cause.
+    leader = c1.member_id
+    lab.step(g, [Expect("metadata_change", "subscription_change", r"Updating metadata|subscri",
+                        trigger=lambda: c2.member_id),
+                 Expect("metadata_change", "subscription_change", r"re-joining|metadata has changed", trigger=leader,
+                        count=(0, 1))], resubscribe, title="subscription change")
+    # When c2 leaves, the group no longer subscribes to t2: the leader's cached metadata changes and it rejoins,
+    # a second rebalance that the leave caused.
+    gone = c2.member_id
+    lab.step(g, [Expect("membership_change", "member_leave", LEAVE, trigger=gone),
+                 Expect("membership_change", "member_leave", r"re-joining|metadata has changed", trigger=leader,
+                        count=(0, 1))], c2.close, title="c2 leaves", settle=8.0)
+    _teardown(lab, [c1])
+
+
+def static(lab: Lab) -> None:
+    """Static members: a restart within the session timeout rebalances nothing; one beyond it does (expiry, join)."""
+    g = "lab-static"
+    t = _topic(lab, g)
+    session = 10000
+    s1, s2 = _joins(lab, [_spec(g, n, [t], instance_id=f"{g}-{n}", session_ms=session) for n in (1, 2)])
+    since = time.time()
+    s2.close()  # a static member's close sends no LeaveGroup
+    s2.start()
+    s2.wait_assigned(since=since)
+    lab.quiet(g, 3.0, title="static restart within the session timeout")
+    gone = s2.member_id
+    lab.step(g, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=gone)], s2.close,
+             title="static member gone past its session timeout", timeout=60)
+    since = time.time()
+
+    def restart() -> None:
+        s2.start()
+        s2.wait_assigned(since=since)
+
+    lab.step(g, [Expect("membership_change", "member_join", JOIN + r"|static member",
+                        trigger=lambda: s2.member_id)], restart, title="static member back")
+    # Static members do not leave on close: remove them by session expiry, the way a scale-down of pods does.
+    last = [s2.member_id, s1.member_id]
+    lab.step(g, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=lambda: last[0], count=(1, 2))],
+             lambda: (s2.close(), s1.close()), title="static members stopped", timeout=60)
+
+
+def coordinator(lab: Lab) -> None:
+    """The coordinator broker stops while the group rebalances; the rebalance completes on the new coordinator."""
+    g = "lab-coord"
+    t = _topic(lab, g)
+    c1, c2 = _joins(lab, [_spec(g, 1, [t], max_poll_ms=60000), _spec(g, 2, [t], max_poll_ms=60000)])
+    old = lab.cluster.coordinator_of(g)
+    lab.progress(f"  coordinator of {g} is broker {old}")
+    since = time.time()
+    assert c1.proc is not None
+    c1.send("slow 20000")  # the leader's poll loop is busy: the coming rebalance waits for it
+    c1.proc.wait_line(r"LAB processing", 30, since=since)
+    box: list[Member] = []
+
+    def failover() -> None:
+        box.append(lab.member(_spec(g, 3, [t], max_poll_ms=60000)))
+        deadline = time.time() + 30
+        while not lab.logs.has_open_rebalance(g):
+            if time.time() > deadline:
+                raise LabError("the join of the third member did not open a rebalance")
+            time.sleep(0.2)
+            lab.logs.refresh()
+        lab.cluster.stop_node(old)
+        c1.send("slow 0")
+        box[0].wait_assigned(timeout=90)
+
+    lab.step(g, [Expect("coordinator_change", "coordinator_failover", None)], failover, timeout=150,
+             title="coordinator stopped mid-rebalance")
+    new = lab.cluster.coordinator_of(g)
+    lab.progress(f"  coordinator of {g} is now broker {new}")
+    _teardown(lab, [c1, c2, box[0]])
+    lab.cluster.restart_node(old)
+
+
+def consumer_protocol(lab: Lab) -> None:
+    """KIP-848 (group.protocol=consumer): members join, one leaves, one is fenced after SIGKILL, one overruns
+    max.poll.interval.ms (leaves, then joins again with the same member id)."""
+    g = "lab-kip848"
+    t = _topic(lab, g)
+
+    def spec(n: int, **kw) -> MemberSpec:
+        return _spec(g, n, [t], protocol="consumer", **kw)
+
+    k1 = _join(lab, spec(1, max_poll_ms=6000))
+    k2, k3 = _join(lab, spec(2)), _join(lab, spec(3))
+    _leave(lab, k3)
+    victim = k2.member_id
+    lab.step(g, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=victim)], k2.kill9,
+             title="kill -9 (fenced)", timeout=60)
+    since = time.time()
+
+    def slow() -> None:
+        assert k1.proc is not None
+        k1.send("sleep 12000")
+        k1.proc.wait_line(r"LAB processed", 60, since=since)
+        k1.wait_assigned(since=since)
+
+    slow_member = k1.member_id
+    lab.step(g, [Expect("poll_timeout", "leave_on_poll_timeout", LEAVE, trigger=slow_member),
+                 Expect("poll_timeout", "rejoin", JOIN, trigger=lambda: k1.member_id)], slow, title="slow poll")
+    _teardown(lab, [k1])
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario("scale", scale, short=True),
+    Scenario("crash", crash, short=True),
+    Scenario("freeze", freeze),
+    Scenario("poll_timeout", poll_timeout),
+    Scenario("gc_pause", gc_pause),
+    Scenario("gc_short", gc_short),
+    Scenario("partitions", partitions),
+    Scenario("subscription", subscription),
+    Scenario("static", static),
+    Scenario("consumer_protocol", consumer_protocol, majors=(4,), short=True),
+    # Last: it stops a broker (and starts it again).
+    Scenario("coordinator", coordinator),
+)

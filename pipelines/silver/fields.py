@@ -1,0 +1,46 @@
+"""Typed event fields of a matched template, picked by group index from one packed match and merged with what the
+Kafka prefix already said (group, client, static instance, broker, __consumer_offsets partition)."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from pipelines.silver.templates import INT_FIELDS, Alternation
+
+# Scala's Option, Java's Optional and a null print around the value, or instead of it.
+_ABSENT = ("None", "null", "Optional.empty", "OptionalInt.empty", "")
+
+
+def template_field(parts: Column, alternation: Alternation, field: str) -> Column:
+    """One field of the matched template (null when the template has no such field); ints are cast."""
+    expr = F.nullif(F.trim(F.get(parts, alternation.field_slot(field) - 1)), F.lit(""))
+    return expr.try_cast("int") if field in INT_FIELDS else expr
+
+
+def _unwrap(value: Column) -> Column:
+    """`Some(x)`, `Optional[x]` -> `x`; `None`, `null`, `Optional.empty` -> null."""
+    inner = F.regexp_replace(value, r"^(?:Some\((.*)\)|Optional\[(.*)\]|OptionalInt\[(.*)\])$", "$1$2$3")
+    return F.when(~inner.isin(*_ABSENT), inner)
+
+
+def typed_fields(parts: Column, alternation: Alternation) -> dict[str, Column]:
+    """Every typed column of silver_events that a template or the prefix fills, by column name (`parts` is the
+    packed match of the alternation, null where no template matched)."""
+    raw = {f: template_field(parts, alternation, f) for f in alternation.fields}
+    reason = raw.pop("reason")
+    out = dict(raw)
+    out.pop("instance_id")
+    out["group_id"] = F.coalesce(raw["group_id"], F.col("_prefix_group_id"))
+    out["member_id"] = F.when(raw["member_id"] != "<no ID>", raw["member_id"])
+    out["group_instance_id"] = _unwrap(F.coalesce(raw["instance_id"], F.col("_prefix_instance_id")))
+    out["client_id"] = F.coalesce(raw["client_id"], F.col("client_id_prefix"))
+    out["offsets_partition"] = F.coalesce(raw["offsets_partition"], F.col("_prefix_partition").try_cast("int"))
+    out["epoch"] = F.nullif(F.regexp_extract(raw["epoch"], r"(-?\d+)", 1), F.lit(""))
+    out["broker_id"] = F.col("_broker_id").try_cast("int")
+    # A broker reason carries the client's own reason after `; client reason: ` (Kafka 3.2+, KIP-800).
+    out["reason"] = F.regexp_replace(reason, "; client reason: .*$", "")
+    out["client_reason"] = F.coalesce(
+        raw["client_reason"], F.nullif(F.regexp_extract(reason, "; client reason: (.*)$", 1), F.lit(""))
+    )
+    return out

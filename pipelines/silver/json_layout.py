@@ -1,0 +1,61 @@
+"""JSON-lines logs: logstash-logback-encoder (`@timestamp`, `message`, `logger_name`, `thread_name`, `level`) and
+Elastic ECS (`@timestamp`, `message`, `log.level`, `log.logger`, `process.thread.name`, flat or nested)."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+_S = StringType()
+JSON_SCHEMA = StructType([
+    StructField("@timestamp", _S), StructField("timestamp", _S), StructField("message", _S),
+    StructField("level", _S), StructField("logger_name", _S), StructField("thread_name", _S),
+    StructField("log.level", _S), StructField("log.logger", _S), StructField("process.thread.name", _S),
+    StructField("log", StructType([StructField("level", _S), StructField("logger", _S)])),
+    StructField("process", StructType([StructField("thread", StructType([StructField("name", _S)]))])),
+])
+
+
+def is_json(line: Column) -> Column:
+    """True for lines that hold one JSON object (possibly cut short)."""
+    return F.ltrim(line).startswith("{")
+
+
+def _unescape(text: Column) -> Column:
+    # Enough of JSON's escapes to read a message out of a cut line; from_json handles whole lines exactly.
+    for escaped, plain in ((r'\\"', '"'), (r"\\/", "/"), (r"\\t", "\t"), (r"\\n", "\n"), (r"\\\\", "\\")):
+        text = F.regexp_replace(text, escaped, plain)
+    return text
+
+
+def _raw_string(line: Column, key: str) -> Column:
+    """The string value of `key` found by regex, for lines from_json cannot read (cut, or with trailing junk)."""
+    value = F.regexp_extract(line, '"' + key.replace(".", r"\.") + r'"\s*:\s*"((?:[^"\\]|\\.)*)"', 1)
+    return F.nullif(_unescape(value), F.lit(""))
+
+
+def parse_json(line: Column) -> Column:
+    """The JSON document of a line as a struct (JSON_SCHEMA); null fields where the line is no valid JSON."""
+    return F.from_json(line, JSON_SCHEMA, {"mode": "PERMISSIVE"})
+
+
+def json_fields(doc: Column, line: Column) -> dict[str, Column]:
+    """`ts`, `level`, `thread`, `logger`, `msg` of a JSON log line from its parsed `doc` (null where absent), read
+    from the raw `line` when the document is cut short."""
+    parsed = {
+        "ts": F.coalesce(doc["@timestamp"], doc["timestamp"]),
+        "level": F.coalesce(doc["level"], doc["log.level"], doc["log"]["level"]),
+        "thread": F.coalesce(doc["thread_name"], doc["process.thread.name"], doc["process"]["thread"]["name"]),
+        "logger": F.coalesce(doc["logger_name"], doc["log.logger"], doc["log"]["logger"]),
+        "msg": doc["message"],
+    }
+    whole = doc["message"].isNotNull()
+    fallback = {
+        "ts": _raw_string(line, "@timestamp"),
+        "level": F.coalesce(_raw_string(line, "level"), _raw_string(line, "log.level")),
+        "thread": F.coalesce(_raw_string(line, "thread_name"), _raw_string(line, "process.thread.name")),
+        "logger": F.coalesce(_raw_string(line, "logger_name"), _raw_string(line, "log.logger")),
+        "msg": _raw_string(line, "message"),
+    }
+    return {name: F.when(whole, expr).otherwise(fallback[name]) for name, expr in parsed.items()}

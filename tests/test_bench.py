@@ -1,0 +1,53 @@
+"""The benchmark's quick mode end to end on tiny data: every results file is written with every figure.
+
+No timing is asserted here (STYLE.md: speed is measured by `python -m bench`, as ratios, not guessed in tests)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from bench.runner import Options, run_benchmark
+
+FIGURES = {
+    "parse_vs_baseline", "pipeline_vs_baseline", "spark_parse_vs_python", "spark_parse_vs_python_prefiltered",
+    "scaling_4x_over_1x", "latency_p95_s", "latency_p50_s", "driver_memory_4x_over_1x",
+}
+SPARK_STAGES = {"baseline_count_x1", "baseline_count_x4", "parse_x1", "pipeline_x1", "pipeline_x4", "latency"}
+PYTHON_STAGES = {"python_regex_x1", "python_regex_prefiltered_x1"}
+MACHINE = {"nproc", "memory_gb", "cpu_model", "python", "java", "pyspark", "delta_spark"}
+
+
+@pytest.mark.slow
+def test_quick_benchmark_writes_every_figure(spark, tmp_path):
+    out = tmp_path / "results"
+    opts = Options(lines=4_000, mode="quick", out=out, work=tmp_path / "work", groups=2, probes=2)
+    run_benchmark(opts, spark=spark, say=lambda _message: None)
+
+    assert not spark.streams.active
+    assert not (tmp_path / "work").exists()
+    written = sorted(p.name for p in out.iterdir())
+    assert "latest.json" in written and "latest.md" in written
+    assert len([n for n in written if n.endswith("-quick.json")]) == 1
+    assert len([n for n in written if n.endswith("-quick.md")]) == 1
+
+    results = json.loads((out / "latest.json").read_text(encoding="utf-8"))
+    assert {f["name"] for f in results["figures"]} == FIGURES
+    for figure in results["figures"]:
+        assert isinstance(figure["value"], (int, float)) and math.isfinite(figure["value"]), figure
+        assert figure["met"] in (True, False, None)
+    assert set(results["stages"]) == SPARK_STAGES | PYTHON_STAGES
+    for name in SPARK_STAGES:
+        assert results["stages"][name]["memory"]["driver_mb"] > 0, name
+        assert results["stages"][name]["memory"]["jvm_mb"] > 0, name
+    for name in PYTHON_STAGES:
+        assert results["stages"][name]["memory"]["process_mb"] > 0, name
+    assert len(results["stages"]["latency"]["probes_s"]) == 2
+    assert MACHINE <= {k for k, v in results["machine"].items() if v}
+    assert results["datasets"]["x4"]["lines"] > results["datasets"]["x1"]["lines"]
+
+    page = (out / "latest.md").read_text(encoding="utf-8")
+    for name in FIGURES | SPARK_STAGES | PYTHON_STAGES:
+        assert f"| {name} |" in page, name

@@ -1,0 +1,103 @@
+"""Layouts: JSON lines (logstash, ECS), Strimzi, Spring Boot 3.2+, container envelopes, a source's own pattern."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
+
+from pipelines.config import ConfigError, load_config
+from pipelines.silver.outputs import source_day, source_zone, user_layouts
+from pipelines.silver.parse import parse_lines
+
+PREFIX = "[Consumer clientId=consumer-orders-1, groupId=orders] "
+JOINED = "Successfully joined group with generation Generation{generationId=7, memberId='m-1', protocol='range'}"
+BROKER = ("[GroupCoordinator 2]: Stabilized group orders generation 7 (__consumer_offsets-3) with 2 members")
+
+LINES = [
+    # instance, line
+    ("orders-svc-0", '{"@timestamp":"2024-05-14T10:21:07.512+02:00","@version":"1","message":"' + PREFIX + JOINED
+     + '","logger_name":"org.apache.kafka.clients.consumer.internals.ConsumerCoordinator","thread_name":"main",'
+     '"level":"INFO","level_value":20000}'),
+    ("orders-svc-0", '{"@timestamp":"2024-05-14T08:21:07.513Z","log.level":"WARN","message":"' + PREFIX
+     + 'consumer poll timeout has expired. This means the time between subsequent calls to poll() was longer than '
+     'the configured max.poll.interval.ms, which typically implies that the poll loop is spending too much time '
+     'processing messages. You can address this either by increasing max.poll.interval.ms or by reducing the '
+     'maximum size of batches returned in poll() with max.poll.records.","ecs.version":"1.2.0",'
+     '"process.thread.name":"kafka-coordinator-heartbeat-thread | orders","log.logger":"o.a.k.c.c.i.ConsumerCoordinator"}'),
+    # A line the exporter cut short: not valid JSON, the message is still read.
+    ("orders-svc-0", '{"@timestamp":"2024-05-14T08:21:07.514+0000","message":"' + PREFIX
+     + 'Revoke previously assigned partitions orders-0","logger_name":"o.a.k.c.c.i.ConsumerRebalanceListenerInvoker",'
+     '"thread_name":"KafkaConsumerDestination{consumerDestinationName=\'orders\''),
+    ("broker-1", "2024-05-14 08:21:07,515 INFO " + BROKER + " (kafka.coordinator.group.GroupCoordinator) "
+     "[data-plane-kafka-request-handler-3]"),
+    ("orders-svc-0", "2024-05-14T08:21:07.516Z  INFO 88909 --- [orders-svc] [ntainer#0-0-C-1] "
+     "k.c.c.i.ConsumerRebalanceListenerInvoker : " + PREFIX + "Adding newly assigned partitions: orders-0, orders-1"),
+    ("broker-1", "kafka1    | [2024-05-14 08:21:07,517] INFO " + BROKER + " (kafka.coordinator.group.GroupCoordinator)"),
+    ("broker-1", "2024-05-14T08:21:07.518123456Z stdout F \x1b[32m[2024-05-14 08:21:07,518] INFO " + BROKER
+     + " (kafka.coordinator.group.GroupCoordinator)\x1b[0m"),
+    ("broker-1", '{"log":"[2024-05-14 08:21:07,519] INFO ' + BROKER + ' (kafka.coordinator.group.GroupCoordinator)\\n",'
+     '"stream":"stdout","time":"2024-05-14T08:21:07.519Z"}'),
+    # The source's own layout `thread|time|message|level`, only for instances matching "legacy-*".
+    ("legacy-7", "billing|2024-05-14 08:21:07.520|" + PREFIX.replace("orders", "billing") + "(Re-)joining group|INFO"),
+    ("orders-svc-0", "billing|2024-05-14 08:21:07.521|" + PREFIX + "(Re-)joining group|INFO"),
+]
+COLUMNS = ["line_no", "layout", "level", "thread", "logger", "event_type", "event_ts", "group_id", "generation",
+           "member_count", "partitions"]
+
+
+def _parse(spark, lines, cfg):
+    rows = [(f"l{i}", f"file:/landing/{inst}/app.log", inst, "app.log", dt.datetime(2024, 5, 14, 12), i, line,
+             len(line), 0) for i, (inst, line) in enumerate(lines, start=1)]
+    bronze = spark.createDataFrame(
+        rows, "line_id string, source_file string, instance string, file_name string, file_modified_at timestamp, "
+              "line_no long, value string, line_length long, batch_id long",
+    ).withColumn("_tz", source_zone(cfg, F.col("instance")))
+    bronze = bronze.withColumn("_day", source_day(cfg, F.col("instance"), F.col("file_name"),
+                                                  F.col("file_modified_at"), F.col("_tz")))
+    return parse_lines(bronze, tz=F.col("_tz"), day=F.col("_day"), user_layouts=user_layouts(cfg))
+
+
+def test_every_layout_reads_time_level_and_message(spark):
+    cfg = load_config(None, {"sources": [
+        {"instances": "legacy-*", "pattern": r"^(?P<thread>\w+)\|(?P<ts>[\d: .-]+)\|(?P<msg>.*)\|(?P<level>\w+)$"},
+        {"instances": "*", "tz": "UTC"},
+    ]})
+    actual = _parse(spark, LINES, cfg).select(COLUMNS)
+    ts = lambda ms: dt.datetime(2024, 5, 14, 8, 21, 7, ms * 1000)  # noqa: E731 - all times are 08:21:07 UTC
+    cci, invoker = "org.apache.kafka.clients.consumer.internals.ConsumerCoordinator", "k.c.c.i.ConsumerRebalanceListenerInvoker"
+    gc_logger = "kafka.coordinator.group.GroupCoordinator"
+    expected = spark.createDataFrame([
+        (1, "json", "INFO", "main", cci, "client_joined", ts(512), "orders", 7, None, None),
+        (2, "json", "WARN", "kafka-coordinator-heartbeat-thread | orders", "o.a.k.c.c.i.ConsumerCoordinator",
+         "client_poll_timeout", ts(513), "orders", None, None, None),
+        (3, "json", None, None, "o.a.k.c.c.i.ConsumerRebalanceListenerInvoker", "client_partitions_revoked",
+         ts(514), "orders", None, None, "orders-0"),
+        (4, "strimzi", "INFO", "data-plane-kafka-request-handler-3", gc_logger, "group_stabilized", ts(515),
+         "orders", 7, 2, None),
+        (5, "spring_boot", "INFO", "ntainer#0-0-C-1", invoker, "client_partitions_assigned", ts(516), "orders",
+         None, None, "orders-0, orders-1"),
+        (6, "kafka_log4j", "INFO", None, gc_logger, "group_stabilized", ts(517), "orders", 7, 2, None),
+        (7, "kafka_log4j", "INFO", None, gc_logger, "group_stabilized", ts(518), "orders", 7, 2, None),
+        (8, "kafka_log4j", "INFO", None, gc_logger, "group_stabilized", ts(519), "orders", 7, 2, None),
+        (9, "user_0", "INFO", "billing", None, "client_joining", ts(520), "billing", None, None, None),
+        # The pattern is only for legacy-*: elsewhere the line has no layout the parser knows.
+        (10, "plain", None, None, None, None, None, None, None, None, None),
+    ], actual.schema)
+    assertDataFrameEqual(actual, expected)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [
+        (r"^(?P<ts>\S+) (?P<level>\w+) (.*)$", "has no (?P<msg>...) group"),
+        (r"^(?P<ts>[\d-+) (?P<msg>.*)$", "is not a valid regex"),
+        (r"^(?P<time>\S+) (?P<msg>.*)$", "unknown group(s) ['time']"),
+    ],
+)
+def test_a_source_pattern_must_compile_and_name_the_message(pattern, message):
+    with pytest.raises(ConfigError, match=r"sources\.0\.pattern: .*" + re.escape(message)):
+        load_config(None, {"sources": [{"instances": "legacy-*", "pattern": pattern}]})
