@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test lint clean
+.PHONY: setup demo test lab lab-eval clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,12 @@ demo: $(STAMP)   ## simulate a small Kafka estate, run the pipeline locally, pri
 
 test: $(STAMP)   ## run the test suite (one Spark session for the whole run)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lab: $(STAMP)    ## real Kafka 3.9 and 4.1 on 127.0.0.1, every cause provoked; refreshes tests/data/kafka-lab
+	$(BIN)/python -m lab run --version all --commit-corpus
+
+lab-eval: $(STAMP)  ## the pipeline's verdicts on the committed lab corpus, per version and scenario
+	$(BIN)/python -m lab.evaluate tests/data/kafka-lab/3.9.2 tests/data/kafka-lab/4.1.2 --min-accuracy 0.95
 
 clean:
 	rm -rf $(VENV) demo build *.egg-info

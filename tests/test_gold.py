@@ -104,3 +104,9 @@ def test_spark_wrapper_matches_the_pure_function(spark):
 def test_a_reasonless_first_generation_is_members_joining():
     rows = reconstruct_group("g", [ev(0, "rebalance_started", generation=0), ev(3, "group_stabilized", generation=1)])
     assert [(r["cause"], r["cause_detail"]) for r in rows] == [("membership_change", "member_join")]
+
+
+def test_kafka_4_leave_reason_names_the_member():
+    verdict = classify_reason("explicit `LeaveGroup` request for (consumer-lab-poll-1-04d4) members.", None)
+    assert (verdict.cause, verdict.detail, verdict.trigger_member_id) == ("membership_change", "member_leave",
+                                                                         "consumer-lab-poll-1-04d4")

@@ -48,6 +48,9 @@ _RULES: tuple[tuple[re.Pattern[str], str, str, float], ...] = (
     (re.compile(r"removing member (\S+) on heartbeat expiration", re.I), "session_timeout", "heartbeat_expiration",
      0.9),
     (re.compile(r"removing member (\S+) on LeaveGroup", re.I), "membership_change", "member_leave", 0.85),
+    # Kafka 4.x new coordinator: the client reason is only on the separate "has left" line.
+    (re.compile(r"explicit `LeaveGroup` request for \(([^,)\s]+)[^)]*\) members", re.I), "membership_change",
+     "member_leave", 0.8),
     (re.compile(r"Adding new member (\S+)", re.I), "membership_change", "member_join", 0.85),
     (re.compile(r"leader (\S+) re-joining group", re.I), "metadata_change", "leader_rejoin", 0.7),
     (re.compile(r"Updating metadata for static member (\S+)", re.I), "membership_change", "static_member_replaced",
