@@ -172,20 +172,26 @@ def print_table(columns: list[str], rows: list[list[Any]], *, out=sys.stdout, ma
         out.write("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
 
 
-def cmd_sql(args: argparse.Namespace, *, progress: Progress) -> int:
-    """Run one SQL query over the tables and print the result."""
-    from pyspark.errors import AnalysisException, ParseException
-
+def _open_lakehouse(args: argparse.Namespace, app: str):
+    """The configuration, a session and the registered table views of an existing lakehouse (ConfigError if none)."""
     from pipelines.run import register_views
 
     cfg = _config(args)
     if not cfg.uses_catalog and not cfg.lakehouse.is_dir():
         raise ConfigError(f"no lakehouse at {cfg.lakehouse}; run `rebalance demo` or `rebalance run` first, "
                           "or pass --lakehouse DIR")
-    spark = _spark(cfg, "rebalance-sql")
+    spark = _spark(cfg, app)
     views = register_views(spark, cfg)
     if not views and not cfg.uses_catalog:
         raise ConfigError(f"{cfg.lakehouse} holds no tables yet; run `rebalance run` first")
+    return cfg, spark, views
+
+
+def cmd_sql(args: argparse.Namespace, *, progress: Progress) -> int:
+    """Run one SQL query over the tables and print the result."""
+    from pyspark.errors import AnalysisException, ParseException
+
+    cfg, spark, views = _open_lakehouse(args, "rebalance-sql")
     try:
         df = spark.sql(args.query)
     except (AnalysisException, ParseException) as exc:
@@ -223,15 +229,7 @@ def write_report(spark, cfg: Config, out: Path) -> Path:
 
 def cmd_report(args: argparse.Namespace, *, progress: Progress) -> int:
     """Write the HTML report."""
-    from pipelines.run import register_views
-
-    cfg = _config(args)
-    if not cfg.uses_catalog and not cfg.lakehouse.is_dir():
-        raise ConfigError(f"no lakehouse at {cfg.lakehouse}; run `rebalance demo` or `rebalance run` first, "
-                          "or pass --lakehouse DIR")
-    spark = _spark(cfg, "rebalance-report")
-    if not register_views(spark, cfg) and not cfg.uses_catalog:
-        raise ConfigError(f"{cfg.lakehouse} holds no tables yet; run `rebalance run` first")
+    cfg, spark, _ = _open_lakehouse(args, "rebalance-report")
     out = write_report(spark, cfg, args.out)
     print(f"report written to {out}")
     return 0

@@ -2,25 +2,10 @@
 
 from __future__ import annotations
 
-from pyspark.sql.types import (
-    ArrayType,
-    DoubleType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import ArrayType, StructType
 
-from schemas.gold import GOLD_TABLES
+from schemas.gold import GOLD_TABLES, D, I, L, S, T, _schema
 
-
-def _schema(*fields: tuple[str, object, bool]) -> StructType:
-    return StructType([StructField(name, dtype, nullable) for name, dtype, nullable in fields])  # type: ignore[arg-type]
-
-
-S, I, L, D, T = StringType(), IntegerType(), LongType(), DoubleType(), TimestampType()
 
 BRONZE_FILES = _schema(
     ("file_fingerprint", S, False), ("source_file", S, False), ("instance", S, True), ("file_name", S, True),
