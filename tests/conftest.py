@@ -102,11 +102,14 @@ def estate(spark, tmp_path_factory):
     sim = simulate(root, seed=21, groups=3, hours=2.0, kafka_version="3.6")
     cfg = make_config(root, landing=sim.landing_dir, alerts={"webhook_backoff_s": 0.01})
     receiver = Receiver(failures=2)
-    os.environ[cfg.alerts.webhook_url_env] = receiver.url
     run_ts = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)
+    # The webhook is configured for this run only, so that other tests' runs never post to this receiver.
+    os.environ[cfg.alerts.webhook_url_env] = receiver.url
     try:
         summary = run(spark, cfg, run_ts=run_ts)
-        yield {"cfg": cfg, "sim": sim, "receiver": receiver, "summary": summary, "run_ts": run_ts}
     finally:
         os.environ.pop(cfg.alerts.webhook_url_env, None)
+    try:
+        yield {"cfg": cfg, "sim": sim, "receiver": receiver, "summary": summary, "run_ts": run_ts}
+    finally:
         receiver.close()

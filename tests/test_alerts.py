@@ -45,7 +45,7 @@ def test_feed_never_repeats_an_alert(tmp_path):
     assert [json.loads(line)["alert_id"] for line in feed.read_text().splitlines()] == ["a1", "a2"]
 
 
-def test_planted_storm_alerts_once_however_often_the_pipeline_runs(spark, estate):
+def test_planted_storm_alerts_once_however_often_the_pipeline_runs(spark, estate, monkeypatch):
     cfg, receiver = estate["cfg"], estate["receiver"]
     alerts = io.read_table(spark, cfg, "gold_alerts")
     storms = alerts.filter(F.col("rule") == "storm").collect()
@@ -57,6 +57,7 @@ def test_planted_storm_alerts_once_however_often_the_pipeline_runs(spark, estate
     assert sorted(keys) == sorted(r.alert_id for r in alerts.select("alert_id").collect())
     assert len(keys) == len(set(keys))
 
+    monkeypatch.setenv(cfg.alerts.webhook_url_env, receiver.url)
     again = run(spark, cfg, run_ts=estate["run_ts"])
     assert again.batches == {}
     assert io.read_table(spark, cfg, "gold_alerts").count() == total
