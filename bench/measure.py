@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from bench import timeline
 from pipelines import io
 from pipelines.config import Config, load_config
 from pipelines.ingest import make_ingest_batch
@@ -71,7 +72,7 @@ def ingest_only(spark: SparkSession, cfg: Config, *, lines: int) -> Timing:
         .option("checkpointLocation", str(io.checkpoint_dir(cfg, INGEST_QUERY)))
         .trigger(availableNow=True)
     )
-    start = time.perf_counter()
+    start_ms, start = int(time.time() * 1000), time.perf_counter()
     handle = query.start()
     try:
         handle.awaitTermination()
@@ -80,15 +81,19 @@ def ingest_only(spark: SparkSession, cfg: Config, *, lines: int) -> Timing:
     seconds = time.perf_counter() - start
     events = sum(b.get("silver_events", 0) for b in batches)
     return Timing(seconds, lines, {"batches": len(batches), "silver_events": events,
-                                   "table_creation_s": round(created, 3)})
+                                   "table_creation_s": round(created, 3),
+                                   "timeline": timeline.steps(cfg.lakehouse, start_ms=start_ms,
+                                                              end_ms=int(time.time() * 1000))})
 
 
 def whole_pipeline(spark: SparkSession, cfg: Config, *, lines: int, say: Say | None = None) -> Timing:
     """Landing to every gold table with `pipelines.run.run` (`availableNow`) on fresh tables."""
     created = _prepare(spark, cfg)
-    start = time.perf_counter()
+    start_ms, start = int(time.time() * 1000), time.perf_counter()
     summary = run(spark, cfg, on_progress=say)
     seconds = time.perf_counter() - start
     return Timing(seconds, lines, {"batches": dict(summary.batches), "silver_events": summary.added["silver_events"],
                                    "gold_rebalances": summary.added["gold_rebalances"],
-                                   "table_creation_s": round(created, 3)})
+                                   "table_creation_s": round(created, 3),
+                                   "timeline": timeline.steps(cfg.lakehouse, start_ms=start_ms,
+                                                              end_ms=int(time.time() * 1000))})

@@ -106,12 +106,28 @@ def markdown(results: dict[str, Any]) -> str:
         out.append(f"| {name} | {_fmt(st.get('seconds', st.get('p95_s', '')))} | {_fmt(st.get('lines', ''))} | "
                    f"{_fmt(st.get('lines_per_s', ''))} | {_fmt(mem.get('driver_mb', mem.get('process_mb', '')))} | "
                    f"{_fmt(mem.get('workers_mb', ''))} | {_fmt(st.get('load_1min', ''))} |")
+    for name in ("parse_x1", "pipeline_x1", "pipeline_x4"):
+        out += _timeline(name, results["stages"].get(name, {}).get("timeline"))
     out += ["", "Datasets: " + "; ".join(
         f"{name}: {d['lines']:,} lines in {d['files']} files ({d['mb']} MB, {d['rebalances']} rebalances)"
         for name, d in results["datasets"].items()
     )]
     out += ["", *[f"- {note}" for note in results["notes"]], ""]
     return "\n".join(out)
+
+
+def _timeline(stage: str, line: dict[str, Any] | None) -> list[str]:
+    if not line:
+        return []
+    intro = (f"{stage}: {line['commits']} Delta commits; seconds from the stage start (or the previous commit) to "
+             "each commit, which covers the work that produced it:")
+    out = ["", intro, "",
+           "| table | operation | seconds | of which Delta says (MERGE execution) |", "|---|---|---:|---:|"]
+    for step in line["steps"]:
+        out.append(f"| {step['table']} | {step['operation']} | {step['gap_s']:.2f} | "
+                   f"{_fmt(step.get('delta_execution_s', ''))} |")
+    out.append(f"| (after the last commit) | | {line['after_last_commit_s']:.2f} | |")
+    return out
 
 
 def verdict(results: dict[str, Any]) -> str:

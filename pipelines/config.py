@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import fnmatch
 import re
-import datetime as dt
 from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
@@ -46,7 +46,8 @@ class SourceRule(_Frozen):
         try:
             compiled = re.compile(value)
         except re.error as exc:
-            raise ValueError(f"pattern {value!r} is not a valid regex ({exc}); escape literal brackets as \\[") from None
+            hint = "escape literal brackets as \\["
+            raise ValueError(f"pattern {value!r} is not a valid regex ({exc}); {hint}") from None
         unknown = sorted(set(compiled.groupindex) - {"ts", "level", "thread", "logger", "msg"})
         if "msg" not in compiled.groupindex:
             raise ValueError(f"pattern {value!r} has no (?P<msg>...) group; name the message part msg")

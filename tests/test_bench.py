@@ -15,7 +15,8 @@ FIGURES = {
     "parse_vs_baseline", "pipeline_vs_baseline", "spark_parse_vs_python", "spark_parse_vs_python_prefiltered",
     "scaling_4x_over_1x", "latency_p95_s", "latency_p50_s", "driver_memory_4x_over_1x",
 }
-SPARK_STAGES = {"baseline_count_x1", "baseline_count_x4", "parse_x1", "pipeline_x1", "pipeline_x4", "latency"}
+SPARK_STAGES = {"baseline_count_x1", "baseline_count_x4", "warmup_pipeline_tiny", "parse_x1", "pipeline_x1",
+                "pipeline_x4", "latency"}
 PYTHON_STAGES = {"python_regex_x1", "python_regex_prefiltered_x1"}
 MACHINE = {"nproc", "memory_gb", "cpu_model", "python", "java", "pyspark", "delta_spark"}
 

@@ -58,7 +58,9 @@ def test_every_template_row_has_a_golden_line():
 def test_golden_lines_become_their_typed_events(spark):
     kinds = {t.template.id: t.template.kind for t in load_templates()}
     rows = golden_rows()
-    folders = {"broker": ("broker-1", "server.log.2024-05-14-10"), "client": ("orders-svc-0", "consumer.log.2024-05-14")}
+    folders = {
+        "broker": ("broker-1", "server.log.2024-05-14-10"), "client": ("orders-svc-0", "consumer.log.2024-05-14"),
+    }
     bronze = spark.createDataFrame(
         [
             (f"g{i}", f"file:/landing/{folders[kinds[tid]][0]}/{folders[kinds[tid]][1]}", *folders[kinds[tid]],

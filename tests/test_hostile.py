@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gzip
 import random
-from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
@@ -18,14 +17,15 @@ from pipelines.ingest import stage_batch
 from pipelines.silver.outputs import accounting
 
 TS = "[2024-05-14 10:21:07,482]"
-BROKER = f"{TS} INFO [GroupCoordinator 1]: Stabilized group orders generation 7 (__consumer_offsets-3) with 2 members " \
-         "(kafka.coordinator.group.GroupCoordinator)"
+BROKER = (f"{TS} INFO [GroupCoordinator 1]: Stabilized group orders generation 7 (__consumer_offsets-3) with 2 "
+          "members (kafka.coordinator.group.GroupCoordinator)")
 PREFIX = "[Consumer clientId=consumer-orders-1, groupId=orders] "
 CLIENT = "10:21:08.100 [main] INFO  o.a.k.c.c.i.ConsumerCoordinator - " + PREFIX
 FRAGMENTS = [
     BROKER, CLIENT + "(Re-)joining group", CLIENT + "Revoke previously assigned partitions orders-0",
     "\tat org.apache.kafka.clients.consumer.internals.ConsumerCoordinator.poll(ConsumerCoordinator.java:1)",
-    "Caused by: java.lang.IllegalStateException: GroupCoordinator went away", "\t... 12 more", "\tAssigned partitions: x",
+    "Caused by: java.lang.IllegalStateException: GroupCoordinator went away", "\t... 12 more",
+    "\tAssigned partitions: x",
     "[2024-05-14T10:21:01.135+0000][gc] GC(1) Pause Young (Normal) (G1 Evacuation Pause) 2M->1M(4M) 1.5ms",
     "   [Eden: 1.0K(2.0K)->0.0B(2.0K)]", "Pause Young", "[GC (", "{\"message\":\"" + PREFIX + "(Re-)joining group",
     "kafka1    | ", "\x1b[31m", "\u0001\u0002", "\ufffd\ufffd", "[Consumer clientId=", " group", "oordinator",
@@ -36,7 +36,8 @@ FRAGMENTS = [
 def _garbage(rng: random.Random) -> str:
     parts = [rng.choice(FRAGMENTS) for _ in range(rng.randint(0, 3))]
     if rng.random() < 0.3:
-        parts.insert(rng.randint(0, len(parts)), "".join(chr(rng.randint(1, 0x2FFF)) for _ in range(rng.randint(1, 40))))
+        junk = "".join(chr(rng.randint(1, 0x2FFF)) for _ in range(rng.randint(1, 40)))
+        parts.insert(rng.randint(0, len(parts)), junk)
     if rng.random() < 0.2 and parts:
         parts[0] = parts[0][: rng.randint(0, len(parts[0]))]
     return "".join(parts).replace("\n", " ").replace("\r", " ")
@@ -60,24 +61,28 @@ def staged(spark, tmp_path_factory):
         "\r\n".join([BROKER, "\x1b[32m" + BROKER.replace("07,482", "09,000") + "\x1b[0m", *stack, BROKER]).encode()
     )
     with gzip.open(broker / "server.log.2024-05-14-11.gz", "wt") as f:
-        f.write("\n".join([BROKER.replace("10:21", "11:21"), "[2024-05-14 11:22:00,000] INFO Rolled segment (kafka.log.Log)"]))
-    commit = "org.apache.kafka.clients.consumer.CommitFailedException: Commit cannot be completed since the group has " \
-             "already rebalanced and assigned the partitions to another member. This means that the time between " \
-             "subsequent calls to poll() was longer than the configured max.poll.interval.ms."
+        f.write("\n".join([BROKER.replace("10:21", "11:21"),
+                           "[2024-05-14 11:22:00,000] INFO Rolled segment (kafka.log.Log)"]))
+    commit = ("org.apache.kafka.clients.consumer.CommitFailedException: Commit cannot be completed since the group has "
+              "already rebalanced and assigned the partitions to another member. This means that the time between "
+              "subsequent calls to poll() was longer than the configured max.poll.interval.ms.")
     updating = [
         CLIENT + "Updating assignment with", "\tAssigned partitions:                       orders-0, orders-1",
-        "\tCurrent owned partitions:                  orders-0", "\tAdded partitions (assigned - owned):       orders-1",
+        "\tCurrent owned partitions:                  orders-0",
+        "\tAdded partitions (assigned - owned):       orders-1",
         "\tRevoked partitions (owned - assigned):     ", "",
     ]
     client_lines = [
         *updating,
         "10:21:09.000 [main] WARN  com.example.Listener - could not commit", commit,
         "\tat org.apache.kafka.clients.consumer.KafkaConsumer.commitSync(KafkaConsumer.java:1094)",
-        "10:21:10.000 [main] INFO  o.a.k.c.c.i.ConsumerCoordinator - " + PREFIX + "Attempt to heartbeat " + "x" * 5_000_000,
+        # 5 MB on one line: kept truncated to 64K characters, with its true length.
+        CLIENT.replace("08.100", "10.000") + "Attempt to heartbeat " + "x" * 5_000_000,
     ]
     (client / "consumer.log.2024-05-14").write_text("\n".join(client_lines) + "\n", encoding="utf-8")
-    (client / "bad-utf8.log").write_bytes(b"10:21:11.000 [main] INFO  o.a.k.c.c.i.ConsumerCoordinator - GroupCoordinator "
-                                          b"\xff\xfe\xc3\x28 rebalance in progress\n")
+    (client / "bad-utf8.log").write_bytes(
+        b"10:21:11.000 [main] INFO  o.a.k.c.c.i.ConsumerCoordinator - GroupCoordinator \xff\xfe\xc3\x28 rebalance\n"
+    )
     (client / "empty.log").write_bytes(b"")
     rng = random.Random(20261122)
     (client / "junk.bin").write_bytes(bytes(rng.randrange(256) for _ in range(20_000)))

@@ -27,7 +27,8 @@ LINES = [
      'the configured max.poll.interval.ms, which typically implies that the poll loop is spending too much time '
      'processing messages. You can address this either by increasing max.poll.interval.ms or by reducing the '
      'maximum size of batches returned in poll() with max.poll.records.","ecs.version":"1.2.0",'
-     '"process.thread.name":"kafka-coordinator-heartbeat-thread | orders","log.logger":"o.a.k.c.c.i.ConsumerCoordinator"}'),
+     '"process.thread.name":"kafka-coordinator-heartbeat-thread | orders",'
+     '"log.logger":"o.a.k.c.c.i.ConsumerCoordinator"}'),
     # A line the exporter cut short: not valid JSON, the message is still read.
     ("orders-svc-0", '{"@timestamp":"2024-05-14T08:21:07.514+0000","message":"' + PREFIX
      + 'Revoke previously assigned partitions orders-0","logger_name":"o.a.k.c.c.i.ConsumerRebalanceListenerInvoker",'
@@ -36,7 +37,8 @@ LINES = [
      "[data-plane-kafka-request-handler-3]"),
     ("orders-svc-0", "2024-05-14T08:21:07.516Z  INFO 88909 --- [orders-svc] [ntainer#0-0-C-1] "
      "k.c.c.i.ConsumerRebalanceListenerInvoker : " + PREFIX + "Adding newly assigned partitions: orders-0, orders-1"),
-    ("broker-1", "kafka1    | [2024-05-14 08:21:07,517] INFO " + BROKER + " (kafka.coordinator.group.GroupCoordinator)"),
+    ("broker-1", "kafka1    | [2024-05-14 08:21:07,517] INFO " + BROKER
+     + " (kafka.coordinator.group.GroupCoordinator)"),
     ("broker-1", "2024-05-14T08:21:07.518123456Z stdout F \x1b[32m[2024-05-14 08:21:07,518] INFO " + BROKER
      + " (kafka.coordinator.group.GroupCoordinator)\x1b[0m"),
     ("broker-1", '{"log":"[2024-05-14 08:21:07,519] INFO ' + BROKER + ' (kafka.coordinator.group.GroupCoordinator)\\n",'
@@ -68,7 +70,8 @@ def test_every_layout_reads_time_level_and_message(spark):
     ]})
     actual = _parse(spark, LINES, cfg).select(COLUMNS)
     ts = lambda ms: dt.datetime(2024, 5, 14, 8, 21, 7, ms * 1000)  # noqa: E731 - all times are 08:21:07 UTC
-    cci, invoker = "org.apache.kafka.clients.consumer.internals.ConsumerCoordinator", "k.c.c.i.ConsumerRebalanceListenerInvoker"
+    cci = "org.apache.kafka.clients.consumer.internals.ConsumerCoordinator"
+    invoker = "k.c.c.i.ConsumerRebalanceListenerInvoker"
     gc_logger = "kafka.coordinator.group.GroupCoordinator"
     expected = spark.createDataFrame([
         (1, "json", "INFO", "main", cci, "client_joined", ts(512), "orders", 7, None, None),

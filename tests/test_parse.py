@@ -83,7 +83,8 @@ def test_client_lines_in_other_layouts_and_zones(spark):
         [
             (1, "spring_boot", "client_rejoin_requested", dt.datetime(2023, 6, 1, 8, 21, 7, 512000), "orders", None,
              None, "consumer-orders-1", None,
-             "cached metadata has changed from (version1: {t=1}) at the beginning of the rebalance to (version2: {t=2})",
+             "cached metadata has changed from (version1: {t=1}) at the beginning of the rebalance to "
+             "(version2: {t=2})",
              None),
             (2, "logback_time", "client_joined", dt.datetime(2023, 6, 1, 8, 21, 7, 530000), "orders",
              "consumer-orders-1-9b0d", 42, "consumer-orders-1", "orders-0", None, None),

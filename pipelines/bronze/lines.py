@@ -48,8 +48,10 @@ def with_source_columns(raw: DataFrame, *, is_candidate: Column) -> DataFrame:
         F.coalesce(F.length("value"), F.lit(0)).cast("long").alias("line_length"),
         F.coalesce(is_candidate, F.lit(False)).alias("candidate"),
         F.coalesce(F.col("value").rlike(CONTINUATION), F.lit(False)).alias("continuation"),
-        # A WARN or ERROR line may carry a stack trace: kept as a possible record head even when it is no candidate.
-        (F.col("value").contains("WARN") | F.col("value").contains("ERROR")).alias("may_head"),
+        # A WARN or ERROR line may carry a stack trace, and a line ending with ':' a list (`ConsumerConfig values:`):
+        # kept as a possible record head even when it is no candidate.
+        (F.col("value").contains("WARN") | F.col("value").contains("ERROR") | F.col("value").endswith(":")
+         | F.col("value").endswith(": ")).alias("may_head"),
     )
 
 

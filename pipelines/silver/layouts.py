@@ -133,7 +133,9 @@ def layout_alternation(user_layouts: Sequence[UserLayout] = ()) -> LayoutAlterna
     fields: dict[str, list[int]] = {name: [] for name in FIELDS}
     names: list[str] = []
     group = 1
-    layouts = [(f"user_{i}", u.pattern, _glob_regex(u.instances)) for i, u in enumerate(user_layouts)]
+    layouts: list[tuple[str, str, str | None]] = [
+        (f"user_{i}", u.pattern, _glob_regex(u.instances)) for i, u in enumerate(user_layouts)
+    ]
     layouts += [(lay.name, lay.pattern, None) for lay in LAYOUTS]
     builtin: list[str] = []
     for name, pattern, glob in layouts:

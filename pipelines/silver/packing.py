@@ -7,7 +7,7 @@ big alternation once and reading fields from fixed slots keeps the generated cod
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -42,7 +42,7 @@ def sql_literal(value: str | int) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def literal_map(pairs: dict[str, str] | dict[str, int]) -> Column:
+def literal_map(pairs: Mapping[str, str] | Mapping[str, int]) -> Column:
     """A constant map column built in one call (one SQL literal instead of a py4j call per entry)."""
     if not pairs:
         return F.expr("map()")

@@ -6,7 +6,9 @@ A record is one line or, joined in bronze, a line and the lines that continue it
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
+from functools import lru_cache, reduce
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -26,7 +28,10 @@ KAFKA_PREFIX = (
     r"|\[(?:Consumer|Worker) (?:instanceId=([^,\]]*), )?clientId=([^,\]]*), groupId=([^\]]*)\] )?([\s\S]*)$"
 )
 # A line no template knows is quarantined (not dropped as noise) when it looks like it is about groups.
-RELEVANT_LOGGER = r"(?i)(coordinator|groupmetadata|membership|rebalancelistener)"
+RELEVANT_LOGGER = (
+    r"(?i)(coordinator\.group|groupcoordinator|consumercoordinator|abstractcoordinator|workercoordinator"
+    r"|coordinatorrequestmanager|heartbeatrequestmanager|groupmetadata|membership|rebalancelistener)"
+)
 RELEVANT_TEXT = (
     r"(?i)(groupcoordinator|groupmetadatamanager|rebalanc|\bgeneration\b|\bgroup\b.*\bmember|\bmember\b.*\bgroup"
     r"|heartbeat|leavegroup|joingroup|\[GroupId)"
@@ -45,6 +50,11 @@ def _matched_template(parts: Column, alternation: Alternation) -> Column:
 
 def _lookup(template_id: Column, templates: tuple[CompiledTemplate, ...], attribute: str) -> Column:
     return F.element_at(literal_map({t.template.id: getattr(t.template, attribute) for t in templates}), template_id)
+
+
+@lru_cache(maxsize=1)
+def _alternation() -> Alternation:
+    return build_alternation(load_templates())
 
 
 def _with_record(lines: DataFrame) -> DataFrame:
@@ -90,7 +100,7 @@ def parse_lines(
     typed event fields, GC pause fields, `disposition`, `quarantine_reason`.
     """
     templates = load_templates()
-    alternation = build_alternation(templates)
+    alternation = _alternation()
     # GC lines are parsed before the templates: the template match breaks Spark's generated code into two stages
     # there, and each stage's code must stay under the JVM's 64 KB method limit.
     parsed = (
@@ -166,8 +176,4 @@ PREFILTER_LITERALS: tuple[str, ...] = (
 
 def is_candidate(value: Column) -> Column:
     """True for lines that are worth parsing: they contain one of the prefilter literals."""
-    cond = None
-    for literal in PREFILTER_LITERALS:
-        c = value.contains(literal)
-        cond = c if cond is None else (cond | c)
-    return cond
+    return reduce(operator.or_, (value.contains(literal) for literal in PREFILTER_LITERALS))

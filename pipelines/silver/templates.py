@@ -118,8 +118,7 @@ def compile_template(template: Template) -> CompiledTemplate:
     """
     text = template.text.rstrip()
     required_period = text.endswith("}.")
-    if text.endswith("."):
-        text = text[:-1]
+    text = text.removesuffix(".")
     pieces = _PLACEHOLDER.split(text)
     regex = []
     groups: dict[str, int] = {}
