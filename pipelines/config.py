@@ -115,6 +115,14 @@ class AlertSettings(_Frozen):
     webhook_backoff_s: float = Field(default=0.5, ge=0, description="first retry delay; doubles each attempt")
 
 
+class Privacy(_Frozen):
+    """For teams that treat member ids and client hosts as personal data."""
+
+    hash_ids: bool = Field(default=False, description="store member ids and client hosts as salted SHA-256 hashes")
+    salt_env: str = Field(default="REBALANCE_HASH_SALT",
+                          description="environment variable holding the hashing salt (a secret; never stored)")
+
+
 class Config(_Frozen):
     """The whole configuration of one deployment of the pipeline."""
 
@@ -129,6 +137,7 @@ class Config(_Frozen):
     spark: SparkSettings = SparkSettings()
     thresholds: Thresholds = Thresholds()
     alerts: AlertSettings = AlertSettings()
+    privacy: Privacy = Privacy()
 
     @field_validator("landing", "lakehouse", "checkpoints", mode="before")
     @classmethod

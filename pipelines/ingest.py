@@ -15,7 +15,8 @@ from pipelines.bronze.lines import candidate_lines, file_stats, split_stats, wit
 from pipelines.config import Config
 from pipelines.silver.outputs import accounting, source_day, source_zone, to_events, to_gc_pauses, to_quarantine
 from pipelines.silver.parse import is_candidate, parse_lines
-from schemas.tables import BRONZE_FILES
+from pipelines.silver.privacy import pseudonymise
+from schemas.tables import BRONZE_FILES, BRONZE_LOG_LINES
 
 WRITER_ID = "ingest"
 
@@ -56,7 +57,11 @@ def stage_batch(raw: DataFrame, cfg: Config, *, existing_files: DataFrame, batch
         .withColumns({"batch_id": F.lit(batch_id).cast("long"), "ingested_at": now})
         .persist(level)
     )
-    parsed = parse_bronze(bronze, cfg).persist(level)
+    parsed = parse_bronze(bronze, cfg).transform(pseudonymise, cfg).persist(level)
+    if cfg.privacy.hash_ids:
+        # The raw line repeats the ids: bronze keeps the scrubbed text of the parsed record instead.
+        bronze.unpersist()
+        bronze = parsed.select([F.col(f.name) for f in BRONZE_LOG_LINES.fields])
     return StagedBatch(files=files, bronze=bronze, parsed=parsed, splits=splits)
 
 

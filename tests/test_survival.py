@@ -12,10 +12,6 @@ from pipelines.batch import build_batch
 from pipelines.run import run
 from tests.conftest import DATA, land, make_config
 
-# Written this session but not yet seen green: the first run showed that deleting commits/0 must also delete its
-# .0.crc sidecar (done below); the other two tests have not run yet. Un-skip after one green run.
-pytestmark = pytest.mark.skip(reason="not yet verified green (see the note of session 1); run it, then remove this")
-
 COMPARED = ["silver_events", "silver_gc_pauses", "gold_rebalances", "gold_group_states", "gold_member_sessions",
             "gold_incidents"]
 
