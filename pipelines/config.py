@@ -98,6 +98,11 @@ class Thresholds(_Frozen):
     default_session_timeout_ms: int = Field(
         default=45000, ge=1, description="session.timeout.ms assumed where the logs do not show it (Kafka 3.0+ default)"
     )
+    allowed_lateness_s: float = Field(
+        default=900, ge=0,
+        description="events older than the newest event already ingested minus this are counted as late "
+                    "(silver_accounting.late_events); their groups are rebuilt all the same",
+    )
 
 
 class AlertSettings(_Frozen):

@@ -65,6 +65,18 @@ def stage_batch(raw: DataFrame, cfg: Config, *, existing_files: DataFrame, batch
     return StagedBatch(files=files, bronze=bronze, parsed=parsed, splits=splits)
 
 
+def late_cutoff(spark, cfg: Config, batch_id: int) -> Column:
+    """The time before which an event of this batch is late: the newest event of the earlier batches minus the
+    allowed lateness (null before the first event)."""
+    newest = (
+        io.read_table(spark, cfg, "silver_accounting").filter(F.col("batch_id") < batch_id)
+        .agg(F.max(F.unix_micros("last_event_ts"))).first()[0]
+    )
+    if newest is None:
+        return F.lit(None).cast("timestamp")
+    return F.timestamp_micros(F.lit(newest - int(cfg.thresholds.allowed_lateness_s * 1_000_000)))
+
+
 BatchObserver = Callable[[str, dict[str, int]], None]
 
 
@@ -84,7 +96,8 @@ def make_ingest_batch(
                 "silver_events": to_events(staged.parsed),
                 "silver_gc_pauses": to_gc_pauses(staged.parsed),
                 "silver_quarantine": to_quarantine(staged.parsed),
-                "silver_accounting": accounting(staged.parsed, staged.files, batch_id=batch_id, ingested_at=now),
+                "silver_accounting": accounting(staged.parsed, staged.files, batch_id=batch_id, ingested_at=now,
+                                                late_before=late_cutoff(spark, cfg, batch_id)),
                 # Last: a file counts as ingested only once its lines are in every other table.
                 "bronze_files": staged.files.select([f.name for f in BRONZE_FILES.fields]),
             }
@@ -99,6 +112,11 @@ def make_ingest_batch(
                     f"ingest batch {batch_id}: {counts['bronze_files']} files, {lines} lines, "
                     f"{counts['silver_events']} events, {counts['silver_quarantine']} quarantined"
                 )
+                late = io.read_table(spark, cfg, "silver_accounting").filter(F.col("batch_id") == batch_id) \
+                    .agg(F.sum("late_events")).first()[0]
+                if late:
+                    on_progress(f"ingest batch {batch_id}: {late} events arrived later than the allowed lateness "
+                                f"({cfg.thresholds.allowed_lateness_s:g} s); their groups are rebuilt")
         finally:
             staged.unpersist()
 

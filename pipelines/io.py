@@ -10,6 +10,7 @@ from pyspark.sql.streaming import DataStreamReader
 from pyspark.sql.types import StructType
 
 from pipelines.config import Config
+from pipelines.errors import PipelineStateError
 from schemas.tables import TABLES
 
 # Delta's idempotent-write key: a replayed micro-batch with the same (app id, batch id) is skipped by Delta.
@@ -43,20 +44,54 @@ def table(cfg: Config, name: str) -> TableRef:
 
 
 def ensure_tables(spark: SparkSession, cfg: Config, names: list[str] | None = None) -> None:
-    """Create the Delta tables that do not exist yet, with their declared schemas."""
+    """Create the Delta tables that do not exist yet, with their declared schemas, and bring older tables up to date.
+
+    Upgrades are additive: a nullable column declared since the table was made is added in place. Anything else (a
+    missing required column, a changed type) stops with the table and column named, before any write."""
     for name in names or list(TABLES):
         ref = table(cfg, name)
         if ref.exists(spark):
+            _upgrade(spark, ref, TABLES[name])
             continue
         builder = DeltaTable.createIfNotExists(spark).addColumns(TABLES[name])
         builder = builder.tableName(ref.full_name) if ref.full_name else builder.location(ref.path)
         builder.execute()
 
 
-def read_table(spark: SparkSession, cfg: Config, name: str) -> DataFrame:
-    """A batch read of one table."""
+def _upgrade(spark: SparkSession, ref: TableRef, declared: StructType) -> None:
+    actual = {f.name: f for f in (spark.read.table(ref.full_name) if ref.full_name
+                                  else spark.read.format("delta").load(ref.path)).schema.fields}
+    problems, added = [], []
+    for field in declared.fields:
+        found = actual.get(field.name)
+        if found is None and field.nullable:
+            added.append(field)
+        elif found is None:
+            problems.append(f"required column {field.name} is missing")
+        elif found.dataType != field.dataType:
+            problems.append(f"column {field.name} is {found.dataType.simpleString()}, "
+                            f"this release writes {field.dataType.simpleString()}")
+    if problems:
+        raise PipelineStateError(
+            f"table {ref.name} was written by an incompatible release: {'; '.join(problems)}. Rebuild it from the "
+            "landing files with `rebalance run --rebuild`, or run the release that wrote it"
+        )
+    if added:
+        target = ref.full_name or f"delta.`{ref.path}`"
+        columns = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in added)
+        spark.sql(f"ALTER TABLE {target} ADD COLUMNS ({columns})")
+
+
+def read_table(spark: SparkSession, cfg: Config, name: str, *, version: int | None = None) -> DataFrame:
+    """A batch read of one table (of its snapshot at `version`, when given)."""
     ref = table(cfg, name)
-    return spark.read.table(ref.full_name) if ref.full_name else spark.read.format("delta").load(ref.path)
+    reader = spark.read if version is None else spark.read.option("versionAsOf", version)
+    return reader.table(ref.full_name) if ref.full_name else reader.format("delta").load(ref.path)
+
+
+def table_version(spark: SparkSession, cfg: Config, name: str) -> int:
+    """The latest Delta version of one table."""
+    return int(table(cfg, name).delta(spark).history(1).select("version").first()[0])
 
 
 def read_table_stream(spark: SparkSession, cfg: Config, name: str) -> DataFrame:

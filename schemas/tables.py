@@ -50,6 +50,9 @@ SILVER_ACCOUNTING = _schema(
     ("noise_lines", L, False), ("event_lines", L, False), ("gc_pause_lines", L, False),
     ("quarantined_lines", L, False), ("duplicate_lines", L, False), ("coverage", D, True),
     ("ingested_at", T, False),
+    # Added in 0.2.0 (nullable, so a 0.1.0 table gains them in place): the newest event time of the file, and its
+    # events older than the newest event ingested before this batch minus thresholds.allowed_lateness_s.
+    ("last_event_ts", T, True), ("late_events", L, True),
 )
 
 EVIDENCE = ArrayType(_schema(("event_id", S, True), ("explanation", S, True)))

@@ -77,18 +77,25 @@ def to_quarantine(parsed: DataFrame) -> DataFrame:
     )
 
 
-def accounting(parsed: DataFrame, files: DataFrame, *, batch_id: int, ingested_at: Column) -> DataFrame:
+def accounting(
+    parsed: DataFrame, files: DataFrame, *, batch_id: int, ingested_at: Column, late_before: Column | None = None
+) -> DataFrame:
     """Per file of the batch: lines read = noise + events + GC pauses + quarantined + duplicates, exactly.
 
     A parsed row is one record: its first line counts as event, GC pause, quarantined or noise, and the lines that
-    continue it (a stack trace, GC detail lines) count as noise, like every line that no record holds."""
+    continue it (a stack trace, GC detail lines) count as noise, like every line that no record holds. Events before
+    `late_before` (a timestamp; null or None: none) are counted as late."""
+    is_event = F.col("disposition") == "event"
+    cutoff = late_before if late_before is not None else F.lit(None).cast("timestamp")
     counts = parsed.groupBy("source_file").agg(
-        F.sum((F.col("disposition") == "event").cast("long")).alias("event_lines"),
+        F.sum(is_event.cast("long")).alias("event_lines"),
         F.sum((F.col("disposition") == "gc_pause").cast("long")).alias("gc_pause_lines"),
         F.sum((F.col("disposition") == "quarantine").cast("long")).alias("quarantined_lines"),
+        F.max(F.when(is_event, F.col("event_ts"))).alias("last_event_ts"),
+        F.sum((is_event & F.coalesce(F.col("event_ts") < cutoff, F.lit(False))).cast("long")).alias("late_events"),
     )
     joined = files.join(counts, "source_file", "left").na.fill(
-        0, ["event_lines", "gc_pause_lines", "quarantined_lines"]
+        0, ["event_lines", "gc_pause_lines", "quarantined_lines", "late_events"]
     )
     duplicate = F.col("duplicate_of").isNotNull()
     relevant = F.col("event_lines") + F.col("quarantined_lines")
@@ -101,4 +108,6 @@ def accounting(parsed: DataFrame, files: DataFrame, *, batch_id: int, ingested_a
         F.when(duplicate, F.col("lines_read")).otherwise(0).cast("long").alias("duplicate_lines"),
         F.when(relevant > 0, F.col("event_lines") / relevant).alias("coverage"),
         ingested_at.alias("ingested_at"),
+        F.when(~duplicate, F.col("last_event_ts")).alias("last_event_ts"),
+        F.when(duplicate, 0).otherwise(F.col("late_events")).cast("long").alias("late_events"),
     )

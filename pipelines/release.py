@@ -1,0 +1,53 @@
+"""Which release wrote a lakehouse's checkpoints, so that an incompatible one stops with a message instead of
+misreading them.
+
+Streaming checkpoints hold state whose layout only the code that wrote it knows (the foreachBatch writers' batch
+ids, the shuffle partition count, the sources' offsets). `CHECKPOINT_LAYOUT` is raised whenever a release changes
+that layout; a release refuses checkpoints of a newer layout, and of an older layout it cannot continue.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import metadata
+
+from pipelines.config import Config
+from pipelines.errors import PipelineStateError
+
+CHECKPOINT_LAYOUT = 1
+# Checkpoint layouts this release continues from (0.1.0 wrote layout 1 without a marker file).
+CONTINUES_FROM = frozenset({1})
+MARKER = "release.json"
+
+
+def this_release() -> str:
+    """The installed package version ('unknown' when run from a source tree that is not installed)."""
+    try:
+        return metadata.version("kafka-rebalance-analytics")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def check_release(cfg: Config) -> None:
+    """Stop, naming both releases, when the checkpoints were written by a release whose layout this one cannot
+    continue; record this release in the checkpoint root otherwise."""
+    root = cfg.checkpoint_root
+    marker = root / MARKER
+    if marker.is_file():
+        found = json.loads(marker.read_text(encoding="utf-8"))
+        layout, release = found.get("checkpoint_layout"), found.get("release", "unknown")
+    elif any((root / q / "offsets").is_dir() for q in ("ingest", "reconstruct")):
+        layout, release = 1, "0.1.0"
+    else:
+        layout, release = CHECKPOINT_LAYOUT, this_release()
+    if layout not in CONTINUES_FROM and layout != CHECKPOINT_LAYOUT:
+        newer = isinstance(layout, int) and layout > CHECKPOINT_LAYOUT
+        raise PipelineStateError(
+            f"the checkpoints under {root} were written by release {release} (checkpoint layout {layout}); this "
+            f"release ({this_release()}, layout {CHECKPOINT_LAYOUT}) "
+            + ("is older and cannot read them; upgrade" if newer else "cannot continue them")
+            + "; or run `rebalance run --rebuild` to rebuild every table from the landing files"
+        )
+    root.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps({"release": this_release(), "checkpoint_layout": CHECKPOINT_LAYOUT}) + "\n",
+                      encoding="utf-8")
