@@ -92,11 +92,15 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return EXIT_FAILURE
     except Exception as exc:  # noqa: BLE001 - the last line of defence prints one line, not a JVM trace
+        from pipelines.quality.stage import QualityError
         from pipelines.run import PipelineStateError
 
         if isinstance(exc, PipelineStateError):
             print(f"rebalance {args.command}: {exc}", file=sys.stderr)
             return EXIT_USAGE
+        if isinstance(exc, QualityError):  # every failed rule on its own line, not only the first
+            print(f"rebalance {args.command}: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
         print(f"rebalance {args.command}: failed: {type(exc).__name__}: {_first_line(exc)}", file=sys.stderr)
         return EXIT_FAILURE
 

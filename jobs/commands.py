@@ -77,6 +77,8 @@ def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
     progress(f"reading {cfg.landing}, writing Delta tables under {cfg.lakehouse}")
     summary = run(spark, cfg, trigger=args.trigger, rebuild=args.rebuild, on_progress=progress)
     print(f"run finished: {summary.line()}")
+    if summary.quality is not None:
+        print(summary.quality.line())
     return 0
 
 
@@ -257,6 +259,8 @@ def cmd_demo(args: argparse.Namespace, *, progress: Progress) -> int:
     spark = _spark(cfg, "rebalance-demo")
     summary = run(spark, cfg, on_progress=progress)
     progress(f"pipeline finished: {summary.line()}")
+    if summary.quality is not None:
+        progress(summary.quality.line())
 
     rebalances = io.read_table(spark, cfg, "gold_rebalances")
     by_group = (

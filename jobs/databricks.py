@@ -2,10 +2,12 @@
 
     rebalance-job ingest      --catalog C --schema S --landing PATH --checkpoints PATH
     rebalance-job reconstruct --catalog C --schema S --landing PATH --checkpoints PATH
+    rebalance-job quality     --catalog C --schema S --landing PATH --checkpoints PATH
     rebalance-job alerts      --catalog C --schema S --landing PATH --checkpoints PATH
 
 Each builds the configuration from its parameters (Auto Loader, Unity Catalog names) and calls `pipelines.run.run`
-with the session Databricks provides.
+with the session Databricks provides. A failed quality rule fails the `quality` task (exit 1, the rules named);
+the `alerts` task runs after it all the same and delivers the quality alert.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import sys
 
 from pipelines.config import ConfigError, load_config
 
-TASKS = ("ingest", "reconstruct", "alerts")
+TASKS = ("ingest", "reconstruct", "quality", "alerts")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,11 +45,16 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"rebalance-job {args.task}: configuration error: {exc}", file=sys.stderr)
         return 2
+    from pipelines.quality.stage import QualityError
     from pipelines.run import run
     from pipelines.spark import get_spark
 
     spark = get_spark(cfg, app_name=f"rebalance-{args.task}")
-    summary = run(spark, cfg, stages=(args.task,), on_progress=lambda m: print(m, flush=True))
+    try:
+        summary = run(spark, cfg, stages=(args.task,), on_progress=lambda m: print(m, flush=True))
+    except QualityError as exc:
+        print(f"rebalance-job {args.task}: {exc}", file=sys.stderr)
+        return 1
     print(f"{args.task}: {summary.line()}")
     return 0
 

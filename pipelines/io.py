@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
+from delta.exceptions import DeltaConcurrentModificationException
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamReader
@@ -12,6 +16,13 @@ from pyspark.sql.types import StructType
 from pipelines.config import Config
 from pipelines.errors import PipelineStateError
 from schemas.tables import TABLES
+
+# A commit that lost a race with another writer (an OPTIMIZE, a VACUUM, a second job) is retried this often.
+CONFLICT_ATTEMPTS = 6
+CONFLICT_BACKOFF_S = 0.5
+# Conflicts retried by this process, per table (the survival tests and the run summary read it).
+conflicts_retried: dict[str, int] = {}
+_T = TypeVar("_T")
 
 # Delta's idempotent-write key: a replayed micro-batch with the same (app id, batch id) is skipped by Delta.
 TXN_APP_PREFIX = "kafka-rebalance"
@@ -117,6 +128,22 @@ def read_landing(spark: SparkSession, cfg: Config) -> DataFrame:
     return reader.load(pattern).select("value", "_metadata")
 
 
+def with_conflict_retries(name: str, commit: Callable[[], _T]) -> _T:
+    """Run one Delta commit, again after a concurrent-modification conflict, with exponential backoff.
+
+    Safe because every commit of the pipeline is idempotent: an append carries its txnVersion and a MERGE re-reads
+    the table. After `CONFLICT_ATTEMPTS` the conflict is raised (the micro-batch fails and is replayed on restart)."""
+    for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+        try:
+            return commit()
+        except DeltaConcurrentModificationException:
+            if attempt == CONFLICT_ATTEMPTS:
+                raise
+            conflicts_retried[name] = conflicts_retried.get(name, 0) + 1
+            time.sleep(CONFLICT_BACKOFF_S * 2 ** (attempt - 1))
+    raise AssertionError("unreachable")
+
+
 def append_once(df: DataFrame, cfg: Config, name: str, *, batch_id: int, writer_id: str) -> int:
     """Append `df` to a table exactly once per (writer, batch): a replayed batch is skipped by Delta itself.
 
@@ -131,9 +158,9 @@ def append_once(df: DataFrame, cfg: Config, name: str, *, batch_id: int, writer_
         .option("txnAppId", f"{TXN_APP_PREFIX}.{writer_id}.{name}").option("txnVersion", batch_id)
     )
     if ref.full_name:
-        writer.saveAsTable(ref.full_name)
+        with_conflict_retries(name, lambda: writer.saveAsTable(ref.full_name))
     else:
-        writer.save(ref.path)
+        with_conflict_retries(name, lambda: writer.save(ref.path))
     return count
 
 
@@ -142,9 +169,9 @@ def append(df: DataFrame, cfg: Config, name: str) -> None:
     ref = table(cfg, name)
     writer = df.select([c.name for c in TABLES[name].fields]).write.format("delta").mode("append")
     if ref.full_name:
-        writer.saveAsTable(ref.full_name)
+        with_conflict_retries(name, lambda: writer.saveAsTable(ref.full_name))
     else:
-        writer.save(ref.path)
+        with_conflict_retries(name, lambda: writer.save(ref.path))
 
 
 def replace_keys(
@@ -158,7 +185,7 @@ def replace_keys(
     target = table(cfg, name).delta(spark)
     columns = [c.name for c in TABLES[name].fields]
     source = df.select(columns)
-    (
+    with_conflict_retries(name, lambda: (
         target.alias("t")
         .merge(source.alias("s"), " AND ".join(f"t.{k} <=> s.{k}" for k in keys))
         .whenMatchedUpdate(
@@ -168,7 +195,7 @@ def replace_keys(
         .whenNotMatchedInsertAll()
         .whenNotMatchedBySourceDelete(condition=scope)
         .execute()
-    )
+    ))
 
 
 def checkpoint_dir(cfg: Config, query: str) -> Path:

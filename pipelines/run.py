@@ -12,28 +12,29 @@ from pyspark.sql import SparkSession
 
 from pipelines import io
 from pipelines.config import Config, ConfigError
+from pipelines.errors import PipelineStateError
+from pipelines.release import check_release
 from pipelines.alerts.stage import run_alerts
 from pipelines.ingest import make_ingest_batch
+from pipelines.quality.stage import QualityReport, run_quality
 from pipelines.reconstruct import make_reconstruct_batch
 from schemas.tables import TABLES
 
 Trigger = Literal["available-now", "continuous"]
-Stage = Literal["ingest", "reconstruct", "alerts"]
-STAGES: tuple[Stage, ...] = ("ingest", "reconstruct", "alerts")
+Stage = Literal["ingest", "reconstruct", "quality", "alerts"]
+STAGES: tuple[Stage, ...] = ("ingest", "reconstruct", "quality", "alerts")
 INGEST_QUERY = "ingest"
 RECONSTRUCT_QUERY = "reconstruct"
 
 
-class PipelineStateError(RuntimeError):
-    """The tables and the checkpoints disagree; continuing would lose or duplicate rows."""
-
-
 @dataclass
 class RunSummary:
-    """What a run wrote: rows appended (or upserted, for gold) per table, and micro-batches per query."""
+    """What a run wrote: rows appended (or upserted, for gold) per table, micro-batches per query, and the
+    verdicts of the quality step (when it ran)."""
 
     added: dict[str, int] = field(default_factory=lambda: {name: 0 for name in TABLES})
     batches: dict[str, int] = field(default_factory=dict)
+    quality: QualityReport | None = None
 
     def record(self, query: str, counts: dict[str, int]) -> None:
         """Add one micro-batch's row counts."""
@@ -91,12 +92,16 @@ def run(
 ) -> RunSummary:
     """Process what is new in the landing directory and stop (`available-now`), or keep running (`continuous`).
 
-    `stages` picks the steps to run (a scheduled job runs them as separate tasks, in this order). The alerts step
-    compares open rebalances with `run_ts` (default: now), so a stuck group alerts even when no line arrives."""
+    `stages` picks the steps to run (a scheduled job runs them as separate tasks, in this order). The quality step
+    validates the tables and stores its verdicts; when a rule fails, the alerts step still runs (it raises the
+    quality alert) and then the run raises QualityError naming the rules. The alerts step compares open
+    rebalances with `run_ts` (default: now), so a stuck group alerts even when no line arrives. Continuous runs
+    keep the two streams going; quality and alerts come from scheduled available-now runs."""
     if "ingest" in stages:
         check_inputs(cfg)
     if rebuild:
         reset(cfg)
+    check_release(cfg)
     io.ensure_tables(spark, cfg)
     check_checkpoints(spark, cfg)
     summary = RunSummary()
@@ -117,11 +122,18 @@ def run(
         for stage in ("ingest", "reconstruct"):
             if stage in stages:
                 writers[stage].trigger(availableNow=True).start().awaitTermination()
+        now = run_ts or dt.datetime.now(dt.timezone.utc)
+        if "quality" in stages:
+            summary.quality = run_quality(spark, cfg, run_ts=now, on_progress=on_progress)
+            if summary.quality.validated:
+                summary.added["gold_quality_results"] += len(summary.quality.results)
         if "alerts" in stages:
-            now = run_ts or dt.datetime.now(dt.timezone.utc)
             changed = run_alerts(spark, cfg, run_ts=now, on_progress=on_progress)["new_or_changed"]
             if changed:
                 summary.record("alerts", {"gold_alerts": changed})
+        failed = summary.quality.error() if summary.quality is not None else None
+        if failed is not None:
+            raise failed
     else:
         # Continuous mode keeps the streams running; alerts are evaluated by scheduled available-now runs.
         queries = [writers[s].trigger(processingTime="5 seconds").start() for s in ("ingest", "reconstruct")
@@ -135,11 +147,17 @@ def run(
 
 
 def register_views(spark: SparkSession, cfg: Config) -> list[str]:
-    """Make every existing table queryable by its own name (temporary views over the Delta paths)."""
+    """Make every existing table queryable by its own name, so that `SHOW TABLES` lists exactly them: temporary
+    views over the Delta paths, or, with Unity Catalog, the configured catalog and schema made current."""
+    if cfg.uses_catalog:
+        spark.catalog.setCurrentCatalog(cfg.catalog)
+        spark.catalog.setCurrentDatabase(cfg.schema_name)
+        return [name for name in TABLES if io.table(cfg, name).exists(spark)]
     names = []
     for name in TABLES:
-        ref = io.table(cfg, name)
-        if ref.full_name or not ref.exists(spark):
+        if not io.table(cfg, name).exists(spark):
+            # A view left by another lakehouse in this session must not answer for a table this one lacks.
+            spark.catalog.dropTempView(name)
             continue
         io.read_table(spark, cfg, name).createOrReplaceTempView(name)
         names.append(name)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from pyspark.sql.types import ArrayType, DoubleType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import (
+    ArrayType, BooleanType, DoubleType, IntegerType, LongType, StringType, StructField, StructType, TimestampType,
+)
 
-S, I, L, D, T = StringType(), IntegerType(), LongType(), DoubleType(), TimestampType()
+S, I, L, D, T, B = StringType(), IntegerType(), LongType(), DoubleType(), TimestampType(), BooleanType()
 
 
 def _schema(*fields: tuple[str, object, bool]) -> StructType:
@@ -57,6 +59,13 @@ GOLD_ALERT_DELIVERIES = _schema(
     ("alert_id", S, False), ("sink", S, False), ("delivered_at", T, False), ("attempts", I, False),
 )
 
+# One row per quality run and rule (pipelines/quality): what was checked, at which table version, and the verdict.
+GOLD_QUALITY_RESULTS = _schema(
+    ("run_ts", T, False), ("table_name", S, False), ("rule", S, False), ("expectation", S, False),
+    ("success", B, False), ("checked_rows", L, True), ("unexpected_count", L, True), ("samples", S, True),
+    ("error", S, True), ("table_version", L, True),
+)
+
 GOLD_TABLES: dict[str, StructType] = {
     "gold_group_states": GOLD_GROUP_STATES,
     "gold_member_sessions": GOLD_MEMBER_SESSIONS,
@@ -66,4 +75,5 @@ GOLD_TABLES: dict[str, StructType] = {
     "gold_rebalance_stats_hourly": GOLD_REBALANCE_STATS_HOURLY,
     "gold_alerts": GOLD_ALERTS,
     "gold_alert_deliveries": GOLD_ALERT_DELIVERIES,
+    "gold_quality_results": GOLD_QUALITY_RESULTS,
 }

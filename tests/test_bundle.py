@@ -1,4 +1,5 @@
-"""databricks.yml: typed models of every resource (strict), the official JSON schema, and entry points that exist."""
+"""databricks.yml: typed models of every resource (strict), the official JSON schema, entry points that exist, and a
+dashboard whose queries run against the declared table schemas."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 import yaml
 
 from jobs.databricks import TASKS, build_parser
+from schemas.tables import TABLES
 from tests.conftest import SHARED
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,6 +31,19 @@ def _bundle() -> dict:
 
 def _jobs(bundle: dict) -> dict:
     return bundle.get("resources", {}).get("jobs", {})
+
+
+def _dashboards() -> dict:
+    """Each dashboard resource with its .lvdash.json (file_path is relative to the resource file that names it)."""
+    found = {}
+    for path in sorted(ROOT.glob("resources/*.yml")):
+        for key, resource in yaml.safe_load(path.read_text()).get("resources", {}).get("dashboards", {}).items():
+            found[key] = (resource, json.loads((path.parent / resource["file_path"]).read_text()))
+    return found
+
+
+_TABLE_REF = re.compile(r"\b(?:FROM|JOIN)\s+([\w.`]+)", re.I)
+_AGGREGATE = re.compile(r"^\s*(SUM|COUNT|AVG|MIN|MAX|MEDIAN|COUNT_IF)\s*\(", re.I)
 
 
 def test_every_job_passes_the_typed_models():
@@ -75,3 +90,51 @@ def test_tasks_name_entry_points_and_parameters_that_exist():
             parameters = [p if not p.startswith("${var.") else "x" for p in wheel["parameters"]]
             args = parser.parse_args(parameters)
             assert args.task in TASKS
+
+
+def test_the_job_runs_quality_between_reconstruct_and_alerts_and_alerts_run_anyway():
+    tasks = {t["task_key"]: t for t in _jobs(_bundle())["rebalance_pipeline"]["tasks"]}
+    assert list(tasks) == ["ingest", "reconstruct", "quality", "alerts"]
+    assert [d["task_key"] for d in tasks["quality"]["depends_on"]] == ["reconstruct"]
+    assert [d["task_key"] for d in tasks["alerts"]["depends_on"]] == ["quality"]
+    assert tasks["alerts"]["run_if"] == "ALL_DONE"  # a failed quality rule is still alerted
+
+
+def test_every_dashboard_passes_the_typed_models():
+    from databricks.bundles.dashboards import Dashboard
+
+    dashboards = _dashboards()
+    assert dashboards, "the bundle declares no dashboard"
+    for resource, _ in dashboards.values():
+        Dashboard.from_dict(resource)
+        assert resource["warehouse_id"].startswith("${var.")
+        assert (resource["dataset_catalog"], resource["dataset_schema"]) == ("${var.catalog}", "${var.schema}")
+    broken = dict(resource, datasets_catalog="x")
+    with pytest.raises(ValueError, match="datasets_catalog"):
+        Dashboard.from_dict(broken)
+
+
+def test_dashboard_queries_run_against_the_declared_tables(spark):
+    # A session of its own: the empty views below must not shadow the tables other tests register.
+    session = spark.newSession()
+    for name, schema in TABLES.items():
+        session.createDataFrame([], schema).createOrReplaceTempView(name)
+    for _, board in _dashboards().values():
+        datasets = {d["name"]: "".join(d["queryLines"]) for d in board["datasets"]}
+        for query in datasets.values():
+            # Unqualified names only: the bundle's dataset_catalog/dataset_schema say where the tables are.
+            assert {ref.strip("`") for ref in _TABLE_REF.findall(query)} <= set(TABLES), query
+            session.sql(query).collect()
+        widgets = [item["widget"] for page in board["pages"] for item in page["layout"]]
+        assert {w["spec"]["widgetType"] for w in widgets if "spec" in w} >= {"counter", "bar", "table"}
+        for widget in (w for w in widgets if "queries" in w):
+            query = widget["queries"][0]["query"]
+            fields = {f["name"]: f["expression"] for f in query["fields"]}
+            encodings = widget["spec"]["encodings"]
+            named = [e["fieldName"] for e in encodings.get("columns", [])] + [
+                e["fieldName"] for key, e in encodings.items() if isinstance(e, dict) and "fieldName" in e]
+            assert set(named) <= set(fields), widget["name"]
+            select = ", ".join(f"{expr} AS `{name}`" for name, expr in fields.items())
+            keys = [expr for expr in fields.values() if not _AGGREGATE.match(expr)]
+            group = f" GROUP BY {', '.join(keys)}" if keys and not query["disaggregated"] else ""
+            session.sql(f"SELECT {select} FROM ({datasets[query['datasetName']]}){group}").collect()

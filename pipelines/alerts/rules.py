@@ -136,9 +136,41 @@ def gc_expiry_alerts(rebalances: DataFrame) -> DataFrame:
     ))
 
 
+def quality_alerts(results: DataFrame) -> DataFrame:
+    """A data-quality rule that failed (gold_quality_results): one alert per rule and run of consecutive failed
+    checks, opened at the first of them and closed by the next check that passes. `group_id` is `*`: the alert is
+    about a table, not one group."""
+    order = Window.partitionBy("table_name", "rule").orderBy("run_ts")
+    first_failure = ~F.col("success") & F.coalesce(F.lag("success").over(order), F.lit(True))
+    streaks = results.withColumn("_start", F.when(first_failure, F.col("run_ts"))).withColumn(
+        "opened_at", F.last("_start", ignorenulls=True).over(order.rowsBetween(Window.unboundedPreceding, 0)))
+    failed = streaks.filter(~F.col("success")).groupBy("table_name", "rule", "opened_at").agg(
+        F.max("run_ts").alias("last_failed"), F.max_by("unexpected_count", "run_ts").alias("unexpected_count"),
+        F.max_by("checked_rows", "run_ts").alias("checked_rows"), F.max_by("samples", "run_ts").alias("samples"),
+        F.max_by("error", "run_ts").alias("error"))
+    passed = results.filter(F.col("success")).select("table_name", "rule", F.col("run_ts").alias("passed_at"))
+    closed = failed.join(passed, ["table_name", "rule"], "left").groupBy(*failed.columns).agg(
+        F.min(F.when(F.col("passed_at") > F.col("last_failed"), F.col("passed_at"))).alias("closed_at"))
+    name = F.concat_ws(".", "table_name", "rule")
+    what = F.when(F.col("error").isNotNull(), F.concat(F.lit("could not be checked: "), F.col("error"))).otherwise(
+        F.format_string("%d of %d rows break it", F.coalesce("unexpected_count", F.lit(0)),
+                        F.coalesce("checked_rows", F.lit(0))))
+    example = F.when(F.col("samples").isNotNull(),
+                     F.concat(F.lit(" (e.g. "), F.substring(F.split("samples", "; ").getItem(0), 1, 160), F.lit(")")))
+    summary = F.concat(F.lit("Data quality rule "), name, F.lit(" failed since "),
+                       F.date_format("opened_at", "yyyy-MM-dd HH:mm"), F.lit(" UTC: "), what,
+                       F.coalesce(example, F.lit("")), F.lit("; see gold_quality_results"))
+    return _shape(closed.select(
+        _alert_id(F.lit("quality"), "table_name", "rule", F.col("opened_at").cast("string")).alias("alert_id"),
+        F.lit("quality").alias("rule"), F.lit("critical").alias("severity"), F.lit("*").alias("group_id"),
+        "opened_at", "closed_at", summary.alias("summary"), F.lit(None).cast("array<string>").alias("rebalance_ids"),
+        F.lit(None).cast("string").alias("incident_id"),
+    ))
+
+
 def all_alerts(rebalances: DataFrame, states: DataFrame, sessions: DataFrame, *, settings: AlertSettings,
-               run_ts: dt.datetime) -> DataFrame:
-    """Every rule's alerts, one row per alert id."""
+               run_ts: dt.datetime, quality: DataFrame | None = None) -> DataFrame:
+    """Every rule's alerts, one row per alert id (`quality`: gold_quality_results, for the quality rule)."""
     parts = [
         storm_alerts(rebalances, settings=settings),
         long_rebalance_alerts(rebalances, settings=settings),
@@ -146,6 +178,8 @@ def all_alerts(rebalances: DataFrame, states: DataFrame, sessions: DataFrame, *,
         poll_timeout_alerts(rebalances, sessions, settings=settings),
         gc_expiry_alerts(rebalances),
     ]
+    if quality is not None:
+        parts.append(quality_alerts(quality))
     result = parts[0]
     for part in parts[1:]:
         result = result.unionByName(part)

@@ -49,7 +49,11 @@ def append_jsonl(path: Path, alerts: list[dict]) -> list[Delivery]:
                 continue
     new = [a for a in alerts if a["alert_id"] not in present]
     if new:
+        torn = path.exists() and path.stat().st_size > 0 and not path.read_bytes().endswith(b"\n")
         with path.open("a", encoding="utf-8") as feed:
+            if torn:
+                # A crash cut the last line short: end it, so that the next alert starts a line of its own.
+                feed.write("\n")
             for alert in new:
                 feed.write(json.dumps(alert, sort_keys=True) + "\n")
             feed.flush()

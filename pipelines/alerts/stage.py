@@ -33,6 +33,7 @@ def run_alerts(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
     alerts = all_alerts(
         io.read_table(spark, cfg, "gold_rebalances"), io.read_table(spark, cfg, "gold_group_states"),
         io.read_table(spark, cfg, "gold_member_sessions"), settings=settings, run_ts=run_ts,
+        quality=io.read_table(spark, cfg, "gold_quality_results"),
     ).persist()
     counts: dict[str, int] = {}
     try:

@@ -1,0 +1,76 @@
+"""Rules that span rows, computed as one boolean column per row so that an expectation can check it.
+
+A null flag means there is nothing to compare with (a group's first state, an epoch's first generation); GX
+leaves nulls out of its column checks.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+# The classic group coordinator's states (gold_group_states.state; the timeline produces no KIP-848 states).
+STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
+
+# Kafka's GroupMetadata `validPreviousStates`, as (previous, next). One addition: Dead -> PreparingRebalance, a group
+# re-created under the same id after it was deleted (the new group's initial Empty state is never logged).
+LEGAL_TRANSITIONS = (
+    ("Stable", "PreparingRebalance"), ("CompletingRebalance", "PreparingRebalance"), ("Empty", "PreparingRebalance"),
+    ("PreparingRebalance", "CompletingRebalance"),
+    ("CompletingRebalance", "Stable"),
+    ("PreparingRebalance", "Empty"),
+    ("Stable", "Dead"), ("PreparingRebalance", "Dead"), ("CompletingRebalance", "Dead"), ("Empty", "Dead"),
+    ("Dead", "Dead"), ("Dead", "PreparingRebalance"),
+)
+
+# Among intervals that start in the same millisecond, the order in which the state machine passes through them.
+_STATE_ORDER = {state: rank for rank, state in enumerate(
+    ("Stable", "Empty", "Dead", "PreparingRebalance", "CompletingRebalance"))}
+
+
+def _rank(state: Column) -> Column:
+    rank = F.lit(len(_STATE_ORDER))
+    for name, value in reversed(list(_STATE_ORDER.items())):
+        rank = F.when(state == name, value).otherwise(rank)
+    return rank
+
+
+def with_transition_check(states: DataFrame) -> DataFrame:
+    """Add `previous_state` and `legal_transition` (previous -> this state is a transition the coordinator can
+    make) to gold_group_states rows, per group in time order; null for a group's first state."""
+    # Intervals are contiguous per group, so ties on the start are broken by the end (a zero-length interval
+    # comes first), then by the state machine's own order.
+    order = Window.partitionBy("group_id").orderBy(
+        "started_at", F.col("ended_at").asc_nulls_last(), _rank(F.col("state")), "state_id")
+    previous = F.lag("state").over(order)
+    legal = F.lit(False)
+    for before, after in LEGAL_TRANSITIONS:
+        legal = legal | ((previous == before) & (F.col("state") == after))
+    return (
+        states.withColumn("previous_state", previous)
+        .withColumn("legal_transition", F.when(F.col("previous_state").isNotNull(), legal))
+    )
+
+
+def with_generation_check(rebalances: DataFrame) -> DataFrame:
+    """Add `coordinator_epoch` and `generation_grows` to gold_rebalances rows: within one coordinator epoch of a
+    group (consecutive rebalances under the same coordinator; a group re-created from generation 0 starts a new
+    one) each `generation_after` is above the previous one. Null where either generation is unknown."""
+    order = Window.partitionBy("group_id").orderBy("started_at", "rebalance_id")
+    # A rebalance whose coordinator is unknown belongs to the coordinator seen last.
+    known = F.last("coordinator", ignorenulls=True).over(order.rowsBetween(Window.unboundedPreceding, 0))
+    with_known = rebalances.withColumn("_coordinator", known)
+    previous = F.lag("_coordinator").over(order)
+    starts = (
+        (F.row_number().over(order) == 1)
+        | F.coalesce(previous != F.col("_coordinator"), F.lit(False))
+        | F.coalesce(F.col("generation_before") == 0, F.lit(False))
+    ).cast("int")
+    epochs = with_known.withColumn("coordinator_epoch", F.sum(starts).over(order))
+    in_epoch = Window.partitionBy("group_id", "coordinator_epoch").orderBy("started_at", "rebalance_id").rowsBetween(
+        Window.unboundedPreceding, -1)
+    before = F.last("generation_after", ignorenulls=True).over(in_epoch)
+    return epochs.withColumn(
+        "generation_grows",
+        F.when(before.isNotNull() & F.col("generation_after").isNotNull(), F.col("generation_after") > before),
+    ).drop("_coordinator")

@@ -1,0 +1,105 @@
+"""The quality rules as data: per checked table, the columns that identify a row and what must hold.
+
+Each rule becomes one Great Expectations expectation (validate.py). Rules GX cannot state directly (legal state
+transitions, generations that grow) are computed as a boolean column by a transform in derived.py, and the rule
+expects that column to be true wherever it is not null.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pipelines.gold.causes import CAUSES
+from pipelines.quality.derived import STATES
+from pipelines.silver.templates import load_templates
+
+Kind = Literal["not_null", "unique", "compound_unique", "in_set", "between", "is_true"]
+
+OUTCOMES = ("stabilized", "emptied", "superseded", "open")
+PROTOCOLS = ("classic", "consumer")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One expectation on one or more columns: `values` for in_set, `low`/`high` for between (None: open)."""
+
+    name: str
+    kind: Kind
+    columns: tuple[str, ...]
+    values: tuple[object, ...] = ()
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass(frozen=True)
+class TableCheck:
+    """The rules of one table; `key` names the columns shown for each sample of a failing rule."""
+
+    table: str
+    key: tuple[str, ...]
+    rules: tuple[Rule, ...]
+
+
+def key_rules(key: tuple[str, ...]) -> tuple[Rule, ...]:
+    """Every key column present, and the key unique."""
+    present = tuple(Rule(f"{column}_not_null", "not_null", (column,)) for column in key)
+    if len(key) == 1:
+        return (*present, Rule(f"{key[0]}_unique", "unique", key))
+    return (*present, Rule("key_unique", "compound_unique", key))
+
+
+def non_negative(column: str) -> Rule:
+    """A duration (or other amount) that is never below zero."""
+    return Rule(f"{column}_non_negative", "between", (column,), low=0)
+
+
+def event_types() -> tuple[str, ...]:
+    """Every event type the template registry can produce (noise wordings never reach silver_events)."""
+    return tuple(sorted({t.template.event for t in load_templates()} - {"noise"}))
+
+
+def template_ids() -> tuple[str, ...]:
+    """Every template id of the registry."""
+    return tuple(sorted(t.template.id for t in load_templates()))
+
+
+def checks() -> tuple[TableCheck, ...]:
+    """The checked tables, in validation order, with their rules."""
+    return (
+        TableCheck("silver_events", ("event_id",), (
+            *key_rules(("event_id",)),
+            Rule("event_type_known", "in_set", ("event_type",), values=event_types()),
+            Rule("template_id_known", "in_set", ("template_id",), values=template_ids()),
+        )),
+        TableCheck("silver_gc_pauses", ("pause_id",), (
+            *key_rules(("pause_id",)),
+            non_negative("duration_ms"),
+        )),
+        TableCheck("gold_group_states", ("state_id",), (
+            *key_rules(("state_id",)),
+            Rule("group_id_not_null", "not_null", ("group_id",)),
+            Rule("state_known", "in_set", ("state",), values=STATES),
+            non_negative("duration_ms"),
+            Rule("legal_transition", "is_true", ("legal_transition",)),
+        )),
+        TableCheck("gold_rebalances", ("rebalance_id",), (
+            *key_rules(("rebalance_id",)),
+            Rule("group_id_not_null", "not_null", ("group_id",)),
+            Rule("cause_known", "in_set", ("cause",), values=CAUSES),
+            Rule("outcome_known", "in_set", ("outcome",), values=OUTCOMES),
+            Rule("protocol_known", "in_set", ("protocol",), values=PROTOCOLS),
+            non_negative("duration_ms"),
+            Rule("cause_confidence_in_range", "between", ("cause_confidence",), low=0, high=1),
+            Rule("generation_grows", "is_true", ("generation_grows",)),
+        )),
+        TableCheck("gold_incidents", ("incident_id",), (
+            *key_rules(("incident_id",)),
+            Rule("root_cause_known", "in_set", ("root_cause",), values=CAUSES),
+            non_negative("unavailable_ms"),
+        )),
+        TableCheck("gold_rebalance_stats_hourly", ("hour", "group_id", "cause"), (
+            *key_rules(("hour", "group_id", "cause")),
+            Rule("cause_known", "in_set", ("cause",), values=CAUSES),
+        )),
+    )
