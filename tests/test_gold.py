@@ -110,3 +110,131 @@ def test_kafka_4_leave_reason_names_the_member():
     verdict = classify_reason("explicit `LeaveGroup` request for (consumer-lab-poll-1-04d4) members.", None)
     assert (verdict.cause, verdict.detail, verdict.trigger_member_id) == ("membership_change", "member_leave",
                                                                          "consumer-lab-poll-1-04d4")
+
+
+def client(seconds: float, event_type: str, instance: str, **fields) -> dict:
+    return ev(seconds, event_type, source_kind="client", instance=instance, **fields)
+
+
+def test_kip848_one_rebalance_per_group_epoch_with_its_cause():
+    """Consumer-protocol groups have no generations: each `Bumped group epoch` is a rebalance, explained by the member
+    event the broker printed just before it and refined with the members' own logs."""
+    events = [
+        client(-5, "client_subscribed", "c1", topics="t"),
+        client(-4, "client_subscribed", "c2", topics="t"),
+        ev(0, "member_joining", member_id="A"),
+        ev(0.01, "group_epoch_bumped", group_epoch=1),
+        ev(0.05, "target_assignment_computed", target_epoch=1),
+        client(0.3, "client_member_state_changed", "c1", member_id="A", state="RECONCILING"),
+        client(0.5, "client_member_state_changed", "c1", member_id="A", state="STABLE"),
+        ev(10, "member_joining", member_id="B"),
+        ev(10.01, "group_epoch_bumped", group_epoch=2),
+        client(10.2, "client_member_state_changed", "c2", member_id="B", state="STABLE"),
+        ev(20, "member_fenced", member_id="B", reason="the member session expired"),
+        ev(20.01, "group_epoch_bumped", group_epoch=3),
+        ev(20.5, "target_assignment_computed", target_epoch=3),
+        client(29.9, "client_poll_timeout", "c1", member_id="A"),
+        ev(30, "member_left", member_id="A"),
+        ev(30.01, "group_epoch_bumped", group_epoch=4),
+        ev(36, "member_joining", member_id="A"),
+        ev(36.01, "group_epoch_bumped", group_epoch=5),
+        ev(40, "member_left", member_id="A"),
+        ev(40.01, "group_epoch_bumped", group_epoch=6),
+    ]
+    rows = reconstruct_group("g", events)
+    summary = [(r["protocol"], r["generation_before"], r["generation_after"], r["cause"], r["cause_detail"],
+                r["trigger_member_id"], r["members_after"], r["outcome"]) for r in rows]
+    assert summary == [
+        ("consumer", 0, 1, "membership_change", "member_join", "A", 1, "stabilized"),
+        ("consumer", 1, 2, "membership_change", "member_join", "B", 2, "stabilized"),
+        ("consumer", 2, 3, "session_timeout", "heartbeat_expiration", "B", 1, "stabilized"),
+        ("consumer", 3, 4, "poll_timeout", "leave_on_poll_timeout", "A", 0, "emptied"),
+        # The same member id joins again from the same process: the poll timeout's cost. Nothing says when it
+        # reconciled, so it lasted until the next bump at most.
+        ("consumer", 4, 5, "poll_timeout", "rejoin", "A", 1, "superseded"),
+        # The poll-timeout line already explained one leave; this one is a plain close.
+        ("consumer", 5, 6, "membership_change", "member_leave", "A", 0, "emptied"),
+    ]
+    # Completion: the last member's client reaching STABLE, else the broker's new target assignment.
+    assert [r["duration_ms"] for r in rows[:3]] == [490, 190, 490]
+
+
+def test_kip848_bump_without_member_event_is_a_metadata_change():
+    rows = reconstruct_group("g", [ev(0, "member_joining", member_id="A"), ev(0.01, "group_epoch_bumped", group_epoch=1),
+                                   ev(60, "group_epoch_bumped", group_epoch=2)])
+    assert [(r["generation_after"], r["cause"]) for r in rows] == [(1, "membership_change"), (2, "metadata_change")]
+
+
+def test_kafka_4_classic_leave_takes_the_client_reason_from_the_has_left_line():
+    """4.1 opens the rebalance with `explicit LeaveGroup request for (m) members.`; the client's reason is only on the
+    separate `has left group ...; client reason: ...` line just before."""
+    events = [
+        ev(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id null"),
+        ev(1, "group_stabilized", generation=1, member_count=1),
+        ev(1.1, "assignment_received", generation=1, member_id="m1"),
+        ev(20, "member_left", member_id="m1", client_reason="consumer poll timeout has expired."),
+        ev(20, "rebalance_started", generation=1, reason="explicit `LeaveGroup` request for (m1) members."),
+        ev(20.1, "group_emptied", generation=2),
+    ]
+    row = reconstruct_group("g", events)[-1]
+    assert (row["cause"], row["cause_detail"], row["trigger_member_id"]) == ("poll_timeout", "leave_on_poll_timeout",
+                                                                             "m1")
+    assert "consumer poll timeout has expired" in row["evidence_json"]
+
+
+def test_a_clean_close_is_not_blamed_on_an_earlier_poll_timeout_line():
+    events = [
+        client(-1, "client_subscribed", "c1", topics="t", member_id="m2"),
+        ev(0, "rebalance_started", generation=0, reason="Adding new member m2 with group instance id None"),
+        ev(1, "group_stabilized", generation=1, member_count=1),
+        ev(1.1, "assignment_received", generation=1, member_id="m2"),
+        client(5, "client_poll_timeout", "c1", member_id="m1"),
+        ev(15, "rebalance_started", generation=1, reason="Removing member m2 on LeaveGroup",
+           client_reason="the consumer is being closed"),
+        ev(15.1, "group_emptied", generation=2),
+    ]
+    row = reconstruct_group("g", events)[-1]
+    assert (row["cause"], row["cause_detail"]) == ("membership_change", "member_leave")
+
+
+def test_a_rebalance_cut_off_by_a_coordinator_move_restarts_as_coordinator_failover():
+    events = [
+        ev(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None"),
+        ev(1, "group_stabilized", generation=1, member_count=1),
+        ev(1.1, "assignment_received", generation=1, member_id="m1"),
+        ev(10, "rebalance_started", generation=1, reason="Adding new member m2 with group instance id None"),
+        ev(11, "group_loaded", broker_id=2, generation=1),
+        ev(11.5, "rebalance_started", broker_id=2, generation=1, reason="Adding new member m3 with group instance id None"),
+        ev(20, "group_stabilized", broker_id=2, generation=2, member_count=2),
+    ]
+    rows = reconstruct_group("g", events)
+    assert [(r["generation_after"], r["outcome"], r["cause"], r["cause_detail"]) for r in rows] == [
+        (1, "stabilized", "membership_change", "member_join"),
+        (None, "superseded", "membership_change", "member_join"),
+        (2, "stabilized", "coordinator_change", "coordinator_failover"),
+    ]
+    assert rows[-1]["members_joined"] == 1
+
+
+def test_a_leader_metadata_rejoin_right_after_the_only_subscriber_of_a_topic_left_is_that_leave():
+    """The leaver alone read topic b: once it is gone the group's subscription shrinks and the leader's cached
+    metadata changes, so the leader's rejoin is the leave's consequence (a partition-count change is not)."""
+    def events(leaver_topics: str) -> list[dict]:
+        return [
+            client(-3, "client_subscribed", "c1", topics="a", member_id="m1"),
+            client(-2, "client_subscribed", "c2", topics=leaver_topics, member_id="m2"),
+            ev(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None"),
+            ev(0.5, "rebalance_started", generation=0, reason="Adding new member m2 with group instance id None"),
+            ev(1, "group_stabilized", generation=1, member_count=2),
+            ev(1.1, "assignment_received", generation=1, member_id="m1"),
+            ev(10, "rebalance_started", generation=1, reason="Removing member m2 on LeaveGroup",
+               client_reason="the consumer is being closed"),
+            ev(10.5, "group_stabilized", generation=2, member_count=1),
+            ev(10.6, "assignment_received", generation=2, member_id="m1"),
+            ev(13, "rebalance_started", generation=2, reason="Leader m1 re-joining group during Stable",
+               client_reason="cached metadata has changed"),
+            ev(13.2, "group_stabilized", generation=3, member_count=1),
+        ]
+
+    assert [r["cause"] for r in reconstruct_group("g", events("a, b"))][-1] == "membership_change"
+    assert [r["cause"] for r in reconstruct_group("g", events("a"))][-1] == "metadata_change"

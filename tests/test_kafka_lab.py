@@ -1,7 +1,9 @@
 """The real-Kafka lab corpus (tests/data/kafka-lab/<version>/, made by `python -m lab run --commit-corpus`).
 
 Default tier: every group-related line the real brokers and clients printed becomes an event (or is a listed,
-known exception in unparsed-wordings.tsv), and every truth row's generation is one the brokers logged.
+known exception in unparsed-wordings.tsv), every truth row's generation is one the brokers logged, and the pipeline
+(its batch path, the streaming run's oracle) finds every true rebalance, invents none and gets the cause right for at
+least 95% of them on each version.
 Tier `kafka`: run the lab live for one version (short scenario set) and check what it produced.
 """
 
@@ -17,7 +19,9 @@ from pyspark.sql import functions as F
 
 from lab.corpus import RECORD_START, is_group_related
 from pipelines import io
+from pipelines.batch import build_batch
 from pipelines.config import load_config
+from pipelines.evaluate import accuracy, match_truth
 from pipelines.ingest import stage_batch
 
 CORPUS = Path(__file__).parent / "data" / "kafka-lab"
@@ -101,6 +105,23 @@ def check_corpus(spark, root: Path) -> None:
 @pytest.mark.parametrize("version", VERSIONS)
 def test_lab_corpus_is_parsed_and_truth_is_confirmed(spark, version):
     check_corpus(spark, CORPUS / version)
+
+
+@pytest.mark.skipif(not VERSIONS, reason="no lab corpus committed under tests/data/kafka-lab")
+@pytest.mark.parametrize("version", VERSIONS)
+def test_lab_causes_match_the_truth(spark, tmp_path, version):
+    root = CORPUS / version
+    cfg = load_config(None, {"landing": root / "landing", "lakehouse": tmp_path / "lakehouse"})
+    tables = build_batch(spark, cfg)
+    try:
+        truth = spark.read.json(str(root / "truth" / "rebalances.jsonl"))
+        result = accuracy(match_truth(tables["gold_rebalances"], truth))
+    finally:
+        for name in ("gold_rebalances", "gold_member_sessions"):
+            tables[name].unpersist()
+    assert result.found == result.truth, result.confusion
+    assert result.invented == 0, result.confusion
+    assert result.cause_accuracy >= 0.95, (result.line(), result.confusion)
 
 
 def test_lab_corpus_covers_every_cause():

@@ -44,20 +44,25 @@ def lakehouse(spark, tmp_path_factory):
 
 def test_transitions_follow_the_group_state_machine(spark):
     t = dt.datetime(2026, 11, 20, 8, 0)
-    rows = [  # (state_id, group, state, started, ended)
-        ("a1", "g", "PreparingRebalance", t, t + dt.timedelta(seconds=3)),
-        ("a2", "g", "CompletingRebalance", t + dt.timedelta(seconds=3), t + dt.timedelta(seconds=3)),
+    rows = [  # (state_id, group, state, coordinator, started, ended)
+        ("a1", "g", "PreparingRebalance", "1", t, t + dt.timedelta(seconds=3)),
+        ("a2", "g", "CompletingRebalance", "1", t + dt.timedelta(seconds=3), t + dt.timedelta(seconds=3)),
         # Same millisecond: the zero-length CompletingRebalance comes before the Stable that follows it.
-        ("a3", "g", "Stable", t + dt.timedelta(seconds=3), t + dt.timedelta(seconds=9)),
-        ("a4", "g", "CompletingRebalance", t + dt.timedelta(seconds=9), None),
-        ("b1", "h", "Dead", t, t + dt.timedelta(seconds=1)),
-        ("b2", "h", "PreparingRebalance", t + dt.timedelta(seconds=1), None),
+        ("a3", "g", "Stable", "1", t + dt.timedelta(seconds=3), t + dt.timedelta(seconds=9)),
+        ("a4", "g", "CompletingRebalance", "1", t + dt.timedelta(seconds=9), None),
+        ("b1", "h", "Dead", None, t, t + dt.timedelta(seconds=1)),
+        ("b2", "h", "PreparingRebalance", None, t + dt.timedelta(seconds=1), None),
+        # A rebalance cut off by a coordinator move restarts on the new coordinator: legal there, not on the same.
+        ("c1", "k", "PreparingRebalance", "1", t, t + dt.timedelta(seconds=2)),
+        ("c2", "k", "PreparingRebalance", "2", t + dt.timedelta(seconds=2), t + dt.timedelta(seconds=4)),
+        ("c3", "k", "PreparingRebalance", "2", t + dt.timedelta(seconds=4), None),
     ]
-    states = spark.createDataFrame(rows, "state_id string, group_id string, state string, started_at timestamp, "
-                                         "ended_at timestamp")
+    states = spark.createDataFrame(rows, "state_id string, group_id string, state string, coordinator string, "
+                                         "started_at timestamp, ended_at timestamp")
     checked = with_transition_check(states).select("state_id", "previous_state", "legal_transition")
     expected = [("a1", None, None), ("a2", "PreparingRebalance", True), ("a3", "CompletingRebalance", True),
-                ("a4", "Stable", False), ("b1", None, None), ("b2", "Dead", True)]
+                ("a4", "Stable", False), ("b1", None, None), ("b2", "Dead", True),
+                ("c1", None, None), ("c2", "PreparingRebalance", True), ("c3", "PreparingRebalance", False)]
     assertDataFrameEqual(checked, spark.createDataFrame(expected, checked.schema))
 
 

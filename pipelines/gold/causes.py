@@ -20,6 +20,23 @@ Refinements with the members' own logs (GroupContext) decide what the broker can
 - poll_timeout on brokers before 3.2 (no client reason): the leaving member's client logged the poll timeout.
 - rejoin: a member removed by an expiry, a GC pause or a poll timeout that joins again from the same process (no
   process start in between) carries that cause into the rebalance its join opens.
+- Kafka 4.x opens a classic leave's rebalance with `explicit LeaveGroup request for (X) members.`; the client's reason
+  is on the separate `[Group G] Member X has left group through explicit LeaveGroup request; client reason: ...` line
+  just before it, which decides (a poll timeout there is poll_timeout). A client reason the leaver sent itself
+  outranks a poll-timeout line in its log, and one poll-timeout line explains one leave only.
+- coordinator_change (failover): a rebalance still open when the group moved to a new coordinator, restarted there
+  by its members joining again, is the failover's cost.
+- membership_change after a leave: a leader's `cached metadata has changed` rejoin within seconds of a member's leave,
+  when the leaver alone subscribed to some topic (client logs' `Subscribed to topic(s)`), is that leave's consequence:
+  the group's subscription shrank, not the topics' partitions.
+
+KIP-848 `consumer` groups (new coordinator, 3.7+) have no JoinGroup and no generations: every
+`[GroupId G] Bumped group epoch to N` is one rebalance (generation_after N), and the broker line just before it says
+why: `Member X joins the consumer group` (member_join, or rejoin as above: the member id stays the same),
+`Member X left the consumer group` (member_leave, or poll_timeout when X's client logged the poll timeout: the client
+leaves the group itself), `Member X fenced from the group because the member session expired` (session_timeout, or
+gc_pause as above), fenced for failing to revoke or transition in time (poll_timeout, rebalance_timeout: the
+rebalance timeout is max.poll.interval.ms); no member line at all means the subscribed topics' metadata changed.
 """
 
 from __future__ import annotations

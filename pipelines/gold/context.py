@@ -1,5 +1,6 @@
 """What the client and GC logs say about a group's members: which process each member ran in, when processes
-started, their long GC pauses and their poll timeouts. Built once per group from all its events."""
+started and what they subscribed to, their long GC pauses, their poll timeouts and (KIP-848) their member state
+transitions. Built once per group from all its events."""
 
 from __future__ import annotations
 
@@ -23,6 +24,10 @@ class GroupContext:
     process_starts: dict[str, list[pd.Timestamp]] = field(default_factory=lambda: defaultdict(list))
     pauses: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))
     poll_timeouts: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))
+    subscriptions: dict[str, list[tuple[pd.Timestamp, frozenset[str]]]] = field(
+        default_factory=lambda: defaultdict(list))
+    member_states: dict[str, list[tuple[pd.Timestamp, str]]] = field(default_factory=lambda: defaultdict(list))
+    _used_poll_timeouts: set[str] = field(default_factory=set)
 
     @classmethod
     def build(cls, events: list[dict]) -> GroupContext:
@@ -49,6 +54,10 @@ class GroupContext:
             event_type = event["event_type"]
             if event_type == "client_subscribed":
                 ctx.process_starts[instance].append(event["event_ts"])
+                topics = frozenset(t.strip() for t in (event.get("topics") or "").split(",") if t.strip())
+                ctx.subscriptions[instance].append((event["event_ts"], topics))
+            elif event_type == "client_member_state_changed" and member and event.get("state"):
+                ctx.member_states[member].append((event["event_ts"], event["state"]))
             elif event_type == "client_poll_timeout" or (
                 event_type == "client_leaving" and "poll timeout" in reason
             ):
@@ -90,9 +99,44 @@ class GroupContext:
         return any(start < t <= end for t in self.process_starts.get(instance or "", ()))
 
     def poll_timeout_near(self, instance: str | None, at: pd.Timestamp, *, window_s: float) -> dict | None:
-        """A client poll-timeout line of `instance` within `window_s` before (or just after) `at`."""
+        """A client poll-timeout line of `instance` within `window_s` before (or just after) `at`, not yet used.
+
+        The line is marked used: one poll timeout makes one leave, so a clean close a few seconds after the member
+        rejoined is not blamed on the same line.
+        """
         window = pd.Timedelta(seconds=window_s)
         for event in self.poll_timeouts.get(instance or "", ()):
+            if event["event_id"] in self._used_poll_timeouts:
+                continue
             if at - window <= event["event_ts"] <= at + pd.Timedelta(seconds=2):
+                self._used_poll_timeouts.add(event["event_id"])
                 return event
         return None
+
+    def subscription_at(self, instance: str | None, at: pd.Timestamp) -> frozenset[str] | None:
+        """The topics the process in `instance` had last subscribed to at `at` (None when its log does not say)."""
+        latest = None
+        for ts, topics in self.subscriptions.get(instance or "", ()):
+            if ts <= at:
+                latest = topics
+        return latest
+
+    def reached_stable(self, member: str, start: pd.Timestamp, end: pd.Timestamp | None) -> tuple[bool, object]:
+        """KIP-848: whether `member` logged any state transition in [start, end), and when it became STABLE.
+
+        Returns (seen, stable_at); stable_at is None when the member was still joining or reconciling at the end of
+        the window. The client logs some transitions of one millisecond out of order, so a STABLE at the same
+        millisecond as the last JOINING/RECONCILING/ACKNOWLEDGING counts as reached.
+        """
+        seen, busy_at, stable_at = False, None, None
+        for ts, state in self.member_states.get(member, ()):
+            if ts < start or (end is not None and ts >= end):
+                continue
+            seen = True
+            if state == "STABLE":
+                stable_at = ts
+            elif state in ("JOINING", "RECONCILING", "ACKNOWLEDGING"):
+                busy_at = ts
+        if stable_at is not None and busy_at is not None and stable_at < busy_at:
+            stable_at = None
+        return seen, stable_at

@@ -22,7 +22,8 @@ TIMELINE_INPUT = (
     "event_id string, event_ts timestamp, event_type string, source_kind string, group_id string, member_id string, "
     "old_member_id string, generation int, reason string, client_reason string, member_count int, broker_id int, "
     "instance string, client_id string, group_instance_id string, client_host string, members string, "
-    "source_file string, line_no long, pause_end_ts timestamp, pause_ms double"
+    "source_file string, line_no long, pause_end_ts timestamp, pause_ms double, group_epoch int, target_epoch int, "
+    "state string, topics string"
 )
 _ORDER = ["event_ts", "source_file", "line_no"]
 
@@ -52,6 +53,8 @@ def timeline_input(events: DataFrame, pauses: DataFrame, *, min_pause_ms: float)
         "instance",
         *[F.lit(None).cast("string").alias(n) for n in ("client_id", "group_instance_id", "client_host", "members")],
         "source_file", "line_no", F.col("ended_at").alias("pause_end_ts"), F.col("duration_ms").alias("pause_ms"),
+        *[F.lit(None).cast(t).alias(n) for n, t in (
+            ("group_epoch", "int"), ("target_epoch", "int"), ("state", "string"), ("topics", "string"))],
     )
     return ev.unionByName(gc)
 

@@ -16,6 +16,13 @@ from pipelines.gold.causes import Verdict, classify_reason
 from pipelines.gold.context import GroupContext
 
 _NEIGHBOUR_S = 5.0  # member events this close before a reason-less start (brokers before 2.1) explain it
+# A leader's "cached metadata has changed" rejoin this soon after a member left is the leave's consequence when the
+# leaver alone subscribed to some topic: the group's subscription shrank, so the leader's metadata snapshot changed.
+_CASCADE_S = 30.0
+# KIP-848: broker events that bump a consumer group's epoch, most decisive first (a fence or leave explains the bump
+# better than a join logged in the same instant).
+_EPOCH_CAUSES = ("member_fenced", "member_left", "static_member_replaced", "member_joining",
+                 "member_subscription_changed", "subscription_metadata_changed")
 # Causes that remove a member against its will; its return from the same process is a `rejoin` of that cause.
 _REMOVAL_CAUSES = ("session_timeout", "gc_pause", "poll_timeout", "coordinator_change")
 _SET_ITEMS = re.compile(r"[\w.\-]+(?:-[0-9a-f-]{36})?")
@@ -54,6 +61,8 @@ class _Open:
     joined: set[str] = field(default_factory=set)
     left: set[str] = field(default_factory=set)
     linked_to: str | None = None
+    protocol: str = "classic"
+    generation_before: int | None = None
 
 
 def stable_id(*parts: object) -> str:
@@ -87,6 +96,15 @@ class Timeline:
         self._coordinator: int | None = None
         self._moves: list[tuple[pd.Timestamp, int | None, int]] = []
         self._transitions: list[tuple[pd.Timestamp, str, int | None, str | None, str]] = []
+        self._departures: list[tuple[pd.Timestamp, str]] = []
+        self._pending: list[dict] = []
+        self._epoch_size: int | None = None
+        self._bumps = [e["event_ts"] for e in events
+                       if e.get("source_kind") == "broker" and e["event_type"] == "group_epoch_bumped"]
+        self._targets: dict[int, pd.Timestamp] = {}
+        for e in events:
+            if e["event_type"] == "target_assignment_computed" and _int(e.get("target_epoch")) is not None:
+                self._targets.setdefault(_int(e["target_epoch"]), e["event_ts"])
         for event in events:
             if event.get("source_kind") == "broker":
                 self._on_broker(event)
@@ -117,12 +135,17 @@ class Timeline:
             if self._current is not None:
                 self._current.left.add(member)
                 self._current.evidence.append({"event_id": event["event_id"], "explanation": f"{kind}: {member}"})
+        elif kind == "member_fenced" and member:
+            self._leave(member, ts, "expired")
         elif kind == "members_removed":
             for gone in _SET_ITEMS.findall(event.get("members") or ""):
                 if gone in self._members:
                     self._leave(gone, ts, "rebalance_timeout")
         elif kind == "rebalance_started":
+            self._pending.clear()
             self._start(event)
+        elif kind == "group_epoch_bumped" and _int(event.get("group_epoch")) is not None:
+            self._bump(event)
         elif kind == "group_stabilized" and self._current is not None:
             current = self._current
             current.generation_after = _int(event.get("generation"))
@@ -147,22 +170,44 @@ class Timeline:
             self._transition(ts, "Empty", generation, None, event)
         elif kind == "group_dead":
             self._transition(ts, "Dead", _int(event.get("generation")), None, event)
+        if kind in _EPOCH_CAUSES:
+            self._pending.append(event)
+            if len(self._pending) > 64:
+                del self._pending[:32]
         self._recent.append(event)
         if len(self._recent) > 64:
             del self._recent[:32]
 
     def _start(self, event: dict) -> None:
         ts = event["event_ts"]
+        interrupted = self._interrupted_by_move(event)
         if self._current is not None:
             self._close(ts, "superseded", transition=False)
-        verdict = classify_reason(event.get("reason"), event.get("client_reason")) or self._neighbour_verdict(
-            ts, _int(event.get("generation")))
-        verdict, evidence, link = self._refine(verdict, ts)
+        client_reason, leave_evidence = event.get("client_reason"), []
+        verdict = classify_reason(event.get("reason"), client_reason)
+        if verdict is not None and verdict.detail == "member_leave" and not client_reason:
+            left = self._left_line(verdict.trigger_member_id, ts)
+            if left is not None:
+                client_reason = left["client_reason"]
+                verdict = classify_reason(event.get("reason"), client_reason)
+                leave_evidence = [{"event_id": left["event_id"],
+                                   "explanation": f"{left['member_id']} left; client reason: {client_reason}"}]
+        verdict = verdict or self._neighbour_verdict(ts, _int(event.get("generation")))
+        joining = verdict.detail in ("member_join", "rejoin")
+        if interrupted is not None and verdict.cause in ("membership_change", "unknown") and verdict.detail != (
+                "member_leave"):
+            old, new, moved_at = interrupted
+            verdict = Verdict("coordinator_change", "coordinator_failover", 0.8, verdict.trigger_member_id,
+                              f"{verdict.explanation}; the rebalance in progress on coordinator {old} was cut off when "
+                              f"the group moved to coordinator {new} at {moved_at:%H:%M:%S}, and its members joined "
+                              f"again there")
+        verdict, evidence, link = self._refine(verdict, ts, client_reason=client_reason)
+        evidence = leave_evidence + evidence
         before = self._size if self._size is not None else (0 if _int(event.get("generation")) == 0 else None)
         current = _Open(stable_id(self.group_id, event["event_id"]), event, verdict, before, evidence, linked_to=link)
         self._current = current
         trigger = verdict.trigger_member_id
-        if trigger and verdict.detail in ("member_join", "rejoin"):
+        if trigger and (joining or verdict.detail in ("member_join", "rejoin")):
             if trigger not in self._members:
                 self._join(trigger, event)
             current.joined.add(trigger)
@@ -174,6 +219,102 @@ class Timeline:
             self._leave(trigger, ts, "left")
             current.left.add(trigger)
         self._transition(ts, "PreparingRebalance", _int(event.get("generation")), current.rebalance_id, event)
+
+    def _bump(self, event: dict) -> None:
+        """KIP-848: a consumer group's epoch bump is one rebalance; its cause is the member event just before it."""
+        ts, epoch = event["event_ts"], _int(event["group_epoch"])
+        pending = [e for e in self._pending if _secs(ts - e["event_ts"]) <= _NEIGHBOUR_S]
+        self._pending.clear()
+        decisive = min(pending, key=lambda e: _EPOCH_CAUSES.index(e["event_type"]), default=None)
+        verdict = self._epoch_verdict(decisive)
+        verdict, evidence, link = self._refine(verdict, ts, protocol="consumer")
+        if decisive is not None:
+            line = f"{decisive['event_type']}: {decisive.get('member_id')}"
+            if decisive.get("reason"):
+                line += f" ({decisive['reason']})"
+            evidence = [{"event_id": decisive["event_id"], "explanation": line}] + evidence
+        before = self._epoch_size if self._epoch_size is not None else (0 if epoch == 1 else None)
+        current = _Open(stable_id(self.group_id, event["event_id"]), event, verdict, before, evidence,
+                        generation_after=epoch, linked_to=link, protocol="consumer", generation_before=epoch - 1)
+        for e in pending:
+            if e["event_type"] in ("member_joining", "static_member_replaced") and e.get("member_id"):
+                current.joined.add(e["member_id"])
+            elif e["event_type"] in ("member_left", "member_fenced") and e.get("member_id"):
+                current.left.add(e["member_id"])
+        trigger = verdict.trigger_member_id
+        if trigger and verdict.cause in _REMOVAL_CAUSES and verdict.detail != "rejoin":
+            self._record_removal(trigger, ts, verdict.cause, current.rebalance_id)
+        current.members_after = len(self._members)
+        self._epoch_size = current.members_after
+        self._mark_generation(epoch)
+        # No gold_group_states rows: that table (and its legal-transition check) holds the classic state machine.
+        completed_at, outcome = self._epoch_completion(current, ts)
+        self.rebalances.append(self._row(current, completed_at=completed_at, outcome=outcome))
+
+    def _epoch_completion(self, current: _Open, ts: pd.Timestamp) -> tuple[pd.Timestamp | None, str]:
+        """When the members reached the epoch's target assignment: their clients' STABLE transitions, else the
+        broker's target-assignment line; `superseded` when the next bump came first, `open` when nothing says."""
+        later = [b for b in self._bumps if b > ts]
+        end = later[0] if later else None
+        if not current.members_after:
+            return ts, "emptied"
+        done = [t for t in (self._targets.get(current.generation_after),) if t is not None and (end is None or t < end)]
+        for member in self._members:
+            seen, stable_at = self.ctx.reached_stable(member, ts, end)
+            if not seen:
+                continue
+            if stable_at is None:
+                return (end, "superseded") if end is not None else (None, "open")
+            done.append(stable_at)
+        if done:
+            return max(done), "stabilized"
+        return (end, "superseded") if end is not None else (None, "open")
+
+    def _epoch_verdict(self, event: dict | None) -> Verdict:
+        """The cause the broker's member event before a KIP-848 epoch bump gives (before client-log refinement)."""
+        if event is None:
+            return Verdict("metadata_change", "partition_count_change", 0.5, None,
+                           "no member joined, left or was fenced just before the epoch bump: the metadata of the "
+                           "subscribed topics changed")
+        kind, member, line = event["event_type"], event.get("member_id"), f"broker: {event['event_type']}"
+        if kind == "member_fenced":
+            reason = event.get("reason") or ""
+            if re.search(r"session (?:expired|timeout)", reason, re.I):
+                return Verdict("session_timeout", "heartbeat_expiration", 0.9, member,
+                               f"{member} fenced because {reason}")
+            if re.search(r"revoke|transition from epoch|rebalance timeout", reason, re.I):
+                return Verdict("poll_timeout", "rebalance_timeout", 0.6, member,
+                               f"{member} fenced because {reason} (its rebalance timeout is max.poll.interval.ms)")
+            return Verdict("unknown", "fenced", 0.3, member, f"{member} fenced because {reason}")
+        if kind == "member_left":
+            return Verdict("membership_change", "member_leave", 0.85, member, f"{member} left the consumer group")
+        if kind == "static_member_replaced":
+            return Verdict("membership_change", "static_member_replaced", 0.8, member,
+                           f"static member {member} replaced {event.get('old_member_id')}")
+        if kind == "member_joining":
+            return Verdict("membership_change", "member_join", 0.85, member, f"{member} joined the consumer group")
+        return Verdict("metadata_change", "subscription_change", 0.8, member, f"{line}: {member or 'the group'} "
+                       "changed its subscription")
+
+    def _left_line(self, member: str | None, ts: pd.Timestamp) -> dict | None:
+        """Kafka 4.x: the separate `has left group ...; client reason: ...` line of `member` just before `ts`."""
+        for event in reversed(self._recent):
+            if _secs(ts - event["event_ts"]) > _NEIGHBOUR_S:
+                break
+            if event["event_type"] == "member_left" and event.get("member_id") == member and event.get("client_reason"):
+                return event
+        return None
+
+    def _interrupted_by_move(self, event: dict) -> tuple[int | None, int, pd.Timestamp] | None:
+        """The coordinator move that cut off the open rebalance, when `event` restarts it on the new coordinator."""
+        current, broker = self._current, _int(event.get("broker_id"))
+        if current is None or broker is None:
+            return None
+        for moved_at, old, new in reversed(self._moves):
+            if (new == broker and current.start["event_ts"] <= moved_at <= event["event_ts"]
+                    and _secs(event["event_ts"] - moved_at) <= self.rules.coordinator_move_window_s):
+                return old, new, moved_at
+        return None
 
     # ---- causes ------------------------------------------------------------------------------------------------
 
@@ -212,7 +353,12 @@ class Timeline:
         return Verdict("session_timeout", "heartbeat_expiration", 0.9, member,
                        f"{member} sent no heartbeat within its session timeout"), []
 
-    def _refine(self, verdict: Verdict, ts: pd.Timestamp) -> tuple[Verdict, list[dict], str | None]:
+    def _refine(self, verdict: Verdict, ts: pd.Timestamp, *, client_reason: str | None = None,
+                protocol: str = "classic") -> tuple[Verdict, list[dict], str | None]:
+        if verdict.cause == "metadata_change" and verdict.detail in ("partition_count_change", "leader_rejoin"):
+            cascade = self._leave_cascade(verdict, ts)
+            if cascade is not None:
+                return cascade, [], None
         trigger = verdict.trigger_member_id
         if not trigger:
             return verdict, [], None
@@ -221,7 +367,8 @@ class Timeline:
             refined, evidence = self._expiry_verdict(trigger, ts)
             explanation = verdict.explanation + "; " + refined.explanation
             return Verdict(refined.cause, refined.detail, refined.confidence, trigger, explanation), evidence, None
-        if verdict.detail == "member_leave":
+        # A client reason the leaver sent itself ("the consumer is being closed") outranks a poll-timeout line in its log.
+        if verdict.detail == "member_leave" and not client_reason:
             instance = self.ctx.instance_of(trigger)
             line = self.ctx.poll_timeout_near(instance, ts, window_s=rules.poll_timeout_window_s)
             if line is not None:
@@ -233,7 +380,8 @@ class Timeline:
             removal = self._removals.get(instance or "")
             if (
                 removal is not None
-                and removal.member != trigger
+                # A KIP-848 member keeps its id across a leave and rejoin; a classic one gets a new id.
+                and (removal.member != trigger or protocol == "consumer")
                 and 0 <= _secs(ts - removal.at) <= rules.rejoin_window_s
                 and not self.ctx.started_between(instance, removal.at, ts)
             ):
@@ -243,16 +391,37 @@ class Timeline:
                 return Verdict(removal.cause, "rejoin", 0.85, trigger, text), [], removal.rebalance_id
         return verdict, [], None
 
-    def _record_removal(self, member: str, at: pd.Timestamp, cause: str) -> None:
+    def _record_removal(self, member: str, at: pd.Timestamp, cause: str, rebalance: str | None = None) -> None:
         instance = self.ctx.instance_of(member)
         if not instance or cause not in _REMOVAL_CAUSES:
             return
-        rebalance = self._current.rebalance_id if self._current is not None else None
+        if rebalance is None and self._current is not None:
+            rebalance = self._current.rebalance_id
         existing = self._removals.get(instance)
         if existing is not None and existing.member == member:
             existing.rebalance_id = existing.rebalance_id or rebalance
             return
         self._removals[instance] = _Removal(member, at, cause, rebalance)
+
+    def _leave_cascade(self, verdict: Verdict, ts: pd.Timestamp) -> Verdict | None:
+        """A leader's metadata rejoin caused by a member's leave: the leaver alone subscribed to some topic."""
+        remaining = set()
+        for member in self._members:
+            topics = self.ctx.subscription_at(self.ctx.instance_of(member), ts)
+            if topics is None:
+                return None
+            remaining |= topics
+        for left_at, gone in reversed(self._departures):
+            if _secs(ts - left_at) > _CASCADE_S:
+                break
+            topics = self.ctx.subscription_at(self.ctx.instance_of(gone), left_at)
+            only_theirs = sorted((topics or frozenset()) - remaining)
+            if only_theirs:
+                return Verdict("membership_change", "member_leave", 0.75, verdict.trigger_member_id,
+                               f"{verdict.explanation}; {gone} left {_secs(ts - left_at):.0f} s before and was the "
+                               f"only member subscribed to {', '.join(only_theirs)}, so the group's subscription "
+                               f"shrank and the leader's metadata changed with it")
+        return None
 
     # ---- members and states ------------------------------------------------------------------------------------
 
@@ -268,6 +437,10 @@ class Timeline:
             }
 
     def _leave(self, member: str, at: pd.Timestamp, reason: str) -> None:
+        if member in self._members:
+            self._departures.append((at, member))
+            if len(self._departures) > 64:
+                del self._departures[:32]
         self._members.discard(member)
         session = self.sessions.get(member)
         if session is not None and session["left_at"] is None:
@@ -310,9 +483,11 @@ class Timeline:
         evidence = [{"event_id": start["event_id"], "explanation": verdict.explanation}] + current.evidence
         broker = _int(start.get("broker_id"))
         return {
-            "rebalance_id": current.rebalance_id, "group_id": self.group_id, "protocol": "classic",
+            "rebalance_id": current.rebalance_id, "group_id": self.group_id, "protocol": current.protocol,
             "coordinator": None if broker is None else str(broker),
-            "generation_before": _int(start.get("generation")), "generation_after": current.generation_after,
+            "generation_before": (current.generation_before if current.protocol == "consumer"
+                                  else _int(start.get("generation"))),
+            "generation_after": current.generation_after,
             "started_at": started, "completed_at": completed_at,
             "duration_ms": None if completed_at is None else int(_secs(completed_at - started) * 1000),
             "outcome": outcome, "members_before": current.members_before, "members_after": current.members_after,
@@ -340,11 +515,15 @@ class Timeline:
 
     def _build_states(self) -> None:
         transitions = sorted(self._transitions, key=lambda t: t[0])
+        # A state belongs to the coordinator of its rebalance; states between rebalances to the last one known.
+        coordinators = {r["rebalance_id"]: r.get("coordinator") for r in self.rebalances}
+        coordinator = None
         for index, (ts, state, generation, rebalance_id, event_id) in enumerate(transitions):
             ended = transitions[index + 1][0] if index + 1 < len(transitions) else None
+            coordinator = coordinators.get(rebalance_id) or coordinator
             self.states.append({
                 "state_id": stable_id(self.group_id, event_id, state), "group_id": self.group_id, "state": state,
-                "generation": generation, "coordinator": None, "started_at": ts, "ended_at": ended,
+                "generation": generation, "coordinator": coordinator, "started_at": ts, "ended_at": ended,
                 "duration_ms": None if ended is None else int(_secs(ended - ts) * 1000),
                 "rebalance_id": rebalance_id,
             })

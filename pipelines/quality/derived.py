@@ -46,6 +46,11 @@ def with_transition_check(states: DataFrame) -> DataFrame:
     legal = F.lit(False)
     for before, after in LEGAL_TRANSITIONS:
         legal = legal | ((previous == before) & (F.col("state") == after))
+    # A new coordinator loads the group afresh (the old one unloads it without a logged state change), so the first
+    # state under another coordinator may follow any state of the previous one.
+    previous_coordinator = F.lag("coordinator").over(order)
+    moved = F.coalesce(previous_coordinator != F.col("coordinator"), F.lit(False))
+    legal = legal | moved
     return (
         states.withColumn("previous_state", previous)
         .withColumn("legal_transition", F.when(F.col("previous_state").isNotNull(), legal))
