@@ -142,7 +142,7 @@ def test_late_sources_are_counted_and_their_groups_rebuilt(spark, workspace):
 
 def _optimize_and_vacuum_until(spark, cfg, stop: threading.Event, done: list[str]) -> None:
     """Compact and vacuum the busiest tables in a loop, as a maintenance job beside the stream would."""
-    while not stop.wait(2.0):
+    while not stop.wait(1.0):
         for name in ("silver_events", "silver_accounting", "gold_rebalances"):
             path = cfg.lakehouse / name
             try:
@@ -156,31 +156,46 @@ def _optimize_and_vacuum_until(spark, cfg, stop: threading.Event, done: list[str
 
 
 @pytest.mark.slow
-def test_backlog_in_bounded_batches_while_optimize_and_vacuum_run(spark, workspace):
-    cfg = make_config(workspace, max_files_per_trigger=5)
-    sim = simulate(workspace / "sim", seed=5, groups=2, hours=2.0, lines=12_000)
+def test_a_backlog_is_absorbed_in_bounded_batches(spark, workspace):
+    """Ten micro-batches' worth of files at once: each batch reads at most max_files_per_trigger files (so memory
+    is bounded by the batch, not the backlog; bench/ measures the memory), and the result is the oracle's."""
+    cfg = make_config(workspace, max_files_per_trigger=3)
+    simulate(workspace / "sim", seed=5, groups=2, hours=1.0, lines=6_000)
     land(workspace / "sim" / "landing", cfg.landing)
     files = sum(1 for p in cfg.landing.glob("*/*") if p.is_file())
     assert files >= 9 * cfg.max_files_per_trigger  # a backlog ten times one micro-batch
+    summary = run(spark, cfg, stages=("ingest", "reconstruct"))
+    assert summary.batches["ingest"] == -(-files // cfg.max_files_per_trigger)
+    per_batch = io.read_table(spark, cfg, "bronze_files").groupBy("batch_id").count().collect()
+    assert max(r["count"] for r in per_batch) <= cfg.max_files_per_trigger
+    _same_as_oracle(spark, cfg)
+
+
+@pytest.mark.slow
+def test_optimize_and_vacuum_beside_the_stream(spark, workspace):
+    """A maintenance job compacts and vacuums the tables while the streams write: the pipeline's commits that lose
+    the race are retried (io.with_conflict_retries), nothing fails, nothing is duplicated."""
+    cfg = make_config(workspace, max_files_per_trigger=1)
+    land(DATA / "landing" / "part1", cfg.landing)
+    land(DATA / "landing" / "part2", cfg.landing)
     io.ensure_tables(spark, cfg)
     stop, done = threading.Event(), []
     maintenance = threading.Thread(target=_optimize_and_vacuum_until, args=(spark, cfg, stop, done), daemon=True)
     io.conflicts_retried.clear()
     maintenance.start()
     try:
-        summary = run(spark, cfg)
+        summary = run(spark, cfg, stages=("ingest", "reconstruct"))
     finally:
         stop.set()
         maintenance.join(timeout=300)
-    # Bounded: no micro-batch read more than max_files_per_trigger files.
-    assert summary.batches["ingest"] == -(-files // cfg.max_files_per_trigger)
-    per_batch = io.read_table(spark, cfg, "bronze_files").groupBy("batch_id").count().collect()
-    assert max(r["count"] for r in per_batch) <= cfg.max_files_per_trigger
+    assert summary.batches["ingest"] == 3
     assert [d for d in done if not d.startswith("lost")], "maintenance never ran beside the stream"
-    print(f"backlog: {files} files, {summary.batches}, maintenance ops {len(done)}, "
-          f"conflicts retried {io.conflicts_retried}, rebalances {sim.rebalances}")
+    print(f"maintenance: {len(done)} operations ({sum(d.startswith('lost') for d in done)} lost a race), "
+          f"pipeline conflicts retried: {io.conflicts_retried}")
     _same_as_oracle(spark, cfg)
-    assert io.read_table(spark, cfg, "silver_events").groupBy("event_id").count().filter("count > 1").count() == 0
+    for name in COMPARED:
+        key = io.read_table(spark, cfg, name).columns[0]
+        assert io.read_table(spark, cfg, name).groupBy(key).count().filter("count > 1").count() == 0, name
 
 
 def _ship(source: Path, landing: Path, name: str) -> None:
