@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test lab lab-eval clean
+.PHONY: setup demo test test-slow lab lab-eval clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +18,11 @@ setup: $(STAMP)  ## create .venv with the package, Spark, Delta and the test too
 demo: $(STAMP)   ## simulate a small Kafka estate, run the pipeline locally, print the summary
 	$(BIN)/rebalance demo
 
-test: $(STAMP)   ## run the test suite (one Spark session for the whole run)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+test: $(STAMP)   ## run the test suite (one Spark session for the whole run): default and browser tiers
+	$(BIN)/python -m pytest -m "not slow and not kafka" $(PYTEST_ARGS)
+
+test-slow: $(STAMP)  ## the slow tier: kill -9 loop, rotation, backlog, OPTIMIZE/VACUUM, older wordings, bench smoke
+	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
 
 lab: $(STAMP)    ## real Kafka 3.9 and 4.1 on 127.0.0.1, every cause provoked; refreshes tests/data/kafka-lab
 	$(BIN)/python -m lab run --version all --commit-corpus

@@ -159,7 +159,7 @@ def _optimize_and_vacuum_until(spark, cfg, stop: threading.Event, done: list[str
 def test_a_backlog_is_absorbed_in_bounded_batches(spark, workspace):
     """Ten micro-batches' worth of files at once: each batch reads at most max_files_per_trigger files (so memory
     is bounded by the batch, not the backlog; bench/ measures the memory), and the result is the oracle's."""
-    cfg = make_config(workspace, max_files_per_trigger=3)
+    cfg = make_config(workspace, max_files_per_trigger=5)
     simulate(workspace / "sim", seed=5, groups=2, hours=1.0, lines=6_000)
     land(workspace / "sim" / "landing", cfg.landing)
     files = sum(1 for p in cfg.landing.glob("*/*") if p.is_file())
