@@ -11,7 +11,7 @@ from pyspark.testing import assertDataFrameEqual
 from pipelines import io
 from pipelines.batch import build_batch
 from pipelines.evaluate import accuracy, match_truth
-from pipelines.run import run
+from pipelines.run import STAGES, run
 from pipelines.simulate import simulate
 from tests.conftest import make_config
 
@@ -57,13 +57,14 @@ def test_shuffled_arrival_gives_the_batch_result(spark, estate, tmp_path):
     random.Random(5).shuffle(files)  # client and GC logs often land before the broker logs they explain
     cfg = make_config(tmp_path)
     drops = [files[: len(files) // 3], files[len(files) // 3: 2 * len(files) // 3], files[2 * len(files) // 3:]]
-    for drop in drops:
+    for number, drop in enumerate(drops, 1):
         for file in drop:
             target = cfg.landing / file.parent.name / file.name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(file, target.with_name("." + target.name))
             target.with_name("." + target.name).rename(target)
-        run(spark, cfg)
+        # A partial picture (broker logs not landed yet) may rightly fail a quality rule; the gates run at the end.
+        run(spark, cfg, stages=("ingest", "reconstruct") if number < len(drops) else STAGES)
     oracle = build_batch(spark, cfg)
     for name in GOLD_TABLES:
         streamed = io.read_table(spark, cfg, name)
