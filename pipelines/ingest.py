@@ -29,9 +29,10 @@ class StagedBatch:
     bronze: DataFrame
     parsed: DataFrame
     splits: DataFrame
+    lines: DataFrame
 
     def unpersist(self) -> None:
-        for df in (self.parsed, self.bronze, self.files, self.splits):
+        for df in (self.parsed, self.bronze, self.files, self.splits, self.lines):
             df.unpersist()
 
 
@@ -45,7 +46,7 @@ def parse_bronze(bronze: DataFrame, cfg: Config) -> DataFrame:
 def stage_batch(raw: DataFrame, cfg: Config, *, existing_files: DataFrame, batch_id: int, now: Column) -> StagedBatch:
     """Raw lines (`value`, `_metadata`) to per-file stats, bronze candidate lines and parsed lines (all persisted)."""
     level = StorageLevel.MEMORY_AND_DISK
-    lines = with_source_columns(raw, is_candidate=is_candidate(F.col("value")))
+    lines = with_source_columns(raw, is_candidate=is_candidate(F.col("value"))).persist(level)
     splits = with_split_offsets(split_stats(lines)).persist(level)
     files = (
         file_stats(splits, existing_fingerprints=existing_files)
@@ -62,7 +63,7 @@ def stage_batch(raw: DataFrame, cfg: Config, *, existing_files: DataFrame, batch
         # The raw line repeats the ids: bronze keeps the scrubbed text of the parsed record instead.
         bronze.unpersist()
         bronze = parsed.select([F.col(f.name) for f in BRONZE_LOG_LINES.fields])
-    return StagedBatch(files=files, bronze=bronze, parsed=parsed, splits=splits)
+    return StagedBatch(files=files, bronze=bronze, parsed=parsed, splits=splits, lines=lines)
 
 
 def late_cutoff(spark, cfg: Config, batch_id: int) -> Column:

@@ -98,7 +98,10 @@ def get_spark(cfg: Config, *, app_name: str = "rebalance", session: SparkSession
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={LOG4J_CONFIG}")
+        # Spark's generated code for the parse stage has methods of 15-25 KB of bytecode; HotSpot leaves methods
+        # over 8 KB interpreted unless told otherwise.
+        .config("spark.driver.extraJavaOptions",
+                f"-Dlog4j.configurationFile={LOG4J_CONFIG} -XX:-DontCompileHugeMethods")
         .config("spark.sql.warehouse.dir", str(cfg.lakehouse.resolve() / "_warehouse"))
     )
     spark = builder.getOrCreate()

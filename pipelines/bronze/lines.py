@@ -31,8 +31,12 @@ CONTINUATION = (
 
 
 def with_source_columns(raw: DataFrame, *, is_candidate: Column) -> DataFrame:
-    """Add provenance (`source_file`, `instance`, `file_name`, `file_modified_at`, `block_start`), the scan order
-    `scan_id`, `line_length`, `candidate`, `continuation` and `may_head` to raw text lines (`value`, `_metadata`)."""
+    """Raw text lines (`value`, `_metadata`) to one narrow row per line: provenance (`source_file`, `instance`,
+    `file_name`, `file_modified_at`, `block_start`), the scan order `scan_id`, `line_length`, `line_hash`, the flags
+    `candidate`, `continuation` and `may_head`, and `value` only where a flag is set (null for plain noise).
+
+    The stats of every line and the text of the few lines a record can hold both come from this one frame, so a
+    batch persists it and scans its files once."""
     path = F.col("_metadata.file_path")
     parts = F.split(path, "/")
     return raw.select(
@@ -46,12 +50,15 @@ def with_source_columns(raw: DataFrame, *, is_candidate: Column) -> DataFrame:
     ).select(
         "*",
         F.coalesce(F.length("value"), F.lit(0)).cast("long").alias("line_length"),
+        F.xxhash64("value").alias("line_hash"),
         F.coalesce(is_candidate, F.lit(False)).alias("candidate"),
         F.coalesce(F.col("value").rlike(CONTINUATION), F.lit(False)).alias("continuation"),
         # A WARN or ERROR line may carry a stack trace, and a line ending with ':' a list (`ConsumerConfig values:`):
         # kept as a possible record head even when it is no candidate.
         (F.col("value").contains("WARN") | F.col("value").contains("ERROR") | F.col("value").endswith(":")
          | F.col("value").endswith(": ")).alias("may_head"),
+    ).withColumn(
+        "value", F.when(F.col("candidate") | F.col("continuation") | F.col("may_head"), F.col("value"))
     )
 
 
@@ -61,7 +68,7 @@ def split_stats(lines: DataFrame) -> DataFrame:
         F.min("scan_id").alias("first_scan_id"),
         F.count(F.lit(1)).alias("split_lines"),
         F.sum(F.col("candidate").cast("long")).alias("split_candidates"),
-        F.bit_xor(F.xxhash64("value")).alias("split_hash"),
+        F.bit_xor("line_hash").alias("split_hash"),
         F.sum("line_length").alias("split_chars"),
     )
 

@@ -6,9 +6,8 @@ A record is one line or, joined in bronze, a line and the lines that continue it
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
-from functools import lru_cache, reduce
+from functools import lru_cache
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -16,6 +15,7 @@ from pyspark.sql import functions as F
 from pipelines.silver.fields import typed_fields
 from pipelines.silver.gc import GC_PREFILTER, with_gc_pause
 from pipelines.silver.layouts import UserLayout, event_time, strip_envelope, with_layout
+from pipelines.silver.literals import contains_any
 from pipelines.silver.packing import at, literal_array, literal_map, pack_all
 from pipelines.silver.templates import Alternation, CompiledTemplate, build_alternation, load_templates
 
@@ -109,7 +109,14 @@ def parse_lines(
     )
     body, continued = F.col("body"), F.col("continued")
     body_full = F.when(continued.isNotNull(), F.concat(body, F.lit("\n"), continued)).otherwise(body)
-    parsed = parsed.withColumn("_parts", pack_all(body_full, alternation.pattern, alternation.slots))
+    # The alternation is the costly step, so it runs only where it can match: not on lines the GC parser already
+    # knows, and only on text holding the literal of some template (a match contains its template's literal).
+    maybe_template = ~(F.col("gc_duration_ms").isNotNull() | F.col("gc_noise")) & contains_any(
+        body_full, [t.literal for t in templates]
+    )
+    parsed = parsed.withColumn(
+        "_parts", F.when(maybe_template, pack_all(body_full, alternation.pattern, alternation.slots))
+    )
     matched = _matched_template(F.col("_parts"), alternation)
     required_level = F.element_at(
         literal_map({t.template.id: t.template.level for t in templates if t.template.level}), matched
@@ -170,10 +177,11 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     "[Worker ",
     " group",
     "oordinator",
+    "ConsumerConfig values:",
     *GC_PREFILTER,
 )
 
 
 def is_candidate(value: Column) -> Column:
-    """True for lines that are worth parsing: they contain one of the prefilter literals."""
-    return reduce(operator.or_, (value.contains(literal) for literal in PREFILTER_LITERALS))
+    """True for lines that are worth parsing: they contain one of PREFILTER_LITERALS (`contains` only, no regex)."""
+    return contains_any(value, PREFILTER_LITERALS)

@@ -1,0 +1,42 @@
+"""The grouped literal search equals a plain OR of `contains`, on literals and texts chosen to hit every branch."""
+
+from __future__ import annotations
+
+import random
+
+from pyspark.sql import functions as F
+
+from pipelines.silver.literals import contains_any, minimal_literals, search_plan
+from pipelines.silver.parse import PREFILTER_LITERALS
+from pipelines.silver.templates import load_templates
+
+
+def test_a_literal_holding_another_is_dropped():
+    assert minimal_literals(["oordinator", "roupCoordinator", " group", " group"]) == ("oordinator", " group")
+
+
+def test_the_plan_covers_every_literal_once_and_keys_stand_for_several():
+    literals = [t.literal for t in load_templates()]
+    plan = search_plan(literals)
+    planned = [literal for group in plan.values() for literal in group]
+    assert sorted(planned) == sorted(minimal_literals(literals))
+    for key, group in plan.items():
+        assert key is None or (len(group) >= 3 and all(key in literal for literal in group))
+    # The point of the plan: far fewer scans of a line that holds none of the literals.
+    assert len(plan) - (None in plan) + len(plan.get(None, ())) < len(planned) / 4
+
+
+def test_contains_any_equals_the_plain_or(spark):
+    literals = [t.literal for t in load_templates()] + list(PREFILTER_LITERALS)
+    rng = random.Random(5)
+    texts = [None, "", "nothing to see here", "a group of three", "[GC (Allocation Failure)", "GroupCoordinator 1"]
+    for literal in rng.sample(literals, 60):
+        cut = rng.randrange(1, len(literal))
+        texts += [f"x {literal} y", literal[:cut], literal[cut:], literal[:cut] + "#" + literal[cut:]]
+    df = spark.createDataFrame([(t,) for t in texts], "text string")
+    for chosen in (literals, list(PREFILTER_LITERALS), ["only"], []):
+        plain = F.lit(False)
+        for literal in chosen:
+            plain = plain | F.col("text").contains(literal)
+        rows = df.select(contains_any(F.col("text"), chosen).alias("fast"), plain.alias("plain")).collect()
+        assert [r.fast for r in rows] == [r.plain for r in rows]
