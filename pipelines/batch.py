@@ -35,5 +35,5 @@ def build_batch(spark: SparkSession, cfg: Config) -> dict[str, DataFrame]:
         "gold_group_states": rebuild_states(inputs, rules),
         "gold_member_sessions": sessions,
         "gold_incidents": incidents_from(rebalances),
-        "gold_config_advice": advice_from(rebalances, pauses, sessions),
+        "gold_config_advice": advice_from(rebalances, pauses, sessions, events),
     }

@@ -55,7 +55,7 @@ def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame) -> dict[st
         "gold_group_states": states,
         "gold_member_sessions": sessions,
         "gold_incidents": incidents_from(rebalances),
-        "gold_config_advice": advice_from(rebalances, pauses, sessions),
+        "gold_config_advice": advice_from(rebalances, pauses, sessions, events),
         "gold_rebalance_stats_hourly": hourly_stats_from(rebalances),
     }
     counts = {}

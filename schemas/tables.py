@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pyspark.sql.types import ArrayType, StructType
+from pyspark.sql.types import ArrayType, MapType, StructType
 
 from schemas.gold import GOLD_TABLES, D, I, L, S, T, _schema
 
@@ -31,6 +31,10 @@ SILVER_EVENTS = _schema(
     ("group_protocol", S, True), ("revoked_partitions", S, True), ("level", S, True), ("logger", S, True),
     ("thread", S, True), ("message", S, True), ("instance", S, True), ("source_file", S, False),
     ("line_no", L, False), ("record_lines", L, True), ("batch_id", L, False), ("ingested_at", T, False),
+    # Added in 0.2.0 (nullable, so a 0.1.0 table gains it in place): what a member's `ConsumerConfig values:` record
+    # (event client_config) sets for its group membership, key -> value as printed (session.timeout.ms,
+    # heartbeat.interval.ms, max.poll.interval.ms, partition.assignment.strategy, group.protocol, ...).
+    ("settings", MapType(S, S), True),
 )
 
 SILVER_GC_PAUSES = _schema(

@@ -21,6 +21,9 @@ PREPARING = re.compile(r"^\[([^\]]+)\] INFO \[GroupCoordinator \d+\]: Preparing 
                        r"PreparingRebalance with old generation (\d+) ")
 LOG4J_TS = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] ")
 LOGBACK_TS = re.compile(r"^(\d\d:\d\d:\d\d\.\d{3}) \[")
+# The lines of a multi-line record after its first (ConsumerConfig values: TAB-indented settings; log4j's `(%c)` on
+# a line of its own after the message's final line break; logback's empty line after it).
+CONTINUED = re.compile(r"^(?:\t[a-z][\w.-]* = .*| \([\w.$]+\)|)$")
 GC_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\+0000\]\[[\d.]+s\]\[info\]\[gc\] GC\(\d+\) "
                      r"Pause (\w+).* (\d+\.\d{3})ms$")
 
@@ -109,10 +112,12 @@ def test_layout_and_file_order(default_run: SimulationSummary) -> None:
             elif match := GC_LINE.match(line) or re.match(r"^\[([^\]]+)\+0000\]", line):
                 stamps.append(match.group(1))
                 kinds["gc"] += 1
+            elif CONTINUED.match(line) and stamps:
+                kinds["continued"] += 1
             else:
                 pytest.fail(f"{path}: unrecognised line {line[:80]}")
         assert stamps == sorted(stamps), path
-    assert min(kinds.values()) > 100
+    assert min(kinds.values()) > 100, kinds
     assert sum(1 for _ in landing.glob("*/server.log.*")) == 3 * 2
     assert default_run.files == sum(1 for p in landing.rglob("*") if p.is_file())
     assert default_run.lines == sum(kinds.values())
@@ -128,7 +133,7 @@ def test_gc_pause_expiry_is_covered_by_a_long_pause_of_that_process(default_run:
     assert rows
     long_pauses = short_pauses = 0
     for folder in {f.parent for f in clients}:
-        session = int(re.search(r"session\.timeout\.ms=(\d+)", "".join(
+        session = int(re.search(r"\tsession\.timeout\.ms = (\d+)\n", "".join(
             t for f, t in clients.items() if f.parent == folder)).group(1))
         for gc_file in folder.glob("gc.log*"):
             for line in gc_file.read_text().splitlines():
@@ -142,7 +147,7 @@ def test_gc_pause_expiry_is_covered_by_a_long_pause_of_that_process(default_run:
         member = row["trigger_member_id"]
         expiry = next(log4j_ms(LOG4J_TS.match(x).group(1)) for x in lines if f"Member {member} in group" in x)
         folder = next(f.parent for f, text in clients.items() if f"memberId='{member}'" in text)
-        session = int(re.search(r"session\.timeout\.ms=(\d+)", "".join(
+        session = int(re.search(r"\tsession\.timeout\.ms = (\d+)\n", "".join(
             t for f, t in clients.items() if f.parent == folder)).group(1))
         pauses = []
         for gc_file in folder.glob("gc.log*"):
@@ -153,6 +158,41 @@ def test_gc_pause_expiry_is_covered_by_a_long_pause_of_that_process(default_run:
                     pauses.append((end - round(float(match.group(3))), end, float(match.group(3))))
         assert any(d > session and expiry - session <= s < expiry < e <= expiry + session for s, e, d in pauses), (
             member, expiry, pauses)
+
+
+CONFIG_RECORD = re.compile(r"ConsumerConfig values: \n((?:\t[^\n]*\n)+)")
+# the record ends with the message's line break, then log4j's `(%c)` or logback's line separator
+BEFORE_VERSION = re.compile(r"ConsumerConfig values: \n(?:\t[^\n]*\n)+(?: \(org\.apache\.kafka\.clients\.consumer\."
+                            r"ConsumerConfig\)\n|\n)[^\n]*Kafka version: ")
+MEMBER_METADATA = re.compile(r"clientId=([^,]+), clientHost=/[^,]+, sessionTimeoutMs=(\d+), rebalanceTimeoutMs=(\d+)")
+
+
+def test_each_consumer_start_logs_the_settings_the_simulator_uses(default_run: SimulationSummary) -> None:
+    """new KafkaConsumer(...) logs `ConsumerConfig values:` (sorted TAB-indented settings) just before `Kafka
+    version:`; its timeouts are the ones the coordinator holds for that client (MemberMetadata in broker lines)."""
+    landing = default_run.landing_dir
+    used = {m.group(1): (m.group(2), m.group(3)) for line in broker_lines(landing)
+            for m in MEMBER_METADATA.finditer(line)}
+    assert used
+    checked = set()
+    for folder in sorted(p for p in landing.iterdir() if any(p.glob("consumer.log.*"))):
+        text = "".join(f.read_text() for f in sorted(folder.glob("consumer.log.*")))
+        records = CONFIG_RECORD.findall(text)
+        assert records and len(records) == len(BEFORE_VERSION.findall(text)) == text.count("Kafka version: ")
+        for record in records:
+            settings = dict(line[1:].split(" = ", 1) for line in record.splitlines())
+            assert list(settings) == sorted(settings)
+            assert f"[Consumer clientId={settings['client.id']}, groupId={settings['group.id']}] " in text
+            assert settings["group.instance.id"] == "null" and "group.protocol" not in settings
+            assert settings["heartbeat.interval.ms"] == "3000"
+            # a 3.x default: `supportedProtocols=List(range, cooperative-sticky)` in the broker's MemberMetadata
+            assert settings["partition.assignment.strategy"] == (
+                "[class org.apache.kafka.clients.consumer.RangeAssignor, "
+                "class org.apache.kafka.clients.consumer.CooperativeStickyAssignor]")
+            if settings["client.id"] in used:
+                assert (settings["session.timeout.ms"], settings["max.poll.interval.ms"]) == used[settings["client.id"]]
+                checked.add(settings["client.id"])
+    assert checked
 
 
 def test_lines_target_is_met_quickly(tmp_path: Path) -> None:
@@ -180,6 +220,9 @@ def test_older_versions_use_their_wording(tmp_path: Path, version: str) -> None:
     assert bool(re.search(r"Stabilized group \S+ generation \d+ \(__consumer_offsets-\d+\) with", text)) == (
         version == "2.8")
     assert ("Successfully synced group in generation Generation{" in clients) == (version == "2.8")
+    assert "\tgroup.instance.id = null\n" in clients and "group.protocol" not in clients
+    assert "\tpartition.assignment.strategy = [class org.apache.kafka.clients.consumer.RangeAssignor]\n" in clients
+    assert "Consumer settings" not in clients
     rows = [json.loads(line) for line in summary.truth_file.read_text().splitlines()]
     assert len(rows) == len(re.findall(r"Stabilized group |is now empty", text))
 

@@ -29,13 +29,66 @@ def incidents_from(rebalances: DataFrame) -> DataFrame:
     return agg.withColumn("summary", summary).select([f.name for f in GOLD_INCIDENTS.fields])
 
 
-def advice_from(rebalances: DataFrame, pauses: DataFrame, sessions: DataFrame) -> DataFrame:
+# The settings each advice rule weighs, as the members' client_config events print them.
+RULE_SETTINGS = {
+    "gc_pause_vs_session_timeout": ("session.timeout.ms", "heartbeat.interval.ms"),
+    "poll_timeout_vs_max_poll_interval": ("max.poll.interval.ms", "max.poll.records"),
+    "restart_storms": ("group.instance.id", "partition.assignment.strategy", "group.protocol"),
+    "session_expiries": ("session.timeout.ms", "heartbeat.interval.ms"),
+}
+
+
+def configured_from(events: DataFrame) -> DataFrame:
+    """(`group_id`, `rule`, `configured`): per group and advice rule, the settings the members use, from the latest
+    client_config event of each member (process folder): `session.timeout.ms=45000, heartbeat.interval.ms=3000
+    (3 of 3 members)`, one part per distinct combination, the most common first. Groups whose members never logged
+    their configuration have no row."""
+    configs = events.filter((F.col("event_type") == "client_config") & F.col("group_id").isNotNull())
+    member = F.coalesce("instance", "client_id")
+    latest = configs.groupBy("group_id", member.alias("member")).agg(
+        F.max_by(F.struct("settings", "group_instance_id"), F.struct("event_ts", "source_file", "line_no"))
+        .alias("c")
+    )
+    # The assignor list without its `class ` prefixes and package (`[RangeAssignor, CooperativeStickyAssignor]`).
+    strategy = F.regexp_replace(F.col("c.settings")["partition.assignment.strategy"],
+                                r"(?:class )?org\.apache\.kafka\.clients\.consumer\.", "")
+
+    def value(key: str):
+        if key == "group.instance.id":
+            # One id per static member: whether it is set is what the group shares.
+            return F.when(F.col("c.group_instance_id").isNull(), F.lit("null")).otherwise(F.lit("<set>"))
+        if key == "partition.assignment.strategy":
+            return strategy
+        return F.col("c.settings")[key]
+
+    def text(keys: tuple[str, ...]):
+        return F.concat_ws(", ", *[F.when(value(k).isNotNull(), F.concat(F.lit(f"{k}="), value(k))) for k in keys])
+
+    per_rule = latest.select(
+        "group_id",
+        F.explode(F.array(*[F.struct(F.lit(rule).alias("rule"), text(keys).alias("text"))
+                            for rule, keys in RULE_SETTINGS.items()])).alias("r"),
+    ).select("group_id", "r.rule", "r.text")
+    counted = per_rule.groupBy("group_id", "rule", "text").agg(F.count(F.lit(1)).alias("n"))
+    combos = counted.groupBy("group_id", "rule").agg(
+        F.sum("n").alias("total"), F.array_sort(F.collect_list(F.struct((-F.col("n")).alias("k"), "text", "n")))
+        .alias("parts"),
+    )
+    configured = F.array_join(F.transform("parts", lambda p: F.format_string(
+        "%s (%d of %d members)", F.when(p["text"] != "", p["text"]).otherwise(F.lit("not printed")), p["n"],
+        F.col("total"))), "; ")
+    return combos.select("group_id", "rule", configured.alias("configured"))
+
+
+def advice_from(rebalances: DataFrame, pauses: DataFrame, sessions: DataFrame,
+                events: DataFrame | None = None) -> DataFrame:
     """gold_config_advice: per group, what was observed against what the members use, and what to change.
 
     Rules: GC pauses that expired members (raise session.timeout.ms above the longest pause or fix the heap);
     poll timeouts (raise max.poll.interval.ms above the longest processing time plus a margin, or lower
     max.poll.records); restart storms of membership changes (static membership, KIP-345); session expiries without
     GC evidence (heartbeat.interval.ms at a third of session.timeout.ms, check the network and the process).
+    `configured` comes from the members' client_config events in `events` (silver_events rows; null without them).
     """
     per_group = rebalances.groupBy("group_id").agg(
         F.sum((F.col("cause") == "gc_pause").cast("int")).alias("gc"),
@@ -77,9 +130,12 @@ def advice_from(rebalances: DataFrame, pauses: DataFrame, sessions: DataFrame) -
     advice = None
     for condition, rule, observed, text, severity, evidence in candidates:
         part = rows.filter(condition).select(
-            "group_id", F.lit(rule).alias("rule"), observed.alias("observed"),
-            F.lit(None).cast("string").alias("configured"), F.lit(text).alias("advice"),
+            "group_id", F.lit(rule).alias("rule"), observed.alias("observed"), F.lit(text).alias("advice"),
             F.lit(severity).alias("severity"), evidence.alias("evidence_rebalance_ids"),
         )
         advice = part if advice is None else advice.unionByName(part)
+    if events is None:
+        advice = advice.withColumn("configured", F.lit(None).cast("string"))
+    else:
+        advice = advice.join(configured_from(events), ["group_id", "rule"], "left")
     return advice.select([f.name for f in GOLD_CONFIG_ADVICE.fields])

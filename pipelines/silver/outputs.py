@@ -45,16 +45,41 @@ def user_layouts(cfg: Config) -> tuple[UserLayout, ...]:
     return tuple(UserLayout(rule.instances, rule.pattern) for rule in cfg.sources if rule.pattern)
 
 
+# The settings of a `ConsumerConfig values:` record (event client_config) kept in silver_events.settings: those that
+# decide when a member leaves or is removed and how the group rebalances. Ids have their own columns (group_id,
+# client_id, group_instance_id); addresses, paths and credentials are left out.
+CONFIG_SETTINGS = (
+    "auto.commit.interval.ms", "auto.offset.reset", "default.api.timeout.ms", "enable.auto.commit",
+    "fetch.max.wait.ms", "group.protocol", "group.remote.assignor", "heartbeat.interval.ms",
+    "internal.leave.group.on.close", "max.poll.interval.ms", "max.poll.records", "metadata.max.age.ms",
+    "partition.assignment.strategy", "request.timeout.ms", "session.timeout.ms",
+)
+
+
+def config_settings(text: Column) -> Column:
+    """The CONFIG_SETTINGS a config record prints (its TAB-indented `key = value` lines), as a map."""
+    pairs = [(k, F.regexp_extract(text, "(?m)^\t" + k.replace(".", "\\.") + " = (.*?)\\s*$", 1))
+             for k in CONFIG_SETTINGS]
+    settings = F.create_map(*[part for k, v in pairs for part in (F.lit(k), v)])
+    return F.map_filter(settings, lambda _k, v: v != "")
+
+
 def to_events(parsed: DataFrame) -> DataFrame:
     """Rows for silver_events: one typed event per record that matched a template and has a time."""
+    config = F.col("event_type") == "client_config"
+    # The text of the whole record: a joined multi-line record, or one JSON message with embedded line breaks.
+    record = F.concat_ws("\n", "body", "continued")
+    # A consumer without a group (assign() only, Kafka Streams' restore consumer) prints `group.id = null`.
+    group_id = F.when(~config | (F.col("group_id") != "null"), F.col("group_id"))
     return parsed.filter(F.col("disposition") == "event").select(
-        F.col("line_id").alias("event_id"), "event_ts", "event_type", "template_id", "source_kind", "group_id",
+        F.col("line_id").alias("event_id"), "event_ts", "event_type", "template_id", "source_kind",
+        group_id.alias("group_id"),
         "member_id", "generation", "state", "reason", "client_reason", "member_count", "static_count", "broker_id",
         "offsets_partition", "client_id", "group_instance_id", "old_member_id", "client_host", "protocol",
         "coordinator", "error", "epoch", "partitions", "topics", "members", "group_epoch", "member_epoch",
         "previous_member_epoch", "target_epoch", "previous_state", "group_protocol", "revoked_partitions", "level",
         "logger", "thread", F.col("body").alias("message"), "instance", "source_file", "line_no", "record_lines",
-        "batch_id", "ingested_at",
+        "batch_id", "ingested_at", F.when(config, config_settings(record)).alias("settings"),
     )
 
 

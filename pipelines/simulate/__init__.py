@@ -138,7 +138,7 @@ def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.
             for proc in inst.procs:
                 gc[(inst.name, proc.run)] = gc_events(proc, rng, until, spec.heap_mb, density)
     structured = (sum(len(v) for v in app.values()) + sum(len(v) for v in gc.values())
-                  + sum(1 for s in specs for i in s.instances for r in i.records if r[0] < until)
+                  + sum(1 + r[5].count("\n") for s in specs for i in s.instances for r in i.records if r[0] < until)
                   + sum(1 for recs in world.broker_records.values() for r in recs if r[0] < until))
     first_hour, last_hour = start_ms // HOUR, until // HOUR
     slots = [(b, h) for b in range(1, brokers + 1) for h in range(first_hour, last_hour)]

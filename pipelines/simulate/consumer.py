@@ -6,7 +6,7 @@ Client and broker share one clock; requests reach the coordinator 1-3 ms after t
 from __future__ import annotations
 
 from pipelines.simulate.javautil import base64_id
-from pipelines.simulate.model import REBALANCE_TIMEOUT_MS, GroupCoord, Instance, Proc, Tag, World
+from pipelines.simulate.model import HEARTBEAT_MS, REBALANCE_TIMEOUT_MS, GroupCoord, Instance, Proc, Tag, World
 from pipelines.simulate.render import CLOSING, COMMIT_FAILED_TEXT, HB, POLL, ClientLine
 
 SESSION_EXPIRED_CAUSE = "session timed out without receiving a heartbeat response"
@@ -49,10 +49,13 @@ class Consumers:
         proc.app_from = t_app
         self.app(proc, t_app, f"Starting {spec.service} 1.{rng.randint(8, 30)}.{rng.randint(0, 9)} on {inst.name} "
                               f"with PID 1")
-        self.app(proc, t_app + rng.randint(5, 60), f"Consumer settings: group.id={spec.group_id}, topic={spec.topic}, "
-                 f"session.timeout.ms={spec.session_ms}, heartbeat.interval.ms=3000, "
-                 f"max.poll.interval.ms={REBALANCE_TIMEOUT_MS}, enable.auto.commit=false")
+        before_kafka = rng.randint(5, 60)
         t_kafka = t_app + rng.randint(300, 1500)
+        # new KafkaConsumer(props): ConsumerConfig logs every setting, then AppInfoParser the version
+        config = self.w.consumer_config(
+            group_id=spec.group_id, client_id=inst.client_id, instance_id=None, session_ms=spec.session_ms,
+            heartbeat_ms=HEARTBEAT_MS, max_poll_ms=REBALANCE_TIMEOUT_MS, brokers=self.world.brokers)
+        self.log(proc, t_kafka - before_kafka, [config])
         self.log(proc, t_kafka, self.w.startup(spec.topic, self.cluster_id, t_kafka))
         t_found = t_kafka + rng.randint(40, 250)
         self.log(proc, t_found, [self.w.discovered(self.coord(proc).broker)])

@@ -25,6 +25,8 @@ KAFKA_CONSUMER = "org.apache.kafka.clients.consumer.KafkaConsumer"
 METADATA = "org.apache.kafka.clients.Metadata"
 NETWORK_CLIENT = "org.apache.kafka.clients.NetworkClient"
 APP_INFO = "org.apache.kafka.common.utils.AppInfoParser"
+# AbstractConfig.logAll logs through getClass()'s logger before 4.0 (through AbstractConfig's own from 4.0)
+CONSUMER_CONFIG = "org.apache.kafka.clients.consumer.ConsumerConfig"
 METRICS = "org.apache.kafka.common.metrics.Metrics"
 
 # the release each simulated version reports, with its build commit id (first 16 hex digits of the tag commit)
@@ -72,6 +74,11 @@ class Wording:
         self.release, self.commit_id = RELEASES[version]
         self.ac_logger = CONSUMER_COORDINATOR if self.v >= (3, 0) else ABSTRACT_COORDINATOR
         self.protocols = "List(range, cooperative-sticky)" if self.v >= (3, 0) else "List(range)"
+        # the default partition.assignment.strategy (Class objects, so printed `class ...`); 3.0+ lists the
+        # cooperative assignor second, and a group of such members still agrees on eager `range` (KIP-429 step 1)
+        assignors = ("RangeAssignor", "CooperativeStickyAssignor") if self.v >= (3, 0) else ("RangeAssignor",)
+        self.assignment_strategy = "[" + ", ".join(f"class {_CONSUMER_PACKAGE}{a}" for a in assignors) + "]"
+        self._config_defaults = _consumer_config_defaults(self.v)
 
     # ---- broker: classic group coordinator -------------------------------------------------------------------
 
@@ -204,6 +211,25 @@ class Wording:
 
     def request_rejoin(self, full_reason: str, thread: str = POLL) -> list[ClientLine]:
         return [self._ac(f"Request joining group due to: {full_reason}", thread)] if self.v >= (3, 0) else []
+
+    def consumer_config(self, *, group_id: str, client_id: str, instance_id: str | None, session_ms: int,
+                        heartbeat_ms: int, max_poll_ms: int, brokers: int,
+                        group_protocol: str = "classic") -> ClientLine:
+        """The `ConsumerConfig values: ` record new KafkaConsumer(...) logs before AppInfoParser's lines: one
+        TAB-indented `key = value` line per setting, sorted by key, the message ending with a line break."""
+        values = dict(self._config_defaults)
+        values.update({
+            "bootstrap.servers": "[" + ", ".join(f"broker-{b}:9092" for b in range(1, brokers + 1)) + "]",
+            "client.id": client_id, "group.id": group_id, "session.timeout.ms": str(session_ms),
+            "heartbeat.interval.ms": str(heartbeat_ms), "max.poll.interval.ms": str(max_poll_ms),
+            "partition.assignment.strategy": self.assignment_strategy,
+        })
+        if self.v >= (2, 3):
+            values["group.instance.id"] = instance_id or "null"
+        if self.v >= (3, 7):
+            values["group.protocol"] = group_protocol
+        body = "".join(f"\t{key} = {values[key]}\n" for key in sorted(values))
+        return "INFO", CONSUMER_CONFIG, POLL, f"ConsumerConfig values: \n{body}"
 
     def startup(self, topic: str, cluster_id: str, start_ms: int) -> list[ClientLine]:
         return [
@@ -383,3 +409,64 @@ class Wording:
         if self.v >= (2, 7):
             lines.append(("INFO", APP_INFO, POLL, f"App info kafka.consumer for {client_id} unregistered"))
         return lines
+
+
+_CONSUMER_PACKAGE = "org.apache.kafka.clients.consumer."
+_STRING_DESERIALIZER = "class org.apache.kafka.common.serialization.StringDeserializer"
+
+
+def _consumer_config_defaults(v: tuple[int, ...]) -> dict[str, str]:
+    """The settings a simulated service leaves at their defaults (or sets the same way everywhere), as
+    ConsumerConfig prints them in release `v`; the group's own settings are added by Wording.consumer_config."""
+    values = {
+        "allow.auto.create.topics": "true", "auto.commit.interval.ms": "5000", "auto.offset.reset": "earliest",
+        "check.crcs": "true", "client.dns.lookup": "use_all_dns_ips" if v >= (2, 6) else "default", "client.rack": "",
+        "connections.max.idle.ms": "540000", "default.api.timeout.ms": "60000", "enable.auto.commit": "false",
+        "exclude.internal.topics": "true", "fetch.max.bytes": "52428800", "fetch.max.wait.ms": "500",
+        "fetch.min.bytes": "1", "interceptor.classes": "[]", "internal.leave.group.on.close": "true",
+        "isolation.level": "read_uncommitted", "key.deserializer": _STRING_DESERIALIZER,
+        "max.partition.fetch.bytes": "1048576", "max.poll.records": "500", "metadata.max.age.ms": "300000",
+        "metric.reporters": "[]", "metrics.num.samples": "2", "metrics.recording.level": "INFO",
+        "metrics.sample.window.ms": "30000", "receive.buffer.bytes": "65536", "reconnect.backoff.max.ms": "1000",
+        "reconnect.backoff.ms": "50", "request.timeout.ms": "30000", "retry.backoff.ms": "100",
+        "sasl.client.callback.handler.class": "null", "sasl.jaas.config": "null",
+        "sasl.kerberos.kinit.cmd": "/usr/bin/kinit", "sasl.kerberos.min.time.before.relogin": "60000",
+        "sasl.kerberos.service.name": "null", "sasl.kerberos.ticket.renew.jitter": "0.05",
+        "sasl.kerberos.ticket.renew.window.factor": "0.8", "sasl.login.callback.handler.class": "null",
+        "sasl.login.class": "null", "sasl.login.refresh.buffer.seconds": "300",
+        "sasl.login.refresh.min.period.seconds": "60", "sasl.login.refresh.window.factor": "0.8",
+        "sasl.login.refresh.window.jitter": "0.05", "sasl.mechanism": "GSSAPI", "security.protocol": "PLAINTEXT",
+        "security.providers": "null", "send.buffer.bytes": "131072", "ssl.cipher.suites": "null",
+        "ssl.enabled.protocols": "[TLSv1.2, TLSv1.3]" if v >= (2, 5) else "[TLSv1.2, TLSv1.1, TLSv1]",
+        "ssl.endpoint.identification.algorithm": "https", "ssl.key.password": "null",
+        "ssl.keymanager.algorithm": "SunX509", "ssl.keystore.location": "null", "ssl.keystore.password": "null",
+        "ssl.keystore.type": "JKS", "ssl.protocol": "TLSv1.3" if v >= (2, 5) else "TLS", "ssl.provider": "null",
+        "ssl.secure.random.implementation": "null", "ssl.trustmanager.algorithm": "PKIX",
+        "ssl.truststore.location": "null", "ssl.truststore.password": "null", "ssl.truststore.type": "JKS",
+        "value.deserializer": _STRING_DESERIALIZER,
+    }
+    if v >= (2, 5):
+        values["internal.throw.on.fetch.stable.offset.unsupported"] = "false"
+    if v >= (2, 6):
+        values["ssl.engine.factory.class"] = "null"
+    if v >= (2, 7):
+        values.update({"socket.connection.setup.timeout.ms": "10000",
+                       "socket.connection.setup.timeout.max.ms": "30000" if v >= (2, 8) else "127000",
+                       "ssl.keystore.certificate.chain": "null", "ssl.keystore.key": "null",
+                       "ssl.truststore.certificates": "null"})
+    if v >= (3, 1):
+        values.update({
+            "sasl.login.connect.timeout.ms": "null", "sasl.login.read.timeout.ms": "null",
+            "sasl.login.retry.backoff.max.ms": "10000", "sasl.login.retry.backoff.ms": "100",
+            "sasl.oauthbearer.clock.skew.seconds": "30", "sasl.oauthbearer.expected.audience": "null",
+            "sasl.oauthbearer.expected.issuer": "null", "sasl.oauthbearer.jwks.endpoint.refresh.ms": "3600000",
+            "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": "10000",
+            "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": "100", "sasl.oauthbearer.jwks.endpoint.url": "null",
+            "sasl.oauthbearer.scope.claim.name": "scope", "sasl.oauthbearer.sub.claim.name": "sub",
+            "sasl.oauthbearer.token.endpoint.url": "null",
+        })
+    if v >= (3, 4):
+        values["auto.include.jmx.reporter"] = "true"
+    if v >= (3, 7):
+        values.update({"enable.metrics.push": "true", "group.remote.assignor": "null", "retry.backoff.max.ms": "1000"})
+    return values

@@ -90,7 +90,7 @@ class Output:
         else:
             path.write_bytes(data)
         self.files += 1
-        self.lines += len(lines)
+        self.lines += data.count(b"\n")  # a multi-line record (ConsumerConfig values) is several lines
         if self.progress and self.lines / self.total_hint >= self._next_report:
             self.progress(f"wrote {self.lines:,} lines in {self.files} files")
             while self._next_report <= self.lines / self.total_hint:
