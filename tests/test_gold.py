@@ -238,3 +238,97 @@ def test_a_leader_metadata_rejoin_right_after_the_only_subscriber_of_a_topic_lef
 
     assert [r["cause"] for r in reconstruct_group("g", events("a, b"))][-1] == "membership_change"
     assert [r["cause"] for r in reconstruct_group("g", events("a"))][-1] == "metadata_change"
+
+
+def cl(seconds: float, event_type: str, client: str = "consumer-1", instance: str = "app-0", **fields) -> dict:
+    """A client line of group g (no broker line: client-only reconstruction)."""
+    return ev(seconds, event_type, source_kind="client", broker_id=None, client_id=client, instance=instance, **fields)
+
+
+def test_client_only_one_rebalance_per_generation_with_the_members_own_reason():
+    events = [
+        cl(0, "client_subscribed", topics="t"),
+        cl(0.1, "client_coordinator_discovered"),
+        cl(0.2, "client_joining"),
+        cl(0.3, "client_rejoin_requested", reason="need to re-join with the given member-id: consumer-1-a"),
+        cl(3, "client_joined", generation=1, member_id="consumer-1-a"),
+        cl(3.1, "client_synced", generation=1, member_id="consumer-1-a"),
+        cl(3.2, "client_partitions_assigned"),
+        # a partition count change seen by the leader, the other member only sees the group rebalancing
+        cl(600, "client_rejoin_requested", reason="cached metadata has changed from (version2: {t=1}) ..."),
+        cl(600.1, "client_partitions_revoked"),
+        cl(600.2, "client_joining"),
+        cl(601, "client_rejoin_requested", "consumer-2", "app-1", reason="group is already rebalancing"),
+        cl(601.1, "client_joining", "consumer-2", "app-1"),
+        cl(601.5, "client_joined", generation=2, member_id="consumer-1-a"),
+        cl(601.5, "client_joined", "consumer-2", "app-1", generation=2, member_id="consumer-2-b"),
+        cl(601.6, "client_synced", "consumer-2", "app-1", generation=2, member_id="consumer-2-b"),
+        cl(601.7, "client_synced", generation=2, member_id="consumer-1-a"),
+        # the slow member's poll timeout: it leaves, and rejoins when its batch ends
+        cl(900, "client_poll_timeout", "consumer-2", "app-1"),
+        cl(900.1, "client_leaving", "consumer-2", "app-1", member_id="consumer-2-b",
+           reason="consumer poll timeout has expired."),
+        cl(930, "client_rejoin_requested", "consumer-2", "app-1", reason="need to re-join with the given member-id: x"),
+        cl(930.5, "client_joined", "consumer-2", "app-1", generation=4, member_id="consumer-2-c"),
+        # a clean close at the end: the rebalance it opens is not seen to finish
+        cl(1200, "client_leaving", member_id="consumer-1-a", reason="the consumer is being closed"),
+        cl(1200.1, "client_partitions_revoked"),
+    ]
+    rows = reconstruct_group("g", events)
+    summary = [(r["generation_after"], r["outcome"], r["cause"], r["cause_detail"], r["trigger_member_id"],
+                r["started_at"] - T0, r["duration_ms"]) for r in rows]
+    s = pd.Timedelta(seconds=1)
+    assert summary == [
+        (1, "stabilized", "membership_change", "member_join", "consumer-1-a", 0.2 * s, 3000),
+        (2, "stabilized", "metadata_change", "partition_count_change", "consumer-1-a", 600 * s, 1700),
+        (4, "stabilized", "poll_timeout", "leave_on_poll_timeout", "consumer-2-b", 900 * s, 30500),
+        (None, "open", "membership_change", "member_leave", "consumer-1-a", 1200 * s, None),
+    ]
+    assert all(r["cause_confidence"] < 0.8 for r in rows)  # less sure than a broker reason
+    assert len({r["rebalance_id"] for r in rows}) == 4
+    assert "client log only" in rows[1]["evidence_json"]
+
+
+def test_client_only_a_member_that_only_saw_the_rebalance_names_who_left_from_the_leaders_assignment():
+    events = [
+        cl(0, "client_joining"),
+        cl(0.1, "client_assignment_computed", generation=28, members="{a=Assignment(partitions=[t-1]), "
+           "b=Assignment(partitions=[t-0]), c=Assignment(partitions=[t-2])}"),
+        cl(0.2, "client_joined", generation=28),
+        cl(40, "client_heartbeat_failed"),
+        cl(40.1, "client_partitions_revoked"),
+        cl(40.2, "client_joining"),
+        cl(40.3, "client_assignment_computed", generation=29, members="{b=Assignment(partitions=[t-0, t-1]), "
+           "c=Assignment(partitions=[t-2])}"),
+        cl(40.4, "client_joined", generation=29),
+        cl(40.5, "client_partitions_assigned"),
+    ]
+    rows = reconstruct_group("g", events)
+    assert [(r["generation_after"], r["cause"], r["cause_detail"], r["trigger_member_id"], r["members_after"],
+             r["members_left"]) for r in rows] == [
+        (28, "membership_change", None, None, 3, 0),
+        (29, "membership_change", "member_leave", "a", 2, 1),
+    ]
+
+
+def test_broker_lines_decide_when_present_client_only_rules_stay_out():
+    events = [
+        ev(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None"),
+        cl(0.5, "client_poll_timeout"),
+        cl(1, "client_joined", generation=1, member_id="m1"),
+        ev(3, "group_stabilized", generation=1, member_count=1),
+    ]
+    rows = reconstruct_group("g", events)
+    assert [(r["generation_after"], r["cause"]) for r in rows] == [(1, "membership_change")]
+    assert rows[0]["coordinator"] == "1"
+
+
+def test_kip848_target_assignment_without_its_epoch_bump_line_is_a_rebalance_of_unknown_cause():
+    events = [
+        ev(0, "target_assignment_computed", group="g", target_epoch=4),
+        ev(0.3, "member_epoch_updated", member_id="a", state="STABLE"),
+        ev(5, "member_epoch_updated", member_id="b", state="STABLE"),
+    ]
+    rows = reconstruct_group("g", events)
+    assert [(r["protocol"], r["generation_before"], r["generation_after"], r["cause"], r["outcome"], r["duration_ms"])
+            for r in rows] == [("consumer", 3, 4, "unknown", "stabilized", 5000)]

@@ -30,6 +30,22 @@ Refinements with the members' own logs (GroupContext) decide what the broker can
   when the leaver alone subscribed to some topic (client logs' `Subscribed to topic(s)`), is that leave's consequence:
   the group's subscription shrank, not the topics' partitions.
 
+Client-only groups (no broker log of the group was landed; `classify_client_signs`): each `Successfully joined group
+with generation N` a member logs is one rebalance (generation_after N; several members at the same generation are one
+rebalance) and the members' own lines since their previous join say why, with less confidence than a broker reason:
+- `consumer poll timeout has expired` (the heartbeat thread left the group after max.poll.interval.ms): poll_timeout.
+- `Request joining group due to: cached metadata has changed ...` (the leader saw a partition count change) or a
+  subscription change: metadata_change.
+- `Marking the coordinator ... dead` / `Group coordinator ... is unavailable or invalid` before the rejoin: the member
+  lost its coordinator and had to find one again: coordinator_change (`coordinator_lost`, low confidence: the group may
+  have stayed on the same broker).
+- a process that subscribed or discovered its coordinator, or was told to `re-join with the given member-id` (the
+  MemberIdRequired round trip of a new member, 2.2+), before its first join: membership_change / member_join.
+- a clean `sending LeaveGroup request` (close): membership_change / member_leave.
+- only `Attempt to heartbeat failed since group is rebalancing` or `group is already rebalancing`: another member
+  started it; membership_change with low confidence. The leader's `Finished assignment for group at generation N:
+  {...}` lists the members, so a member missing from (or new in) the assignment of N compared with N-1 names it.
+
 KIP-848 `consumer` groups (new coordinator, 3.7+) have no JoinGroup and no generations: every
 `[GroupId G] Bumped group epoch to N` is one rebalance (generation_after N), and the broker line just before it says
 why: `Member X joins the consumer group` (member_join, or rejoin as above: the member id stays the same),
@@ -108,3 +124,66 @@ def classify_reason(reason: str | None, client_reason: str | None) -> Verdict | 
                     return Verdict(client_cause, client_detail, 0.95, trigger, explanation)
         return Verdict(cause, detail, confidence, trigger, explanation)
     return Verdict("unknown", None, 0.2, None, f"broker reason not recognised: {reason}")
+
+
+_POLL_TIMEOUT = re.compile(r"poll timeout has expired", re.I)
+_COORDINATOR_LOST = ("client_coordinator_lost",)
+_NEW_MEMBER_SIGNS = re.compile(r"need to re-join with the given member-id", re.I)
+CLIENT_ONLY_CONFIDENCE = {"poll_timeout": 0.7, "metadata_change": 0.7, "coordinator_change": 0.5,
+                          "member_join": 0.6, "member_leave": 0.6, "seen_rebalancing": 0.3}
+
+
+def _who(event: dict) -> str:
+    return event.get("_member") or event.get("client_id") or event.get("instance") or "a member"
+
+
+def classify_client_signs(signs: list[dict], newcomers: list[dict]) -> tuple[Verdict, dict | None]:
+    """The verdict of a rebalance seen only in client logs: `signs` are the members' lines since their previous
+    join (each with `_member`, the member id of its process where known), `newcomers` the first lines of processes
+    that joined for the first time. Returns the verdict and the line that decided it (None when none did)."""
+    conf = CLIENT_ONLY_CONFIDENCE
+    for event in signs:
+        reason = event.get("reason") or ""
+        if event["event_type"] == "client_poll_timeout" or (
+            event["event_type"] in ("client_leaving", "client_generation_reset") and _POLL_TIMEOUT.search(reason)
+        ):
+            return Verdict("poll_timeout", "leave_on_poll_timeout", conf["poll_timeout"], event.get("_member"),
+                           f"client log only: {_who(event)} logged that its consumer poll timeout expired "
+                           "(max.poll.interval.ms) and left the group"), event
+    for event in signs:
+        if event["event_type"] != "client_rejoin_requested":
+            continue
+        reason = event.get("reason") or ""
+        if not reason and event.get("topics"):
+            reason = "assignment does not match the current subscription"
+        for pattern, cause, detail in _CLIENT_REASONS:
+            if cause == "metadata_change" and pattern.search(reason):
+                return Verdict(cause, detail, conf["metadata_change"], event.get("_member"),
+                               f"client log only: {_who(event)} asked to rejoin because {reason}"), event
+    for event in signs:
+        if event["event_type"] in _COORDINATOR_LOST:
+            return Verdict("coordinator_change", "coordinator_lost", conf["coordinator_change"], event.get("_member"),
+                           f"client log only: {_who(event)} lost its group coordinator "
+                           f"({event.get('reason') or 'marked dead'}) and rejoined"), event
+    if newcomers:
+        event = newcomers[0]
+        return Verdict("membership_change", "member_join", conf["member_join"], event.get("_member"),
+                       f"client log only: {_who(event)} started and joined the group"), event
+    for event in signs:
+        if event["event_type"] == "client_leaving":
+            return Verdict("membership_change", "member_leave", conf["member_leave"], event.get("_member"),
+                           f"client log only: {_who(event)} left the group "
+                           f"({event.get('reason') or 'LeaveGroup'})"), event
+    event = signs[0] if signs else None
+    return Verdict("membership_change", None, conf["seen_rebalancing"], None,
+                   "client log only: the members saw the group rebalancing (heartbeat or join answered "
+                   "REBALANCE_IN_PROGRESS) but not who started it"), event
+
+
+def is_newcomer_sign(event: dict) -> bool:
+    """A line a process logs on its way into the group for the first time (subscribe, coordinator discovery, the
+    MemberIdRequired round trip of a new member)."""
+    if event["event_type"] in ("client_subscribed", "client_coordinator_discovered"):
+        return True
+    return (event["event_type"] == "client_rejoin_requested"
+            and bool(_NEW_MEMBER_SIGNS.search(event.get("reason") or "")))

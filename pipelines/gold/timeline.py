@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from pipelines.gold.causes import Verdict, classify_reason
+from pipelines.gold.causes import Verdict, classify_client_signs, classify_reason, is_newcomer_sign
 from pipelines.gold.context import GroupContext
 
 _NEIGHBOUR_S = 5.0  # member events this close before a reason-less start (brokers before 2.1) explain it
@@ -26,6 +26,19 @@ _EPOCH_CAUSES = ("member_fenced", "member_left", "static_member_replaced", "memb
 # Causes that remove a member against its will; its return from the same process is a `rejoin` of that cause.
 _REMOVAL_CAUSES = ("session_timeout", "gc_pause", "poll_timeout", "coordinator_change")
 _SET_ITEMS = re.compile(r"[\w.\-]+(?:-[0-9a-f-]{36})?")
+# Client-only reconstruction (no broker line of the group): the lines a member logs on its way into a rebalance, the
+# lines that only explain one, and the lines that say its part of the rebalance is over.
+_CLIENT_SIGNS = frozenset({
+    "client_joining", "client_rejoin_requested", "client_partitions_revoked", "client_partitions_lost",
+    "client_heartbeat_failed", "client_poll_timeout", "client_leaving", "client_generation_reset",
+    "client_join_failed", "client_sync_failed", "client_rebalance_failed", "client_fenced", "client_coordinator_lost",
+})
+_CLIENT_CONTEXT = frozenset({"client_subscribed", "client_coordinator_discovered", "client_unsubscribed"})
+_CLIENT_DONE = frozenset({"client_synced", "client_partitions_assigned"})
+# A member's lines more than this apart before its join belong to different episodes (a coordinator hiccup an hour
+# before is not this rebalance's start); a poll timeout or a leave always opens the rebalance its rejoin closes.
+_CLIENT_CHAIN_S = 60.0
+_ASSIGNED_MEMBER = re.compile(r"([^\s{},=]+)=Assignment\(")
 
 
 @dataclass(frozen=True)
@@ -105,9 +118,17 @@ class Timeline:
         for e in events:
             if e["event_type"] == "target_assignment_computed" and _int(e.get("target_epoch")) is not None:
                 self._targets.setdefault(_int(e["target_epoch"]), e["event_ts"])
+        has_broker = False
         for event in events:
             if event.get("source_kind") == "broker":
+                has_broker = True
                 self._on_broker(event)
+        if has_broker and self._targets and not self._bumps:
+            self._target_only_epochs(events)
+        if not has_broker:
+            # Only the members' logs were landed: rebuild the rebalances from their joins (never mixed with broker
+            # evidence, so results with broker logs stay as they are).
+            self._client_only([e for e in events if e.get("source_kind") == "client"])
         self._finish()
 
     # ---- event handlers ----------------------------------------------------------------------------------------
@@ -315,6 +336,167 @@ class Timeline:
                     and _secs(event["event_ts"] - moved_at) <= self.rules.coordinator_move_window_s):
                 return old, new, moved_at
         return None
+
+    def _target_only_epochs(self, events: list[dict]) -> None:
+        """KIP-848 broker logs with `Computed a new target assignment for epoch N` but no `Bumped group epoch` line at
+        all (an excerpt, or a log level that hides it): epoch N was bumped, for a reason the missing lines would have
+        named, so the cause is unknown. Done when the members' assignment states last turned STABLE before the next
+        target."""
+        targets = sorted((e for e in events if e.get("source_kind") == "broker"
+                          and e["event_type"] == "target_assignment_computed" and _int(e.get("target_epoch"))),
+                         key=lambda e: e["event_ts"])
+        seen: set[int] = set()
+        for index, event in enumerate(targets):
+            epoch = _int(event["target_epoch"])
+            if epoch in seen:
+                continue
+            seen.add(epoch)
+            ts, end = event["event_ts"], targets[index + 1]["event_ts"] if index + 1 < len(targets) else None
+            stable = [e["event_ts"] for e in events if e.get("source_kind") == "broker"
+                      and e["event_type"] == "member_epoch_updated" and (e.get("state") or "").upper() == "STABLE"
+                      and e["event_ts"] >= ts and (end is None or e["event_ts"] < end)]
+            verdict = Verdict("unknown", None, 0.2, None,
+                              f"the coordinator computed the target assignment of group epoch {epoch}, but its log "
+                              "holds neither the `Bumped group epoch` line nor the member event that caused it")
+            current = _Open(stable_id(self.group_id, event["event_id"]), event, verdict, None, [],
+                            generation_after=epoch, protocol="consumer", generation_before=epoch - 1)
+            completed = max(stable) if stable else None
+            self.rebalances.append(self._row(current, completed_at=completed,
+                                             outcome="stabilized" if completed is not None else "open"))
+
+    # ---- client-only groups --------------------------------------------------------------------------------------
+
+    def _client_only(self, events: list[dict]) -> None:
+        """Rebalances of a group whose coordinator's log is absent, from its members' own lines.
+
+        Each `Successfully joined group with generation N` is the member's side of the rebalance that made
+        generation N; members of one generation make one rebalance. Its start is the earliest line of the chain that
+        led each member into it (revoke, `(Re-)joining group`, a heartbeat answered `group is rebalancing`, a poll
+        timeout, ...), its end the last member's sync or assignment, its cause `causes.classify_client_signs` over
+        those lines. Lines after a member's last join that lead to no join make one `open` rebalance.
+        """
+        streams: dict[tuple, list[dict]] = {}
+        assignments: dict[int, tuple[dict, list[str]]] = {}
+        for event in events:
+            streams.setdefault((event.get("instance"), event.get("client_id")), []).append(event)
+            generation = _int(event.get("generation"))
+            if event["event_type"] == "client_assignment_computed" and generation is not None:
+                assignments[generation] = (event, _ASSIGNED_MEMBER.findall(event.get("members") or ""))
+        joins: list[dict] = []
+        trailing: list[dict] = []
+        for key, stream in streams.items():
+            signs: list[dict] = []
+            member, last, first = None, None, True
+            for event in stream:
+                kind = event["event_type"]
+                if event.get("member_id"):
+                    member = event["member_id"]
+                if kind == "client_joined" and _int(event.get("generation")) is not None:
+                    chain = self._named(self._chain(signs), member)
+                    news = [e for e in chain
+                            if is_newcomer_sign(e) and (first or e["event_type"] == "client_subscribed")]
+                    last = {"generation": _int(event["generation"]), "event": event, "member": member,
+                            "signs": [e for e in chain if e["event_type"] in _CLIENT_SIGNS],
+                            "newcomers": [dict(e, _member=member) for e in news], "completed": event["event_ts"]}
+                    joins.append(last)
+                    signs, first = [], False
+                elif kind in _CLIENT_DONE and last is not None and not signs:
+                    if kind == "client_partitions_assigned" or _int(event.get("generation")) == last["generation"]:
+                        last["completed"] = max(last["completed"], event["event_ts"])
+                elif kind in _CLIENT_SIGNS or kind in _CLIENT_CONTEXT:
+                    signs.append(dict(event, _member=event.get("member_id") or member))
+            if any(e["event_type"] in _CLIENT_SIGNS for e in signs):
+                trailing += self._named(self._chain(signs), member)
+        by_generation: dict[int, list[dict]] = {}
+        for join in joins:
+            by_generation.setdefault(join["generation"], []).append(join)
+        # A member's lines that lead to no join of its own belong to the next generation another member joined.
+        order = sorted(by_generation, key=lambda g: min(j["event"]["event_ts"] for j in by_generation[g]))
+        rest = []
+        for event in trailing:
+            later = [g for g in order if max(j["event"]["event_ts"] for j in by_generation[g]) >= event["event_ts"]]
+            if later and event["event_type"] in _CLIENT_SIGNS:
+                by_generation[later[0]][0]["signs"].append(event)
+            else:
+                rest.append(event)
+        previous = None
+        for generation in order:
+            self._client_rebalance(generation, by_generation[generation], assignments, previous)
+            previous = generation
+        if any(e["event_type"] in _CLIENT_SIGNS for e in rest):
+            self._client_rebalance(None, [{"generation": None, "event": None, "member": None,
+                                           "signs": [e for e in rest if e["event_type"] in _CLIENT_SIGNS],
+                                           "newcomers": [], "completed": None}], assignments, previous)
+
+    @staticmethod
+    def _named(chain: list[dict], member: str | None) -> list[dict]:
+        """Each line of a member's chain named by the member id it was logged under: a line that prints none (the
+        poll-timeout warning) takes the id of the next line that does (its LeaveGroup), else of the join."""
+        named, carry = [], member
+        for event in reversed(chain):
+            if event.get("member_id"):
+                carry = event["member_id"]
+            named.append(event if event.get("_member") else dict(event, _member=carry))
+        return named[::-1]
+
+    @staticmethod
+    def _chain(signs: list[dict]) -> list[dict]:
+        """The member's lines that led into its join: the last run with no gap over _CLIENT_CHAIN_S, and any poll
+        timeout or leave before it (its rejoin may come minutes later, when the slow batch ends)."""
+        start = 0
+        for i in range(1, len(signs)):
+            if _secs(signs[i]["event_ts"] - signs[i - 1]["event_ts"]) > _CLIENT_CHAIN_S:
+                start = i
+        early = [e for e in signs[:start] if e["event_type"] in ("client_poll_timeout", "client_leaving")]
+        return early + signs[start:]
+
+    def _client_rebalance(self, generation: int | None, joins: list[dict], assignments: dict, previous) -> None:
+        signs = sorted((e for j in joins for e in j["signs"]), key=lambda e: e["event_ts"])
+        newcomers = [e for j in joins for e in j["newcomers"]]
+        verdict, decisive = classify_client_signs(signs, newcomers)
+        joined_lines = [j["event"] for j in joins if j["event"] is not None]
+        evidence = []
+        if decisive is not None:
+            evidence.append({"event_id": decisive["event_id"], "explanation": f"{decisive['event_type']} "
+                             f"({decisive.get('client_id') or decisive.get('instance')})"})
+        left: set[str] = set()
+        joined: set[str] = set()
+        if generation is not None and generation in assignments and generation - 1 in assignments:
+            line, now = assignments[generation]
+            before = set(assignments[generation - 1][1])
+            left, joined = before - set(now), set(now) - before
+            if verdict.confidence <= 0.3 and (left or joined):
+                gone, new = sorted(left), sorted(joined)
+                detail, trigger = ("member_leave", gone[0]) if gone else ("member_join", new[0])
+                verdict = Verdict("membership_change", detail, 0.5, trigger if len(gone or new) == 1 else None,
+                                  f"{verdict.explanation}; the leader's assignment of generation {generation} "
+                                  f"{'drops ' + ', '.join(gone) if gone else 'adds ' + ', '.join(new)} against "
+                                  f"generation {generation - 1}")
+                evidence.append({"event_id": line["event_id"], "explanation": f"assignment of generation {generation}"})
+        for line in joined_lines:
+            who = line.get("client_id") or line.get("instance")
+            evidence.append({"event_id": line["event_id"], "explanation": f"{who} joined generation {generation}"})
+        first = min(signs + joined_lines, key=lambda e: e["event_ts"])
+        start = dict(first, generation=previous if generation is not None and previous == generation - 1 else None,
+                     broker_id=None)
+        key = f"client-generation-{generation}" if generation is not None else first["event_id"]
+        current = _Open(stable_id(self.group_id, key), start, verdict, None, evidence, generation_after=generation)
+        members = {j["member"] for j in joins if j["member"]}
+        if generation is not None and generation in assignments:
+            current.members_after = len(assignments[generation][1])
+        elif members:
+            current.members_after = len(members)
+        current.joined, current.left = joined, left
+        for join in joins:
+            if join["member"] and join["event"] is not None:
+                self._join(join["member"], join["event"])
+        if generation is not None:
+            self._mark_generation(generation)
+        completed = [j["completed"] for j in joins if j["completed"] is not None]
+        if generation is None or not completed:
+            self.rebalances.append(self._row(current, completed_at=None, outcome="open"))
+        else:
+            self.rebalances.append(self._row(current, completed_at=max(completed), outcome="stabilized"))
 
     # ---- causes ------------------------------------------------------------------------------------------------
 
