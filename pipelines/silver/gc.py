@@ -3,12 +3,11 @@ columns with one regex pass per candidate line (the shapes below form one anchor
 
 from __future__ import annotations
 
-import operator
-from functools import reduce
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from pipelines.silver.literals import contains_any
 from pipelines.silver.packing import at, pack_all
 
 GC_PREFILTER: tuple[str, ...] = (
@@ -103,7 +102,7 @@ def with_gc_pause(df: DataFrame, *, tz: Column) -> DataFrame:
     lines, `gc_end_ts`, `gc_duration_ms`, `gc_uptime_s`, `collector`, `pause_kind`, `gc_cause` (from columns
     `line` and `continued`)."""
     line = F.col("line")
-    candidate = reduce(operator.or_, (line.contains(literal) for literal in GC_PREFILTER))
+    candidate = contains_any(line, GC_PREFILTER)
     df = df.withColumn("_gc", F.when(candidate, pack_all(line, _PATTERN, _SLOTS)))
     g = F.col("_gc")
     time_text, epoch_ms, decor_uptime = _decorations(at(g, DECOR))
