@@ -19,7 +19,7 @@ from pipelines.silver.outputs import to_events, to_gc_pauses
 
 def build_batch(spark: SparkSession, cfg: Config) -> dict[str, DataFrame]:
     """Silver events and GC pauses and every gold table, computed in one batch over all landing files."""
-    raw = spark.read.format("text").load(str(cfg.landing.resolve()) + "/*/*").select("value", "_metadata")
+    raw = io.read_files(spark, io.landing_files(cfg))
     staged = stage_batch(raw, cfg, existing_files=io.empty(spark, "bronze_files"), batch_id=0,
                          now=F.current_timestamp())
     events = to_events(staged.parsed)

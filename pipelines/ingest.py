@@ -11,6 +11,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pipelines import io
+from pipelines.bronze.damaged import damaged_gzips, with_torn_rows
 from pipelines.bronze.lines import candidate_lines, file_stats, split_stats, with_split_offsets, with_source_columns
 from pipelines.config import Config
 from pipelines.silver.outputs import accounting, source_day, source_zone, to_events, to_gc_pauses, to_quarantine
@@ -90,7 +91,13 @@ def make_ingest_batch(
         spark = batch_df.sparkSession
         now = F.lit(spark.sql("SELECT current_timestamp() AS t").first()["t"])
         existing = io.read_table(spark, cfg, "bronze_files").filter(F.col("duplicate_of").isNull())
-        staged = stage_batch(batch_df, cfg, existing_files=existing, batch_id=batch_id, now=now)
+        damaged = damaged_gzips(io.landing_batch_files(cfg, batch_id) or [])
+        if on_progress is not None:
+            for d in damaged:
+                on_progress(f"ingest batch {batch_id}: {d.path}: {d.problem}; the torn line is quarantined "
+                            "(reason truncated_gzip)")
+        raw = with_torn_rows(spark, batch_df, damaged)
+        staged = stage_batch(raw, cfg, existing_files=existing, batch_id=batch_id, now=now)
         try:
             writes = {
                 "bronze_log_lines": staged.bronze,

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from delta.exceptions import DeltaConcurrentModificationException
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamReader
 from pyspark.sql.types import StructType
 
+from pipelines.bronze.damaged import damaged_gzips, with_torn_rows
 from pipelines.config import Config
 from pipelines.errors import PipelineStateError
 from schemas.tables import TABLES
@@ -26,6 +27,8 @@ _T = TypeVar("_T")
 
 # Delta's idempotent-write key: a replayed micro-batch with the same (app id, batch id) is skipped by Delta.
 TXN_APP_PREFIX = "kafka-rebalance"
+# The streaming query that reads the landing directory (its checkpoint folder has this name).
+INGEST_QUERY = "ingest"
 
 
 class TableRef:
@@ -123,7 +126,10 @@ def read_landing(spark: SparkSession, cfg: Config) -> DataFrame:
             "cloudFiles.maxFilesPerTrigger", str(cfg.max_files_per_trigger)
         )
     else:
-        reader = reader.format("text").option("maxFilesPerTrigger", str(cfg.max_files_per_trigger))
+        # A damaged gzip would fail every retry of its batch; Spark keeps its readable lines and the ingest batch
+        # quarantines the rest (pipelines/bronze/damaged.py).
+        reader = reader.format("text").option("maxFilesPerTrigger", str(cfg.max_files_per_trigger)) \
+            .option("ignoreCorruptFiles", "true")
     pattern = str(cfg.landing.resolve()) + "/*/*" if cfg.source_format == "text" else str(cfg.landing) + "/*/*"
     return reader.load(pattern).select("value", "_metadata")
 
@@ -136,12 +142,32 @@ def with_conflict_retries(name: str, commit: Callable[[], _T]) -> _T:
     for attempt in range(1, CONFLICT_ATTEMPTS + 1):
         try:
             return commit()
-        except DeltaConcurrentModificationException:
-            if attempt == CONFLICT_ATTEMPTS:
+        except Exception as exc:  # noqa: BLE001 - only a commit conflict is retried; anything else is re-raised
+            if not is_commit_conflict(exc) or attempt == CONFLICT_ATTEMPTS:
                 raise
             conflicts_retried[name] = conflicts_retried.get(name, 0) + 1
             time.sleep(CONFLICT_BACKOFF_S * 2 ** (attempt - 1))
     raise AssertionError("unreachable")
+
+
+def is_commit_conflict(exc: BaseException) -> bool:
+    """True when `exc` is Delta's optimistic-concurrency conflict (a subclass of the JVM's
+    `DeltaConcurrentModificationException`: ConcurrentAppend, ConcurrentDeleteRead, ...).
+
+    delta-spark's Python API leaves most conflicts as a plain Py4JJavaError (its converter to Python classes is not
+    installed by default, and covers only some classes), so the JVM exception's class hierarchy is checked, along
+    its chain of causes."""
+    java = getattr(exc, "java_exception", None) or getattr(exc, "_origin", None)
+    for _ in range(10):  # the cause chain is short; the bound guards against a cycle
+        if java is None:
+            return False
+        cls = java.getClass()
+        while cls is not None:
+            if cls.getName().endswith(".DeltaConcurrentModificationException"):
+                return True
+            cls = cls.getSuperclass()
+        java = java.getCause()
+    return False
 
 
 def append_once(df: DataFrame, cfg: Config, name: str, *, batch_id: int, writer_id: str) -> int:
@@ -204,8 +230,31 @@ def checkpoint_dir(cfg: Config, query: str) -> Path:
 
 
 def read_files(spark: SparkSession, paths: list[Path]) -> DataFrame:
-    """A batch read of the lines of the given files, with the same columns the landing stream has."""
-    return spark.read.format("text").load([str(p.resolve()) for p in paths]).select("value", "_metadata")
+    """A batch read of the lines of the given files, with the same columns the landing stream has, and a torn-line
+    row for each damaged gzip file (as the ingest batch adds)."""
+    resolved = [p.resolve() for p in paths]
+    raw = spark.read.format("text").option("ignoreCorruptFiles", "true").load([str(p) for p in resolved])
+    return with_torn_rows(spark, raw.select("value", "_metadata"), damaged_gzips([p.as_uri() for p in resolved]))
+
+
+def landing_files(cfg: Config) -> list[Path]:
+    """Every file under `<landing>/<instance>/` that the landing stream reads (Spark skips names starting with `.`
+    or `_`: files being copied in)."""
+    return sorted(p for p in cfg.landing.glob("*/*") if p.is_file() and not p.name.startswith((".", "_"))
+                  and not p.parent.name.startswith((".", "_")))
+
+
+def landing_batch_files(cfg: Config, batch_id: int) -> list[str] | None:
+    """The files the local landing stream planned for one micro-batch, from its checkpoint's file-source log (one
+    JSON line per file after a version line; every tenth batch is compacted into `<id>.compact` with all earlier
+    entries). None when the log cannot tell (Auto Loader keeps its own state)."""
+    log = checkpoint_dir(cfg, INGEST_QUERY) / "sources" / "0"
+    for name in (str(batch_id), f"{batch_id}.compact"):
+        file = log / name
+        if file.is_file():
+            entries = [json.loads(line) for line in file.read_text().splitlines()[1:] if line.strip()]
+            return [e["path"] for e in entries if e.get("batchId") == batch_id]
+    return None
 
 
 def empty(spark: SparkSession, name: str) -> DataFrame:

@@ -23,7 +23,7 @@ from schemas.tables import TABLES
 Trigger = Literal["available-now", "continuous"]
 Stage = Literal["ingest", "reconstruct", "quality", "alerts"]
 STAGES: tuple[Stage, ...] = ("ingest", "reconstruct", "quality", "alerts")
-INGEST_QUERY = "ingest"
+INGEST_QUERY = io.INGEST_QUERY
 RECONSTRUCT_QUERY = "reconstruct"
 
 

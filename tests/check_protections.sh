@@ -69,6 +69,12 @@ mutate no-id-hashing tests/test_privacy.py \
 mutate no-html-escaping tests/test_report.py::test_log_text_is_escaped_and_the_page_has_no_script \
   pipelines/report/render.py 'return html.escape("" if value is None else str(value), quote=True)' \
   'return "" if value is None else str(value)'
+mutate no-corrupt-file-tolerance "$S::test_a_gzip_cut_short_is_counted_and_the_stream_keeps_running" \
+  pipelines/io.py '.option("ignoreCorruptFiles", "true")' '.option("ignoreCorruptFiles", "false")'
+mutate no-torn-gzip-rows "$S::test_a_gzip_cut_short_is_counted_and_the_stream_keeps_running" \
+  pipelines/ingest.py 'raw = with_torn_rows(spark, batch_df, damaged)' 'raw = batch_df'
+mutate no-conflict-retries "$S::test_a_merge_that_loses_a_race_with_optimize_is_retried" \
+  pipelines/io.py 'if not is_commit_conflict(exc) or attempt == CONFLICT_ATTEMPTS:' 'if True:'
 
 cd "$repo" && git worktree remove --force "$work"
 echo "$proven proven, $survived not proven"

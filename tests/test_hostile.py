@@ -1,6 +1,7 @@
 """Hostile input never stops parsing, and every line stays accounted for: invalid UTF-8, binary junk, a 5 MB line,
-ANSI colours, CRLF, no final newline, an empty file, gzip, stack traces and multi-line records, and seeded random
-garbage (a property-style check of the accounting identity). One staged batch serves every test of the module."""
+ANSI colours, CRLF, no final newline, an empty file, gzip, gzip files cut short, stack traces and multi-line records,
+and seeded random garbage (a property-style check of the accounting identity). One staged batch serves every test of
+the module."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines import io
+from pipelines.bronze.damaged import check_gzip, spark_file_uri
 from pipelines.config import load_config
 from pipelines.ingest import stage_batch
-from pipelines.silver.outputs import accounting
+from pipelines.silver.outputs import accounting, to_quarantine
 
 TS = "[2024-05-14 10:21:07,482]"
 BROKER = (f"{TS} INFO [GroupCoordinator 1]: Stabilized group orders generation 7 (__consumer_offsets-3) with 2 "
@@ -31,6 +33,13 @@ FRAGMENTS = [
     "kafka1    | ", "\x1b[31m", "\u0001\u0002", "\ufffd\ufffd", "[Consumer clientId=", " group", "oordinator",
     "Member x in group y has failed, removing it from the group", "ERROR", "WARN", "", " ", "\\n", "日本語のログ",
 ]
+
+
+CUT_GZIP_LINES = 3_000
+
+
+def _rotated_line(i: int) -> str:
+    return BROKER.replace("10:21:07", f"12:{i // 60 % 60:02d}:{i % 60:02d}")
 
 
 def _garbage(rng: random.Random) -> str:
@@ -63,6 +72,11 @@ def staged(spark, tmp_path_factory):
     with gzip.open(broker / "server.log.2024-05-14-11.gz", "wt") as f:
         f.write("\n".join([BROKER.replace("10:21", "11:21"),
                            "[2024-05-14 11:22:00,000] INFO Rolled segment (kafka.log.Log)"]))
+    # Gzip files cut short: one in the middle of its data (a copy that stopped), one inside its header.
+    rotated = "\n".join(_rotated_line(i) for i in range(CUT_GZIP_LINES))
+    whole = gzip.compress((rotated + "\n").encode())
+    (broker / "server.log.2024-05-14-12.gz").write_bytes(whole[: len(whole) // 2])
+    (broker / "server.log.2024-05-14-13.gz").write_bytes(whole[:15])
     commit = ("org.apache.kafka.clients.consumer.CommitFailedException: Commit cannot be completed since the group has "
               "already rebalanced and assigned the partitions to another member. This means that the time between "
               "subsequent calls to poll() was longer than the configured max.poll.interval.ms.")
@@ -139,3 +153,35 @@ def test_hostile_lines_get_a_disposition_and_multi_line_records_are_joined(stage
         ("bad-utf8.log", 1, 1, "quarantine", None, "invalid_utf8", None, True),
     ], actual.schema)
     assertDataFrameEqual(actual, expected)
+
+
+def test_a_gzip_cut_short_keeps_its_readable_lines_and_quarantines_the_torn_one(staged):
+    files = {r.name: r.lines_read for r in staged.files.select(_name("source_file").alias("name"), "lines_read")
+             .filter(F.col("name").endswith(".gz")).collect()}
+    torn = staged.parsed.filter(F.col("quarantine_reason") == "truncated_gzip").select(
+        _name("source_file").alias("name"), "line_no", "value").collect()
+    assert sorted((r.name, r.line_no) for r in torn) == [
+        ("server.log.2024-05-14-12.gz", files["server.log.2024-05-14-12.gz"]),
+        ("server.log.2024-05-14-13.gz", 1),  # cut inside the header: no readable line, still counted and quarantined
+    ]
+    readable = files["server.log.2024-05-14-12.gz"] - 1
+    assert 0 < readable < CUT_GZIP_LINES
+    events = staged.parsed.filter((_name("source_file") == "server.log.2024-05-14-12.gz")
+                                  & (F.col("disposition") == "event")).count()
+    assert events == readable  # every line before the cut is an event; none after it is invented
+    # The quarantined text is the start of the torn line (the next line of the file), without the internal marker.
+    raw = to_quarantine(staged.parsed).filter("reason = 'truncated_gzip' AND line_no > 1").first().raw
+    assert _rotated_line(readable).startswith(raw)
+
+
+def test_gzip_check_reads_every_member_and_names_the_damage(tmp_path):
+    first, second = gzip.compress(b"a\nb\n"), gzip.compress(b"c\nd")
+    whole = tmp_path / "two-members.gz"
+    whole.write_bytes(first + second)  # `cat a.gz b.gz`: a valid gzip file
+    assert check_gzip(whole) is None
+    cut = tmp_path / "cut.gz"
+    cut.write_bytes(first + second[:-4])  # the second member lost its trailer
+    damage = check_gzip(cut)
+    assert (damage.complete_lines, damage.tail) == (3, "d") and "cut short" in damage.problem
+    spaced = tmp_path / "a b%c.gz"
+    assert spark_file_uri(spaced) == "file:" + str(tmp_path) + "/a%20b%25c.gz"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
 import os
 import random
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import tarfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,7 @@ from pipelines.batch import build_batch
 from pipelines.errors import PipelineStateError
 from pipelines.release import CHECKPOINT_LAYOUT
 from pipelines.run import run
+from schemas.tables import TABLES
 from pipelines.simulate import simulate
 from tests.conftest import DATA, Receiver, land, make_config
 
@@ -88,6 +91,35 @@ def test_the_same_file_landed_twice_under_another_name(spark, workspace):
     assert {name: io.read_table(spark, cfg, name).count() for name in COMPARED} == before
     files = io.read_table(spark, cfg, "bronze_files").filter("duplicate_of IS NOT NULL").collect()
     assert [f.duplicate_of.endswith(source.name) for f in files] == [True]
+
+
+
+def test_a_gzip_cut_short_is_counted_and_the_stream_keeps_running(spark, workspace):
+    cfg = make_config(workspace)
+    land(DATA / "landing" / "part1", cfg.landing)
+    run(spark, cfg)
+    # The next hour's broker log arrives gzipped and cut in half (a copy that stopped), the client log intact.
+    source = DATA / "landing" / "part2" / "broker-1" / "server.log.2026-11-20-09"
+    packed = gzip.compress(source.read_bytes())
+    (cfg.landing / "broker-1" / (source.name + ".gz")).write_bytes(packed[: len(packed) // 2])
+    progress: list[str] = []
+    first = run(spark, cfg, on_progress=progress.append)
+    assert first.batches.get("ingest") == 1
+    assert any("cut short" in p and "truncated_gzip" in p for p in progress), progress
+    acct = io.read_table(spark, cfg, "silver_accounting").filter(F.col("source_file").endswith(".gz")).first()
+    parts = acct.noise_lines + acct.event_lines + acct.gc_pause_lines + acct.quarantined_lines + acct.duplicate_lines
+    assert acct.lines_read == parts and 1 < acct.lines_read < len(source.read_text().splitlines())
+    torn = io.read_table(spark, cfg, "silver_quarantine").filter("reason = 'truncated_gzip'").collect()
+    assert [r.line_no for r in torn] == [acct.lines_read]
+    # The stream keeps running: a later file is ingested, and a rerun replays nothing.
+    client = DATA / "landing" / "part2" / "orders-svc-0"
+    (cfg.landing / client.name).mkdir()
+    for file in client.iterdir():
+        shutil.copyfile(file, cfg.landing / client.name / ("." + file.name))
+        (cfg.landing / client.name / ("." + file.name)).rename(cfg.landing / client.name / file.name)
+    assert run(spark, cfg).added["bronze_files"] == 1
+    assert run(spark, cfg).batches.get("ingest", 0) == 0
+    _same_as_oracle(spark, cfg)
 
 
 PREVIOUS = DATA / "previous-release" / "release-0.1.0.tar.gz"
@@ -158,6 +190,56 @@ def _optimize_and_vacuum_until(spark, cfg, stop: threading.Event, done: list[str
                 done.append(f"lost: {type(exc).__name__}")
             if stop.is_set():
                 return
+
+
+def test_a_merge_that_loses_a_race_with_optimize_is_retried(spark, workspace):
+    """Forces the one race Delta reports between the pipeline and maintenance: an OPTIMIZE of a gold table commits
+    while a MERGE into it (io.replace_keys) is running. The MERGE's commit conflicts and is retried on the new
+    snapshot; the table ends with each key once."""
+    cfg = make_config(workspace)
+    io.ensure_tables(spark, cfg, ["gold_rebalances"])
+    schema = TABLES["gold_rebalances"]
+    required = {"group_id": "orders", "protocol": "classic", "outcome": "completed", "cause": "unknown",
+                "cause_confidence": 0.5}
+
+    def rows(ids: range) -> list[dict]:
+        return [{f.name: None for f in schema.fields} | required
+                | {"rebalance_id": f"r{i}", "started_at": dt.datetime(2026, 11, 20, 8, 0, i)} for i in ids]
+
+    for i in range(3):  # three small files for OPTIMIZE to compact
+        io.append(spark.createDataFrame(rows(range(i, i + 1)), schema), cfg, "gold_rebalances")
+    started, optimized = workspace / "merge-started", workspace / "optimize-done"
+
+    @F.udf("string")
+    def after_optimize(cause: str) -> str:
+        # Runs inside the MERGE (its source), after the MERGE has read its snapshot: hold it until OPTIMIZE committed.
+        import pathlib
+        import time
+        pathlib.Path(started).touch()
+        deadline = time.monotonic() + 120
+        while not pathlib.Path(optimized).exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return "session_timeout"
+
+    def optimize_when_the_merge_runs() -> None:
+        deadline = time.monotonic() + 120
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        spark.sql(f"OPTIMIZE delta.`{io.table(cfg, 'gold_rebalances').path}`")
+        optimized.touch()
+
+    maintenance = threading.Thread(target=optimize_when_the_merge_runs, daemon=True)
+    io.conflicts_retried.clear()
+    maintenance.start()
+    source = spark.createDataFrame(rows(range(3)), schema).coalesce(1).withColumn("cause", after_optimize("cause"))
+    io.replace_keys(spark, source, cfg, "gold_rebalances", keys=["rebalance_id"], scope=F.lit(True))
+    maintenance.join(timeout=180)
+    operations = [r.operation for r in io.table(cfg, "gold_rebalances").delta(spark).history().collect()]
+    assert "OPTIMIZE" in operations and "MERGE" in operations
+    assert io.conflicts_retried.get("gold_rebalances", 0) >= 1
+    table = io.read_table(spark, cfg, "gold_rebalances")
+    assert sorted((r.rebalance_id, r.cause) for r in table.collect()) == [
+        ("r0", "session_timeout"), ("r1", "session_timeout"), ("r2", "session_timeout")]
 
 
 @pytest.mark.slow

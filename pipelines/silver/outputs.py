@@ -7,6 +7,8 @@ import re
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from pipelines.bronze.damaged import TORN_MARK
+from pipelines.bronze.lines import MAX_LINE_CHARS
 from pipelines.config import Config
 from pipelines.silver.layouts import UserLayout
 
@@ -96,9 +98,12 @@ def to_gc_pauses(parsed: DataFrame) -> DataFrame:
 
 def to_quarantine(parsed: DataFrame) -> DataFrame:
     """Rows for silver_quarantine: relevant-looking lines that did not become an event, with the reason."""
+    torn = F.col("value").startswith(TORN_MARK)  # the synthetic row of a damaged gzip: keep only its text
     return parsed.filter(F.col("disposition") == "quarantine").select(
         "line_id", "source_file", "instance", "line_no", F.col("quarantine_reason").alias("reason"),
-        F.col("value").alias("raw"), "line_length", "batch_id", "ingested_at",
+        F.when(torn, F.substring("value", len(TORN_MARK) + 1, MAX_LINE_CHARS)).otherwise(F.col("value")).alias("raw"),
+        F.when(torn, F.col("line_length") - len(TORN_MARK)).otherwise(F.col("line_length")).alias("line_length"),
+        "batch_id", "ingested_at",
     )
 
 

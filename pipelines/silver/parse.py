@@ -12,6 +12,7 @@ from functools import lru_cache
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from pipelines.bronze.damaged import TORN_MARK
 from pipelines.silver.fields import typed_fields
 from pipelines.silver.gc import GC_PREFILTER, with_gc_pause
 from pipelines.silver.layouts import UserLayout, event_time, strip_envelope, with_layout
@@ -147,8 +148,10 @@ def _disposition(template_id: Column) -> list[Column]:
     )
     gc_line = F.col("gc_candidate") & template_id.isNull()
     gc_timed = gc_line & F.col("gc_duration_ms").isNotNull()
+    torn = F.col("value").startswith(TORN_MARK)
     disposition = (
-        F.when(gc_timed & F.col("gc_end_ts").isNotNull(), "gc_pause")
+        F.when(torn, "quarantine")
+        .when(gc_timed & F.col("gc_end_ts").isNotNull(), "gc_pause")
         .when(F.col("event_type") == "noise", "noise")
         .when(template_id.isNotNull() & F.col("event_ts").isNotNull(), "event")
         .when(template_id.isNotNull() | gc_timed, "quarantine")
@@ -159,7 +162,8 @@ def _disposition(template_id: Column) -> list[Column]:
         .otherwise("noise")
     )
     reason = (
-        F.when(template_id.isNotNull() | gc_timed, "no_timestamp")
+        F.when(torn, "truncated_gzip")
+        .when(template_id.isNotNull() | gc_timed, "no_timestamp")
         .when(gc_line, "unknown_gc_line")
         .when(F.col("line_length") > F.length(F.col("value")), "line_too_long")
         .when(~F.is_valid_utf8(F.col("value")) | F.col("value").contains("\ufffd"), "invalid_utf8")
@@ -183,5 +187,6 @@ PREFILTER_LITERALS: tuple[str, ...] = (
 
 
 def is_candidate(value: Column) -> Column:
-    """True for lines that are worth parsing: they contain one of PREFILTER_LITERALS (`contains` only, no regex)."""
-    return contains_any(value, PREFILTER_LITERALS)
+    """True for lines that are worth parsing: they contain one of PREFILTER_LITERALS (`contains` only, no regex), or
+    they are the torn end of a damaged gzip file (which is quarantined)."""
+    return contains_any(value, PREFILTER_LITERALS) | value.startswith(TORN_MARK)
