@@ -9,9 +9,14 @@ import pytest
 
 from pipelines.gold.causes import classify_reason
 from pipelines.gold.rebalances import rebuild_rebalances
-from pipelines.gold.timeline import reconstruct_group
+from pipelines.gold.timeline import Timeline, reconstruct_group
+from pipelines.quality.derived import CONSUMER_TRANSITIONS, LEGAL_TRANSITIONS
 
 T0 = pd.Timestamp("2026-11-20 08:00:00")
+
+
+def _secs(ts: pd.Timestamp) -> float:
+    return round((ts - T0).total_seconds(), 3)
 
 
 def ev(seconds: float, event_type: str, **fields) -> dict:
@@ -157,6 +162,15 @@ def test_kip848_one_rebalance_per_group_epoch_with_its_cause():
     ]
     # Completion: the last member's client reaching STABLE, else the broker's new target assignment.
     assert [r["duration_ms"] for r in rows[:3]] == [490, 190, 490]
+    # The consumer group's states, derived as the new coordinator does from the group, target and member epochs.
+    states = [(s["state"], s["generation"], _secs(s["started_at"])) for s in Timeline("g", events).states]
+    assert states == [
+        ("Assigning", 1, 0.01), ("Reconciling", 1, 0.05), ("Stable", 1, 0.5),
+        ("Assigning", 2, 10.01), ("Stable", 2, 10.2),  # no target line for epoch 2: Stable when its member is
+        ("Assigning", 3, 20.01), ("Reconciling", 3, 20.5), ("Stable", 3, 20.5),
+        ("Empty", 4, 30.01), ("Assigning", 5, 36.01), ("Empty", 6, 40.01),
+    ]
+    assert all(pair in CONSUMER_TRANSITIONS for pair in zip([s[0] for s in states], [s[0] for s in states[1:]]))
 
 
 def test_kip848_bump_without_member_event_is_a_metadata_change():
@@ -285,6 +299,15 @@ def test_client_only_one_rebalance_per_generation_with_the_members_own_reason():
         (None, "open", "membership_change", "member_leave", "consumer-1-a", 1200 * s, None),
     ]
     assert all(r["cause_confidence"] < 0.8 for r in rows)  # less sure than a broker reason
+    # The classic states the members' lines imply (the coordinator's own state lines are not there).
+    states = [(s["state"], s["generation"], _secs(s["started_at"])) for s in Timeline("g", events).states]
+    assert states == [
+        ("PreparingRebalance", None, 0.2), ("CompletingRebalance", 1, 3), ("Stable", 1, 3.2),
+        ("PreparingRebalance", 1, 600), ("CompletingRebalance", 2, 601.5), ("Stable", 2, 601.7),
+        ("PreparingRebalance", None, 900), ("CompletingRebalance", 4, 930.5), ("Stable", 4, 930.5),
+        ("PreparingRebalance", None, 1200),
+    ]
+    assert all(pair in LEGAL_TRANSITIONS for pair in zip([s[0] for s in states], [s[0] for s in states[1:]]))
     assert len({r["rebalance_id"] for r in rows}) == 4
     assert "client log only" in rows[1]["evidence_json"]
 

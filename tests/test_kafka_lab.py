@@ -23,6 +23,7 @@ from pipelines.batch import build_batch
 from pipelines.config import load_config
 from pipelines.evaluate import accuracy, match_truth
 from pipelines.ingest import stage_batch
+from pipelines.quality.derived import with_transition_check
 
 CORPUS = Path(__file__).parent / "data" / "kafka-lab"
 VERSIONS = sorted(p.name for p in CORPUS.glob("*") if (p / "truth" / "rebalances.jsonl").is_file())
@@ -116,12 +117,18 @@ def test_lab_causes_match_the_truth(spark, tmp_path, version):
     try:
         truth = spark.read.json(str(root / "truth" / "rebalances.jsonl"))
         result = accuracy(match_truth(tables["gold_rebalances"], truth))
+        states = with_transition_check(tables["gold_group_states"]).cache()
+        illegal = states.filter(~F.col("legal_transition")).select("group_id", "previous_state", "state").collect()
+        kinds = {r.state for r in states.filter(F.col("group_id") == "lab-kip848").select("state").collect()}
     finally:
         for name in ("gold_rebalances", "gold_member_sessions"):
             tables[name].unpersist()
     assert result.found == result.truth, result.confusion
     assert result.invented == 0, result.confusion
     assert result.cause_accuracy >= 0.95, (result.line(), result.confusion)
+    assert illegal == []
+    # KIP-848 groups (4.x) have their own states; classic groups of the same broker keep the classic machine.
+    assert kinds >= ({"Assigning", "Stable"} if version.startswith("4.") else set())
 
 
 def test_lab_corpus_covers_every_cause():

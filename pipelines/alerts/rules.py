@@ -80,12 +80,18 @@ def stuck_alerts(states: DataFrame, *, settings: AlertSettings, run_ts: dt.datet
     now = F.lit(run_ts.astimezone(dt.timezone.utc).replace(tzinfo=None)).cast("timestamp")
     stuck = (
         states.withColumn("_n", F.row_number().over(latest)).filter("_n = 1")
-        .filter(F.col("state").isin("PreparingRebalance", "CompletingRebalance"))
+        .filter(F.col("state").isin("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"))
         .filter(F.col("started_at") <= now - F.expr(f"INTERVAL {int(settings.stuck_after_min * 60)} SECONDS"))
     )
-    summary = F.format_string("%s is stuck in %s since %s UTC (generation %s): it consumes nothing",
+    # A classic group consumes nothing while it rebalances; a KIP-848 consumer group keeps the partitions its members
+    # hold, and only the moving ones wait.
+    consumer = F.col("state").isin("Assigning", "Reconciling")
+    summary = F.format_string("%s is stuck in %s since %s UTC (%s %s): %s",
                               "group_id", "state", F.date_format("started_at", "yyyy-MM-dd HH:mm:ss"),
-                              F.coalesce(F.col("generation").cast("string"), F.lit("?")))
+                              F.when(consumer, F.lit("group epoch")).otherwise(F.lit("generation")),
+                              F.coalesce(F.col("generation").cast("string"), F.lit("?")),
+                              F.when(consumer, F.lit("the partitions that move wait for their new owner"))
+                              .otherwise(F.lit("it consumes nothing")))
     return _shape(stuck.select(
         _alert_id(F.lit("stuck"), "state_id").alias("alert_id"), F.lit("stuck").alias("rule"),
         F.lit("critical").alias("severity"), "group_id", F.col("started_at").alias("opened_at"),

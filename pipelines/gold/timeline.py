@@ -268,9 +268,27 @@ class Timeline:
         current.members_after = len(self._members)
         self._epoch_size = current.members_after
         self._mark_generation(epoch)
-        # No gold_group_states rows: that table (and its legal-transition check) holds the classic state machine.
         completed_at, outcome = self._epoch_completion(current, ts)
         self.rebalances.append(self._row(current, completed_at=completed_at, outcome=outcome))
+        self._epoch_states(current, event, ts, completed_at, outcome)
+
+    def _epoch_states(self, current: _Open, event: dict, ts: pd.Timestamp, completed_at, outcome: str) -> None:
+        """A consumer group's states around one epoch bump, as the new coordinator derives them: Assigning until
+        the target assignment of the epoch is computed, Reconciling until every member has reached it, then Stable;
+        Empty when the bump left no member."""
+        epoch, rebalance_id = current.generation_after, current.rebalance_id
+        if outcome == "emptied":
+            self._transition(ts, "Empty", epoch, rebalance_id, event)
+            return
+        self._transition(ts, "Assigning", epoch, rebalance_id, event)
+        targeted = self._targets.get(epoch)
+        later = [b for b in self._bumps if b > ts]
+        settled_from = ts
+        if targeted is not None and targeted >= ts and (not later or targeted < later[0]):
+            self._transition(targeted, "Reconciling", epoch, rebalance_id, event)
+            settled_from = targeted
+        if outcome == "stabilized" and completed_at is not None:
+            self._transition(max(completed_at, settled_from), "Stable", epoch, rebalance_id, event)
 
     def _epoch_completion(self, current: _Open, ts: pd.Timestamp) -> tuple[pd.Timestamp | None, str]:
         """When the members reached the epoch's target assignment: their clients' STABLE transitions, else the
@@ -363,6 +381,9 @@ class Timeline:
             completed = max(stable) if stable else None
             self.rebalances.append(self._row(current, completed_at=completed,
                                              outcome="stabilized" if completed is not None else "open"))
+            self._transition(ts, "Reconciling", epoch, current.rebalance_id, event)
+            if completed is not None:
+                self._transition(completed, "Stable", epoch, current.rebalance_id, event)
 
     # ---- client-only groups --------------------------------------------------------------------------------------
 
@@ -497,6 +518,28 @@ class Timeline:
             self.rebalances.append(self._row(current, completed_at=None, outcome="open"))
         else:
             self.rebalances.append(self._row(current, completed_at=max(completed), outcome="stabilized"))
+        self._client_states(current, first, joined_lines, max(completed) if generation is not None and completed
+                            else None)
+
+    def _client_states(self, current: _Open, first: dict, joined_lines: list[dict], completed_at) -> None:
+        """The classic states the members' lines imply: PreparingRebalance from the first line of the rebalance,
+        CompletingRebalance from the last member's join (the join response closes the join phase), Stable from the
+        last sync. The coordinator's own times are unknown, so a rebalance whose lines begin before the previous one
+        ended starts its states at that end (the members' clocks and logging order blur the boundary)."""
+        floor = self._transitions[-1][0] if self._transitions else None
+
+        def at(ts: pd.Timestamp) -> pd.Timestamp:
+            return ts if floor is None else max(ts, floor)
+
+        generation, rebalance_id = current.generation_after, current.rebalance_id
+        self._transition(at(first["event_ts"]), "PreparingRebalance", current.start.get("generation"), rebalance_id,
+                         first)
+        if joined_lines and generation is not None:
+            last_join = max(joined_lines, key=lambda e: e["event_ts"])
+            self._transition(at(last_join["event_ts"]), "CompletingRebalance", generation, rebalance_id, last_join)
+            if completed_at is not None:
+                self._transition(at(max(completed_at, last_join["event_ts"])), "Stable", generation, rebalance_id,
+                                 last_join)
 
     # ---- causes ------------------------------------------------------------------------------------------------
 

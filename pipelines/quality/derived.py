@@ -9,8 +9,11 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-# The classic group coordinator's states (gold_group_states.state; the timeline produces no KIP-848 states).
-STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
+# gold_group_states.state: the classic group coordinator's states, and those of KIP-848 consumer groups (the new
+# coordinator derives Assigning, Reconciling and Stable from the group, target and member epochs).
+CLASSIC_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
+CONSUMER_ONLY_STATES = ("Assigning", "Reconciling")
+STATES = CLASSIC_STATES + CONSUMER_ONLY_STATES
 
 # Kafka's GroupMetadata `validPreviousStates`, as (previous, next). One addition: Dead -> PreparingRebalance, a group
 # re-created under the same id after it was deleted (the new group's initial Empty state is never logged).
@@ -23,9 +26,22 @@ LEGAL_TRANSITIONS = (
     ("Dead", "Dead"), ("Dead", "PreparingRebalance"),
 )
 
+# KIP-848 consumer groups: the state follows the epochs. A bump (a member joined, left, was fenced, or the metadata
+# changed) starts Assigning from any state, also from Assigning or Reconciling when bumps come fast; the new target
+# leads to Reconciling, or straight to Stable when every member already holds it; a bump that leaves no member, or a
+# deletion, ends the story. Reconciling is reached only through Assigning.
+CONSUMER_TRANSITIONS = (
+    ("Empty", "Assigning"), ("Assigning", "Assigning"), ("Reconciling", "Assigning"), ("Stable", "Assigning"),
+    ("Dead", "Assigning"),
+    ("Assigning", "Reconciling"),
+    ("Assigning", "Stable"), ("Reconciling", "Stable"),
+    ("Assigning", "Empty"), ("Reconciling", "Empty"), ("Stable", "Empty"),
+    ("Empty", "Dead"), ("Assigning", "Dead"), ("Reconciling", "Dead"), ("Stable", "Dead"), ("Dead", "Dead"),
+)
+
 # Among intervals that start in the same millisecond, the order in which the state machine passes through them.
 _STATE_ORDER = {state: rank for rank, state in enumerate(
-    ("Stable", "Empty", "Dead", "PreparingRebalance", "CompletingRebalance"))}
+    ("Stable", "Empty", "Dead", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"))}
 
 
 def _rank(state: Column) -> Column:
@@ -37,15 +53,21 @@ def _rank(state: Column) -> Column:
 
 def with_transition_check(states: DataFrame) -> DataFrame:
     """Add `previous_state` and `legal_transition` (previous -> this state is a transition the coordinator can
-    make) to gold_group_states rows, per group in time order; null for a group's first state."""
+    make) to gold_group_states rows, per group in time order; null for a group's first state. A group with an
+    Assigning or Reconciling state is a consumer group and is held to CONSUMER_TRANSITIONS, others to
+    LEGAL_TRANSITIONS."""
     # Intervals are contiguous per group, so ties on the start are broken by the end (a zero-length interval
     # comes first), then by the state machine's own order.
     order = Window.partitionBy("group_id").orderBy(
         "started_at", F.col("ended_at").asc_nulls_last(), _rank(F.col("state")), "state_id")
     previous = F.lag("state").over(order)
-    legal = F.lit(False)
+    consumer = F.max(F.col("state").isin(*CONSUMER_ONLY_STATES)).over(Window.partitionBy("group_id"))
+    classic_legal, consumer_legal = F.lit(False), F.lit(False)
     for before, after in LEGAL_TRANSITIONS:
-        legal = legal | ((previous == before) & (F.col("state") == after))
+        classic_legal = classic_legal | ((previous == before) & (F.col("state") == after))
+    for before, after in CONSUMER_TRANSITIONS:
+        consumer_legal = consumer_legal | ((previous == before) & (F.col("state") == after))
+    legal = F.when(consumer, consumer_legal).otherwise(classic_legal)
     # A new coordinator loads the group afresh (the old one unloads it without a logged state change), so the first
     # state under another coordinator may follow any state of the previous one.
     previous_coordinator = F.lag("coordinator").over(order)

@@ -13,7 +13,7 @@ CAUSE_COLOURS = {
 }
 STATE_COLOURS = {
     "Stable": "#c7e9c0", "PreparingRebalance": "#fdae6b", "CompletingRebalance": "#fdd0a2", "Empty": "#d9d9d9",
-    "Dead": "#969696",
+    "Dead": "#969696", "Assigning": "#fdae6b", "Reconciling": "#fdd0a2",
 }
 WIDTH, ROW, LABEL = 1000, 26, 180
 
