@@ -27,6 +27,32 @@ def _add_storage(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lakehouse", type=Path, help="directory of the Delta tables (overrides the configuration)")
 
 
+_PROTOCOL_HELP = ("consumer-group protocol: classic (JoinGroup/SyncGroup generations), consumer (KIP-848 group "
+                  "epochs, Kafka 4.x only) or mixed (both, alternating groups) (default: classic)")
+_VERSION_HELP = ("wording of the broker and client logs: 2.4, 2.8, 3.6 or 4.1 (default: 3.6, or 4.1 with "
+                 "--group-protocol consumer or mixed)")
+
+
+def _add_simulation(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kafka-version", default=None, help=_VERSION_HELP)
+    p.add_argument("--group-protocol", choices=["classic", "consumer", "mixed"], default="classic", help=_PROTOCOL_HELP)
+    p.set_defaults(simulation_parser=p)  # usage errors of these flags print this sub-command's usage
+
+
+def _resolve_simulation(args: argparse.Namespace) -> None:
+    """Default the Kafka version from the group protocol; refuse the consumer protocol before 4.0 as a usage error."""
+    if getattr(args, "simulation_parser", None) is None:
+        return
+    from pipelines.simulate import check_group_protocol
+
+    if args.kafka_version is None:
+        args.kafka_version = "3.6" if args.group_protocol == "classic" else "4.1"
+    try:
+        check_group_protocol(args.group_protocol, args.kafka_version)
+    except ValueError as exc:
+        args.simulation_parser.error(str(exc))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every sub-command."""
     parser = _Parser(
@@ -42,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=7, help="simulation seed (default: 7)")
     demo.add_argument("--groups", type=int, default=4, help="consumer groups to simulate (default: 4)")
     demo.add_argument("--hours", type=float, default=2.0, help="simulated hours (default: 2)")
+    _add_simulation(demo)
 
     sim = sub.add_parser("simulate", help="write realistic broker, client and GC logs with their ground truth")
     sim.add_argument("--out", type=Path, required=True, help="output directory (landing/ and truth/ go under it)")
@@ -49,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--groups", type=int, default=4)
     sim.add_argument("--hours", type=float, default=2.0)
     sim.add_argument("--lines", type=int, help="target total number of lines (adds broker noise and time)")
-    sim.add_argument("--kafka-version", default="3.6", help="wording of the broker and client logs (2.4, 2.8, 3.6)")
+    _add_simulation(sim)
     sim.add_argument("--gzip", action="store_true", help="gzip the log files")
 
     run = sub.add_parser("run", help="run the pipeline over the landing directory (new files only)")
@@ -81,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `rebalance` console script."""
     args = build_parser().parse_args(argv)
+    _resolve_simulation(args)
     try:
         from jobs import commands
 

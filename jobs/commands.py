@@ -51,7 +51,7 @@ def cmd_simulate(args: argparse.Namespace, *, progress: Progress) -> int:
 
     summary = simulate(
         args.out, seed=args.seed, groups=args.groups, hours=args.hours, lines=args.lines,
-        kafka_version=args.kafka_version, gzip_files=args.gzip, progress=progress,
+        kafka_version=args.kafka_version, gzip_files=args.gzip, progress=progress, group_protocol=args.group_protocol,
     )
     causes = ", ".join(f"{cause} {n}" for cause, n in sorted(summary.by_cause.items()))
     print(f"wrote {summary.lines} lines in {summary.files} files under {summary.landing_dir}")
@@ -253,7 +253,9 @@ def cmd_demo(args: argparse.Namespace, *, progress: Progress) -> int:
     for sub in ("landing", "truth", "lakehouse"):
         shutil.rmtree(workdir / sub, ignore_errors=True)
     progress(f"simulating {args.groups} consumer groups over {args.hours:g} h (seed {args.seed}) into {workdir}")
-    sim = simulate(workdir, seed=args.seed, groups=args.groups, hours=args.hours)
+    sim = simulate(workdir, seed=args.seed, groups=args.groups, hours=args.hours,
+                   kafka_version=getattr(args, "kafka_version", None) or "3.6",
+                   group_protocol=getattr(args, "group_protocol", "classic"))
     progress(f"wrote {sim.lines} log lines in {sim.files} files; starting Spark with Delta Lake")
     cfg = load_config(None, {"landing": workdir / "landing", "lakehouse": workdir / "lakehouse"})
     spark = _spark(cfg, "rebalance-demo")
@@ -288,9 +290,11 @@ def cmd_demo(args: argparse.Namespace, *, progress: Progress) -> int:
               + f" (feed: {cfg.alerts_jsonl})")
     print(f"HTML report: {report}")
     lakehouse = cfg.lakehouse
-    print(f"\nDelta tables are under {lakehouse}/ ({', '.join(sorted(p.name for p in lakehouse.iterdir() if not p.name.startswith('_')))}).")
+    tables = ", ".join(sorted(p.name for p in lakehouse.iterdir() if not p.name.startswith("_")))
+    print(f"\nDelta tables are under {lakehouse}/ ({tables}).")
     print("Query them with SQL, for example:")
-    print(f"  rebalance sql --lakehouse {lakehouse} \"SELECT cause, count(*) AS n FROM gold_rebalances GROUP BY cause\"")
-    print(f"  rebalance sql --lakehouse {lakehouse} \"SELECT group_id, started_at, duration_ms, cause, trigger_member_id "
+    sql = f"  rebalance sql --lakehouse {lakehouse}"
+    print(f"{sql} \"SELECT cause, count(*) AS n FROM gold_rebalances GROUP BY cause\"")
+    print(f"{sql} \"SELECT group_id, started_at, duration_ms, cause, trigger_member_id "
           "FROM gold_rebalances ORDER BY duration_ms DESC LIMIT 10\"")
     return 0

@@ -42,9 +42,10 @@ def test_every_true_rebalance_found_with_its_cause(spark, estate):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version", ["2.4", "2.8"])
-def test_older_wordings(spark, tmp_path, version):
-    sim = simulate(tmp_path, seed=22, groups=3, hours=2.0, kafka_version=version)
+@pytest.mark.parametrize(("version", "protocol"), [("2.4", "classic"), ("2.8", "classic"), ("4.1", "mixed")])
+def test_older_wordings(spark, tmp_path, version, protocol):
+    # 4.1 "mixed": the new coordinator's classic groups and KIP-848 consumer groups (epoch bumps) side by side
+    sim = simulate(tmp_path, seed=22, groups=3, hours=2.0, kafka_version=version, group_protocol=protocol)
     cfg = make_config(tmp_path, landing=sim.landing_dir)
     run(spark, cfg)
     _check_accuracy(spark, cfg, sim.truth_file)

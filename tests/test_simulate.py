@@ -237,3 +237,121 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
 def test_refuses_a_landing_directory_that_holds_files(default_run: SimulationSummary) -> None:
     with pytest.raises(FileExistsError, match="empty directory"):
         simulate(default_run.landing_dir.parent)
+
+
+# ---- Kafka 4.1: the new group coordinator, and KIP-848 consumer groups ------------------------------------------
+
+BUMPED = re.compile(r"^\[([^\]]+)\] INFO \[GroupCoordinator id=\d+ topic=__consumer_offsets partition=\d+\] "
+                    r"\[GroupId (\S+)\] Bumped group epoch to (\d+) with metadata hash (-?\d+)\. ")
+MEMBER_EVENT = re.compile(r"\[GroupId (\S+)\] Member (\S+) (joins the consumer group using the consumer protocol|left "
+                          r"the consumer group|fenced from the group because the member session expired)\. ")
+
+
+@pytest.fixture(scope="module")
+def consumer_run(tmp_path_factory: pytest.TempPathFactory) -> SimulationSummary:
+    return simulate(tmp_path_factory.mktemp("consumer"), kafka_version="4.1", group_protocol="consumer", groups=3,
+                    hours=4.0)
+
+
+@pytest.fixture(scope="module")
+def mixed_run(tmp_path_factory: pytest.TempPathFactory) -> SimulationSummary:
+    return simulate(tmp_path_factory.mktemp("mixed"), kafka_version="4.1", group_protocol="mixed", groups=4, hours=2.0)
+
+
+def test_consumer_protocol_is_deterministic(mixed_run: SimulationSummary, tmp_path: Path) -> None:
+    original = tree(mixed_run.landing_dir.parent)
+    kwargs = {"kafka_version": "4.1", "group_protocol": "mixed", "groups": 4, "hours": 2.0}
+    assert tree(simulate(tmp_path / "again", **kwargs).landing_dir.parent) == original
+    assert tree(simulate(tmp_path / "other", seed=8, **kwargs).landing_dir.parent) != original
+
+
+def test_each_epoch_bump_is_one_truth_rebalance_after_its_member_event(consumer_run: SimulationSummary) -> None:
+    """As the real 4.1.2 lab labels KIP-848 groups: one row per `Bumped group epoch to N` (generation_after = N), at the
+    bump's time, caused by the member line the coordinator printed just before it (none for a metadata change)."""
+    rows = truth(consumer_run)
+    by_key = {(r["group_id"], r["generation_after"]): r for r in rows}
+    assert len(by_key) == len(rows) == consumer_run.rebalances
+    details = {"joins": ("member_join", "rejoin"), "left": ("member_leave", "leave_on_poll_timeout"),
+               "fenced": ("heartbeat_expiration",)}
+    seen = set()
+    for broker in sorted(consumer_run.landing_dir.glob("broker-*")):
+        last_event: dict[str, tuple[str, str]] = {}
+        for line in (x for f in sorted(broker.glob("server.log.*")) for x in f.read_text().splitlines()):
+            if match := MEMBER_EVENT.search(line):
+                last_event[match.group(1)] = (match.group(2), match.group(3).split()[0])
+            elif match := BUMPED.match(line):
+                group, epoch = match.group(2), int(match.group(3))
+                row = by_key[(group, epoch)]
+                assert (row["protocol"], row["outcome"], row["group_epoch"]) == ("consumer", "epoch", epoch)
+                assert iso_ms(row["started_at"]) == log4j_ms(match.group(1))
+                event = last_event.pop(group, None)
+                if row["cause"] == "metadata_change":
+                    assert event is None and row["trigger_member_id"] is None
+                    assert match.group(4) != "0"
+                else:
+                    assert event is not None and event[0] == row["trigger_member_id"], (row, event)
+                    assert row["cause_detail"] in details[event[1]], (row, event)
+                seen.add((group, epoch))
+    assert seen == set(by_key)
+
+
+def test_consumer_groups_play_every_kip848_incident(consumer_run: SimulationSummary) -> None:
+    assert set(consumer_run.by_cause) == CAUSES - {"unknown", "coordinator_change"}
+    details = {(row["cause"], row["cause_detail"]) for row in truth(consumer_run)}
+    assert {("gc_pause", "heartbeat_expiration"), ("gc_pause", "rejoin"), ("poll_timeout", "leave_on_poll_timeout"),
+            ("poll_timeout", "rejoin"), ("session_timeout", "heartbeat_expiration"),
+            ("metadata_change", "partition_count_change"), ("membership_change", "member_leave")} <= details
+    # a KIP-848 member keeps its client-generated id when it rejoins after a fence or a poll timeout
+    rows = truth(consumer_run)
+    for row in rows:
+        if row["cause_detail"] == "rejoin":
+            assert any(r["trigger_member_id"] == row["trigger_member_id"] and r["cause"] == row["cause"]
+                       and r["cause_detail"] != "rejoin" for r in rows)
+
+
+def test_a_fenced_members_gc_log_shows_the_pause(consumer_run: SimulationSummary) -> None:
+    landing = consumer_run.landing_dir
+    lines = broker_lines(landing)
+    clients = {f: f.read_text() for f in landing.glob("*/consumer.log.*")}
+    rows = [r for r in truth(consumer_run) if r["cause"] == "gc_pause" and r["cause_detail"] == "heartbeat_expiration"]
+    assert rows
+    for row in rows:
+        member = row["trigger_member_id"]
+        fenced = next(log4j_ms(LOG4J_TS.match(x).group(1)) for x in lines if f"Member {member} fenced" in x)
+        folder = next(f.parent for f, text in clients.items() if f"Member {member} with epoch" in text)
+        pauses = []
+        for gc_file in folder.glob("gc.log*"):
+            for line in gc_file.read_text().splitlines():
+                match = GC_LINE.match(line)
+                if match and match.group(2) == "Full":
+                    end = iso_ms(match.group(1) + "Z")
+                    pauses.append((end - round(float(match.group(3))), end))
+        assert any(start < fenced < end for start, end in pauses), (member, fenced, pauses)
+
+
+def test_kafka_41_wording(mixed_run: SimulationSummary) -> None:
+    """The new coordinator's prefix and wording for classic groups; the 4.1 clients of both protocols."""
+    landing = mixed_run.landing_dir
+    brokers = "\n".join(broker_lines(landing))
+    clients = "\n".join(f.read_text() for f in sorted(landing.glob("*/consumer.log.*")))
+    assert mixed_run.groups == ["orders-processor", "payments-ledger", "shipping-events", "fraud-scoring"]
+    assert re.search(r"\] Stabilized group orders-processor generation \d+ with \d+ members\. \(org\.apache\.kafka\."
+                     r"coordinator\.group\.GroupMetadataManager\)", brokers)
+    assert "[GroupId payments-ledger] Bumped group epoch to 1 " in brokers
+    assert "[GroupId shipping-events] Bumped group epoch to 1 " in brokers
+    assert "[GroupId orders-processor]" not in brokers and "[GroupId fraud-scoring]" not in brokers
+    assert "(kafka.coordinator.group." not in brokers and "expired offsets" not in brokers
+    assert "Kafka commitId" not in clients and "Kafka version: 4.1.2" in clients
+    assert "isFenced: false)" in clients and "Metrics reporters closed" not in clients
+    assert "\tgroup.protocol = consumer\n" in clients and "\tgroup.protocol = classic\n" in clients
+    assert "\tauto.include.jmx.reporter" not in clients
+    assert "Reconciling assignment with local epoch 0\n\tMember:                                    " in clients
+    assert " (org.apache.kafka.common.config.AbstractConfig)" in clients
+
+
+def test_consumer_protocol_needs_kafka_4(tmp_path: Path) -> None:
+    for protocol in ("consumer", "mixed"):
+        with pytest.raises(ValueError, match="needs Kafka 4"):
+            simulate(tmp_path, kafka_version="3.6", group_protocol=protocol)
+    with pytest.raises(ValueError, match="group_protocol"):
+        simulate(tmp_path, kafka_version="4.1", group_protocol="share")

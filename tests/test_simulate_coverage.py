@@ -20,13 +20,18 @@ from pipelines.simulate.model import HEARTBEAT_MS, REBALANCE_TIMEOUT_MS
 from pipelines.simulate.render import Wording
 from schemas.tables import SILVER_EVENTS
 
-VERSIONS = ("2.4", "3.6")  # the oldest and newest simulated wordings (2.8's record differs only in defaults)
+VERSIONS = ("2.4", "3.6", "4.1")  # the oldest and newest classic wordings (2.8's record differs only in defaults), 4.x
+# 4.1 runs classic and KIP-848 consumer groups side by side: orders-processor classic (log4j), payments-ledger
+# (logback) and shipping-events (log4j) consumer groups
+GROUPS = {"2.4": 2, "3.6": 2, "4.1": 3}
+CONSUMER_GROUPS = {"payments-ledger", "shipping-events"}
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SimulationSummary]:
-    # two groups: the first logs in Kafka's log4j layout, the second in logback's (session 10 s and 45 s)
-    return {v: simulate(tmp_path_factory.mktemp(f"sim-{v}"), kafka_version=v, seed=7 + i, groups=2, hours=1.0)
+    # the first group logs in Kafka's log4j layout, the second in logback's (session 10 s and 45 s)
+    return {v: simulate(tmp_path_factory.mktemp(f"sim-{v}"), kafka_version=v, seed=7 + i, groups=GROUPS[v], hours=1.0,
+                        group_protocol="mixed" if v == "4.1" else "classic")
             for i, v in enumerate(VERSIONS)}
 
 
@@ -58,9 +63,9 @@ def test_simulated_logs_parse_with_full_coverage(staged, runs):
 def test_client_config_events_carry_what_the_simulator_used(staged, runs):
     events = to_events(staged.parsed).withColumn("version", _version("source_file"))
     configs = events.filter(F.col("event_type") == "client_config").collect()
-    # one record per JVM start: each is logged just before the client's `Kafka version:` line
-    starts = {v: sum(p.read_text().count("INFO Kafka version: ") + p.read_text().count(" - Kafka version: ")
-                     for p in s.landing_dir.glob("*/consumer.log.*")) for v, s in runs.items()}
+    # one record per JVM start (a classic client logs `Kafka version:` after it; a 4.1 KIP-848 client does not)
+    starts = {v: sum(p.read_text().count("ConsumerConfig values: \n") for p in s.landing_dir.glob("*/consumer.log.*"))
+              for v, s in runs.items()}
     assert {v: sum(1 for r in configs if r["version"] == v) for v in VERSIONS} == starts
     assert all(starts.values())
     # the client id of the LogContext prefix ([Consumer clientId=..., groupId=...]) in the same file
@@ -70,25 +75,33 @@ def test_client_config_events_carry_what_the_simulator_used(staged, runs):
         ).select("source_file", "group_id", "client_id").distinct().collect()
     }
     for run in runs.values():
-        assert run.groups == ["orders-processor", "payments-ledger"]
-    session = {"orders-processor": "10000", "payments-ledger": "45000"}
+        assert run.groups[:2] == ["orders-processor", "payments-ledger"]
+    # a KIP-848 client leaves session.timeout.ms unset (the broker holds the session): its record shows the default
+    session = {"orders-processor": "10000", "payments-ledger": "45000", "shipping-events": "45000"}
     strategy = {
         "2.4": "[class org.apache.kafka.clients.consumer.RangeAssignor]",
         "3.6": "[class org.apache.kafka.clients.consumer.RangeAssignor, "
                "class org.apache.kafka.clients.consumer.CooperativeStickyAssignor]",
     }
+    strategy["4.1"] = strategy["3.6"]
     for r in configs:
-        assert r["template_id"] == "c_config_static", r["template_id"]
+        # a record with group.protocol (3.7+) is the template that reads it
+        template = "c_config_protocol" if r["version"] == "4.1" else "c_config_static"
+        assert r["template_id"] == template, r["template_id"]
         assert (r["source_file"], r["group_id"], r["client_id"]) in prefixed
         assert re.fullmatch(rf"consumer-{r['group_id']}-\d", r["client_id"])
-        assert r["group_instance_id"] is None and r["group_protocol"] is None
-        assert r["logger"] in (None, "o.a.k.c.consumer.ConsumerConfig")
+        protocol = None if r["version"] != "4.1" else "consumer" if r["group_id"] in CONSUMER_GROUPS else "classic"
+        assert r["group_instance_id"] is None and r["group_protocol"] == protocol, r["group_protocol"]
+        assert r["logger"] in (None, "o.a.k.c.consumer.ConsumerConfig", "o.a.k.common.config.AbstractConfig")
+        # the c_config_protocol template also keeps group.protocol and group.remote.assignor
+        kip848 = {"group.protocol": protocol, "group.remote.assignor": "null"} if protocol else {}
         assert r["settings"] == {
             "session.timeout.ms": session[r["group_id"]], "heartbeat.interval.ms": str(HEARTBEAT_MS),
             "max.poll.interval.ms": str(REBALANCE_TIMEOUT_MS), "partition.assignment.strategy": strategy[r["version"]],
             "max.poll.records": "500", "enable.auto.commit": "false", "auto.commit.interval.ms": "5000",
             "auto.offset.reset": "earliest", "default.api.timeout.ms": "60000", "fetch.max.wait.ms": "500",
             "internal.leave.group.on.close": "true", "metadata.max.age.ms": "300000", "request.timeout.ms": "30000",
+            **kip848,
         }
     # the head line and one line per setting (log4j's `(%c)` after the last one is a line of its own, noise)
     printed = {v: Wording(v).consumer_config(group_id="g", client_id="c", instance_id=None, session_ms=1,

@@ -1,6 +1,11 @@
 """A deterministic Kafka cluster simulator: broker, client and GC logs with the ground truth of every rebalance.
 
-Truth causes and details written by the scenarios:
+Kafka versions (`kafka_version`): 2.4, 2.8 and 3.6 (the Scala group coordinator) and 4.1 (the new group coordinator
+and the 4.x clients, worded as the real 4.1.2 lab run logged them). Group protocols (`group_protocol`): "classic"
+(JoinGroup/SyncGroup generations, every version), "consumer" (KIP-848 consumer groups, 4.1 only: one rebalance per
+group epoch bump, generation_after = group epoch, protocol "consumer") or "mixed" (both, alternating groups).
+
+Truth causes and details written by the scenarios (classic groups; consumer groups below):
 - membership_change / member_join: a freshly started process joins (initial start, scale-up, rolling deploy,
   restart after a crash, crash loop, service restart); member_leave: a clean close (scale-down, rolling deploy,
   service restart).
@@ -11,7 +16,20 @@ Truth causes and details written by the scenarios:
   comes back once its slow batch ends.
 - metadata_change / partition_count_change: partitions were added, the leader rejoins.
 - coordinator_change / coordinator_failover: the group's __consumer_offsets partition moved and one member could not
-  reach the new coordinator within its session; rejoin: that member joins again.
+  reach the new coordinator within its session; rejoin: that member joins again. Not simulated on 4.1 (the new
+  coordinator's partition loading is not modelled).
+
+KIP-848 consumer groups (pipelines/simulate/kip848.py), each epoch bump after the broker line that caused it:
+- membership_change / member_join (`Member X joins the consumer group`): initial start, scale-up, rolling deploy,
+  restart after a crash, crash loop, service restart; member_leave (`Member X left the consumer group`): a close.
+- session_timeout / heartbeat_expiration (`Member X fenced from the group because the member session expired`): a
+  crashed process.
+- gc_pause / heartbeat_expiration: the member is fenced during a stop-the-world pause longer than the group's session
+  (its GC log shows the pause); rejoin: it joins again with the same member id after the pause. Shorter pauses fence
+  nothing and rebalance nothing.
+- poll_timeout / leave_on_poll_timeout: the background thread leaves after max.poll.interval.ms; rejoin: the same
+  member id joins again when poll() is called.
+- metadata_change / partition_count_change: partitions were added; no member line, a new metadata hash.
 """
 
 from __future__ import annotations
@@ -26,13 +44,14 @@ from pathlib import Path
 
 from pipelines.simulate.consumer import Consumers
 from pipelines.simulate.javautil import offsets_partition
+from pipelines.simulate.kip848 import ConsumerGroupCoord
 from pipelines.simulate.model import GroupCoord, GroupSpec, Instance, World
 from pipelines.simulate.noise import EXTRA_TOPICS, BrokerNoise, app_noise, gc_events
-from pipelines.simulate.render import GROUP_METADATA_MANAGER, Wording
+from pipelines.simulate.render import GROUP_METADATA_MANAGER, GROUP_PROTOCOLS, Wording
 from pipelines.simulate.scenarios import Incidents
 from pipelines.simulate.writer import HOUR, Clock, Output, write_brokers, write_clients, write_gc, write_truth
 
-__all__ = ["SimulationSummary", "simulate"]
+__all__ = ["SimulationSummary", "check_group_protocol", "simulate"]
 
 DEFAULT_START = datetime(2026, 11, 20, 8, 0, tzinfo=timezone.utc)
 SERVICES = (
@@ -61,7 +80,15 @@ class SimulationSummary:
     groups: list[str]
 
 
-def _groups(world: World, rng: random.Random, count: int) -> list[GroupSpec]:
+def _protocol(group_protocol: str, index: int) -> str:
+    """The protocol of the index-th group; "mixed" alternates in pairs (classic, consumer, consumer, classic, ...), so
+    each protocol gets both session timeouts and both client layouts."""
+    if group_protocol == "mixed":
+        return "consumer" if index % 4 in (1, 2) else "classic"
+    return group_protocol
+
+
+def _groups(world: World, rng: random.Random, count: int, group_protocol: str = "classic") -> list[GroupSpec]:
     specs = []
     for i in range(count):
         group_id, service, topic, app_logger = SERVICES[i % len(SERVICES)]
@@ -72,13 +99,24 @@ def _groups(world: World, rng: random.Random, count: int) -> list[GroupSpec]:
         spec = GroupSpec(group_id=group_id, service=service, topic=topic, partitions=rng.choice((6, 8, 12, 12, 16)),
                          session_ms=session, layout="logback" if i % 4 == 1 else "log4j", app_logger=app_logger,
                          offsets_partition=offsets_partition(group_id), heap_mb=rng.choice((1024, 2048, 4096)),
-                         noise_every_ms=rng.randint(1_500, 6_000))
+                         noise_every_ms=rng.randint(1_500, 6_000), protocol=_protocol(group_protocol, i))
         for ordinal in range(rng.randint(2, 6)):
             spec.instances.append(Instance(name=f"{service}-{ordinal}", group=spec, ordinal=ordinal,
                                            client_id=f"consumer-{group_id}-{ordinal + 1}"))
-        spec.coord = GroupCoord(world, spec)
+        spec.coord = ConsumerGroupCoord(world, spec) if spec.protocol == "consumer" else GroupCoord(world, spec)
         specs.append(spec)
     return specs
+
+
+def check_group_protocol(group_protocol: str, kafka_version: str) -> None:
+    """Refuse an unknown Kafka version or group protocol, and the consumer protocol before Kafka 4.0 (where it is not
+    generally available)."""
+    version = Wording(kafka_version).v
+    if group_protocol not in GROUP_PROTOCOLS:
+        raise ValueError(f"group_protocol {group_protocol!r} is not simulated; choose one of {list(GROUP_PROTOCOLS)}")
+    if group_protocol != "classic" and version < (4, 0):
+        raise ValueError(f"group_protocol {group_protocol!r} needs Kafka 4.x (KIP-848 consumer groups); "
+                         f"kafka_version {kafka_version!r} has only the classic protocol")
 
 
 def _structured_per_hour(specs: list[GroupSpec]) -> float:
@@ -88,14 +126,16 @@ def _structured_per_hour(specs: list[GroupSpec]) -> float:
 
 def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.0, lines: int | None = None,
              kafka_version: str = "3.6", brokers: int = 3, start: datetime | None = None, gzip_files: bool = False,
-             progress: Callable[[str], None] | None = None) -> SimulationSummary:
+             progress: Callable[[str], None] | None = None, group_protocol: str = "classic") -> SimulationSummary:
     """Simulate `groups` consumer groups on `brokers` brokers; write landing/ logs and truth/rebalances.jsonl.
 
     With `lines`, the span grows and broker noise fills up to that many lines (±10%); otherwise `hours` is the span.
+    `group_protocol` is "classic", "consumer" (KIP-848, Kafka 4.x only) or "mixed" (both, alternating groups).
     """
     if groups < 1 or brokers < 1 or hours <= 0 or (lines is not None and lines < 1):
         raise ValueError("groups and brokers must be >= 1, hours > 0 and lines (when given) >= 1")
     wording = Wording(kafka_version)
+    check_group_protocol(group_protocol, kafka_version)
     out_dir = Path(out_dir)
     landing = out_dir / "landing"
     if landing.is_dir() and any(landing.iterdir()):
@@ -107,7 +147,7 @@ def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.
     start_ms = int(begin.timestamp() * 1000)
     rng = random.Random(seed)
     world = World(rng=rng, wording=wording, start=start_ms, end=start_ms, brokers=brokers)
-    specs = _groups(world, rng, groups)
+    specs = _groups(world, rng, groups, group_protocol)
     world.groups = specs
     density = 1.0
     if lines is not None:
@@ -117,13 +157,15 @@ def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.
     world.end = start_ms + int(hours * HOUR)
     until = math.ceil(world.end / HOUR) * HOUR
     say = progress or (lambda _msg: None)
-    say(f"simulating {hours:g} h: {groups} consumer groups on {brokers} brokers (Kafka {kafka_version}, seed {seed})")
+    say(f"simulating {hours:g} h: {groups} consumer groups on {brokers} brokers (Kafka {kafka_version}, "
+        f"{group_protocol} protocol, seed {seed})")
 
     consumers = Consumers(world)
     incidents = Incidents(world, consumers, cycles=max(1, round(hours / 2)))
     incidents.plan()
     world.run(until)
-    for broker in range(1, brokers + 1):
+    # the Scala coordinator's offset expiration pass; the new coordinator (4.x) logs its cleanup only at DEBUG
+    for broker in range(1, brokers + 1 if not wording.new_coordinator else 1):
         for t in range(start_ms + rng.randint(0, 599_999), until, 600_000):
             world.broker_line(broker, t, f"Removed 0 expired offsets in {rng.randint(0, 2)} milliseconds.",
                               GROUP_METADATA_MANAGER)

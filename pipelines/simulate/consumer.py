@@ -1,4 +1,5 @@
-"""Consumer processes: what a Java consumer (classic protocol, eager range assignor) does and logs.
+"""Consumer processes: what a Java consumer (classic protocol, eager range assignor) does and logs; KIP-848 consumers
+(group.protocol=consumer) are delegated to pipelines/simulate/kip848.py.
 
 Client and broker share one clock; requests reach the coordinator 1-3 ms after the client logs them.
 """
@@ -6,6 +7,7 @@ Client and broker share one clock; requests reach the coordinator 1-3 ms after t
 from __future__ import annotations
 
 from pipelines.simulate.javautil import base64_id
+from pipelines.simulate.kip848 import Kip848Consumers
 from pipelines.simulate.model import HEARTBEAT_MS, REBALANCE_TIMEOUT_MS, GroupCoord, Instance, Proc, Tag, World
 from pipelines.simulate.render import CLOSING, COMMIT_FAILED_TEXT, HB, POLL, ClientLine
 
@@ -20,6 +22,7 @@ class Consumers:
         self.w = world.w
         self.cluster_id = base64_id(world.rng)
         world.consumers = self
+        self.kip848 = Kip848Consumers(self)
 
     def coord(self, proc: Proc) -> GroupCoord:
         assert proc.group.coord is not None
@@ -49,6 +52,9 @@ class Consumers:
         proc.app_from = t_app
         self.app(proc, t_app, f"Starting {spec.service} 1.{rng.randint(8, 30)}.{rng.randint(0, 9)} on {inst.name} "
                               f"with PID 1")
+        if spec.protocol == "consumer":
+            self.kip848.start(inst, t, tag, proc)
+            return proc
         before_kafka = rng.randint(5, 60)
         t_kafka = t_app + rng.randint(300, 1500)
         # new KafkaConsumer(props): ConsumerConfig logs every setting, then AppInfoParser the version
@@ -71,7 +77,7 @@ class Consumers:
 
     def on_member_id_required(self, t: int, proc: Proc, member_id: str) -> None:
         proc.member_id = member_id
-        proc.client_reason = self.w.new_member_client_reason()
+        proc.client_reason = self.w.new_member_client_reason(member_id)
         self.log(proc, t, self.w.member_id_required(member_id))
         self.world.at(t + self.latency(), self.coord(proc).join, proc)
 
@@ -153,6 +159,9 @@ class Consumers:
 
     def stop(self, t: int, proc: Proc, tag: Tag) -> None:
         """A graceful shutdown: onLeavePrepare, LeaveGroup 'the consumer is being closed', metrics closed."""
+        if proc.group.protocol == "consumer":
+            self.kip848.stop(t, proc, tag)
+            return
         rng, coord = self.world.rng, self.coord(proc)
         self.app(proc, t, "Received SIGTERM, closing consumer")
         t_leave = t + rng.randint(2, 40)
@@ -183,6 +192,9 @@ class Consumers:
         self.world.at(end, self._gc_resumed, proc, tag)
 
     def _gc_resumed(self, t: int, proc: Proc, tag: Tag) -> None:
+        if proc.group.protocol == "consumer":
+            self.kip848.gc_resumed(t, proc, tag)
+            return
         proc.silent = None
         coord = self.coord(proc)
         if coord.heartbeat_resumed(proc, t):
@@ -197,6 +209,9 @@ class Consumers:
 
     def block_poll(self, t: int, proc: Proc, resume_after_leave_ms: int, tag: Tag) -> None:
         """The poll thread is stuck in record processing longer than max.poll.interval.ms."""
+        if proc.group.protocol == "consumer":
+            self.kip848.block_poll(t, proc, resume_after_leave_ms, tag)
+            return
         rng, spec = self.world.rng, proc.group
         proc.blocked = True
         p = proc.assigned[0] if proc.assigned else 0

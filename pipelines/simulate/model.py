@@ -1,6 +1,7 @@
 """The simulated cluster: an event kernel, brokers, consumer processes, and the classic group coordinator's protocol.
 
-The coordinator follows the Scala GroupCoordinator (2.4-3.x): a join, leave or session expiry opens a rebalance only
+The coordinator follows the Scala GroupCoordinator (2.4-3.x; 4.x's new coordinator runs the same classic state machine
+and only words it differently): a join, leave or session expiry opens a rebalance only
 from Empty, Stable or CompletingRebalance; while PreparingRebalance further joins and removals fold into it; the join
 phase completes when every member has rejoined and no KIP-394 pending member is left (or, for an Empty group, after
 group.initial.rebalance.delay.ms, extended by 3 s while generation-0 members keep arriving).
@@ -15,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipelines.simulate.javautil import seeded_uuid
-from pipelines.simulate.render import GROUP_COORDINATOR, GROUP_METADATA_MANAGER, Wording
+from pipelines.simulate.javautil import OFFSETS_TOPIC
+from pipelines.simulate.render import GROUP_COORDINATOR, GROUP_METADATA_MANAGER, NEW_GROUP_METADATA_MANAGER, Wording
 
 HEARTBEAT_MS = 3000
 REBALANCE_TIMEOUT_MS = 300_000
@@ -49,8 +51,9 @@ class GroupSpec:
     offsets_partition: int
     heap_mb: int
     noise_every_ms: int
+    protocol: str = "classic"
     instances: list[Instance] = field(default_factory=list)
-    coord: GroupCoord | None = None
+    coord: Any = None
     busy: bool = False
     hold: bool = False
     queue: list[str] = field(default_factory=list)
@@ -94,6 +97,10 @@ class Proc:
     snapshot_version: int = 0
     unassigned_since: int | None = None
     on_stable: list[Callable[[int], None]] = field(default_factory=list)
+    # KIP-848 members: the membership manager's state and its local assignment counter
+    kstate: str = "UNSUBSCRIBED"
+    local_epoch: int = 0
+    busy_until: int = 0
 
     @property
     def group(self) -> GroupSpec:
@@ -172,8 +179,10 @@ class World:
     # ---- sinks ----------------------------------------------------------------------------------------------
 
     def broker_line(self, broker: int, t: int, message: str, logger: str = GROUP_COORDINATOR,
-                    level: str = "INFO") -> None:
-        if logger == GROUP_COORDINATOR:
+                    level: str = "INFO", partition: int | None = None) -> None:
+        if logger == NEW_GROUP_METADATA_MANAGER:
+            message = f"[GroupCoordinator id={broker} topic={OFFSETS_TOPIC} partition={partition}] {message}"
+        elif logger == GROUP_COORDINATOR:
             message = f"[GroupCoordinator {broker}]: {message}"
         elif logger == GROUP_METADATA_MANAGER:
             message = f"[GroupMetadataManager brokerId={broker}] {message}"
@@ -208,7 +217,11 @@ class GroupCoord:
         return self.world.leader[self.spec.offsets_partition]
 
     def log(self, t: int, message: str) -> None:
-        self.world.broker_line(self.broker, t, message)
+        if self.world.w.new_coordinator:
+            self.world.broker_line(self.broker, t, message, NEW_GROUP_METADATA_MANAGER,
+                                   partition=self.spec.offsets_partition)
+        else:
+            self.world.broker_line(self.broker, t, message)
 
     def metadata(self, proc: Proc) -> str:
         return self.world.w.member_metadata(proc.member_id, proc.inst.client_id, proc.ip, self.spec.session_ms,
@@ -232,6 +245,9 @@ class GroupCoord:
             return
         if mid in self.pending:
             del self.pending[mid]
+            line = w.pending_member_joins(self.spec.group_id, self.state, mid)
+            if line:
+                self.log(t, line)
             self.members[mid] = Member(mid, proc, joined=True, last_seen=t)
             if self.leader is None:
                 self.leader = mid
@@ -242,7 +258,7 @@ class GroupCoord:
                 self.try_complete(t)
             else:
                 tag = proc.join_tag or Tag("membership_change", "member_join", "unplanned")
-                self.prepare(t, w.reason_add(mid, w.new_member_client_reason()), tag, mid)
+                self.prepare(t, w.reason_add(mid, w.new_member_client_reason(mid)), tag, mid)
             return
         member = self.members.get(mid)
         if member is None:
@@ -358,7 +374,9 @@ class GroupCoord:
         if missing and self.world.w.v >= (2, 7):
             verb = "removed" if self.world.w.v >= (2, 8) else "remove"
             shown = ", ".join(m.member_id for m in missing)
-            self.log(t, f"Group {self.spec.group_id} {verb} dynamic members who haven't joined: Set({shown})")
+            # the Scala coordinator prints a Scala Set, the new (Java) coordinator a java.util.Set
+            shown = f"[{shown}]" if self.world.w.new_coordinator else f"Set({shown})"
+            self.log(t, f"Group {self.spec.group_id} {verb} dynamic members who haven't joined: {shown}")
         for member in missing:
             self.remove(member.member_id)
         self.complete(t)

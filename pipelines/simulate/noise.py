@@ -2,8 +2,9 @@
 
 Broker noise uses the version's real wording for segment rolls, producer snapshots, log-start-offset moves and ISR
 changes (kafka.log.LogCleaner and the controller log to their own files by Kafka's default log4j config, so they are
-not in server.log). Bodies are pre-rendered into a pool per file and drawn at random, which keeps ten million lines
-cheap.
+not in server.log). 4.x writes only segment rolls (LocalLog moved to the storage module in 4.0, KAFKA-14483) and
+producer snapshots: the other lines were rewritten in Java in 4.x and their 4.1 wording is not verified. Bodies are
+pre-rendered into a pool per file and drawn at random, which keeps ten million lines cheap.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ def broker_templates(version: tuple[int, ...], brokers: int) -> list[tuple[float
     def offset(rng: random.Random) -> int:
         return rng.randrange(10_000, 900_000_000)
 
-    if version >= (3, 0):
+    if version >= (4, 0):
+        log_prefix, log_logger = "LocalLog", "org.apache.kafka.storage.internals.log.LocalLog"
+        unified_prefix, unified_logger = "UnifiedLog", "org.apache.kafka.storage.internals.log.UnifiedLog"
+    elif version >= (3, 0):
         log_prefix, log_logger = "LocalLog", "kafka.log.LocalLog"
         unified_prefix, unified_logger = "UnifiedLog", "kafka.log.UnifiedLog"
     else:
@@ -82,6 +86,8 @@ def broker_templates(version: tuple[int, ...], brokers: int) -> list[tuple[float
         return (f" INFO [Log partition={tp}, dir={DATA_DIR}] Found deletable segments with base offsets "
                 f"[{offset(rng)}] due to retention time 604800000ms breach (kafka.log.Log)")
 
+    if version >= (4, 0):
+        return [(40, roll), (30, snapshot)]
     templates: list[tuple[float, Template]] = [(40, roll), (30, snapshot), (12, start_offset), (4, shrink),
                                               (8, isr_updated)]
     if version < (2, 8):

@@ -1,8 +1,11 @@
-"""Kafka's wording per version: broker classic group coordinator (Scala) and Java consumer lines.
+"""Kafka's wording per version: broker group coordinator and Java consumer lines.
 
-The strings of the simulated versions were checked against Kafka's source at the tags 2.4.0, 2.8.0 and 3.6.0; the
-boundaries in between follow shared/kafka-logs/catalog.md. Client lines are (level, logger, thread, message) with
-thread POLL (the application's poll thread) or HB (the consumer's heartbeat thread).
+The strings of 2.4, 2.8 and 3.6 were checked against Kafka's source at the tags 2.4.0, 2.8.0 and 3.6.0; the
+boundaries in between follow shared/kafka-logs/catalog.md. 4.1's strings (the new group coordinator of KIP-848 for
+classic and consumer groups, the classic and the KIP-848 Java consumer) are copied from the real 4.1.2 brokers and
+clients of the lab run (tests/data/kafka-lab/4.1.2, lab/WORDINGS.md). Client lines are (level, logger, thread,
+message) with thread POLL (the application's poll thread) or HB (the classic consumer's heartbeat thread, the KIP-848
+consumer's background thread).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ HB = "hb"
 GROUP_COORDINATOR = "kafka.coordinator.group.GroupCoordinator"
 GROUP_METADATA_MANAGER = "kafka.coordinator.group.GroupMetadataManager"
 GROUP_METADATA = "kafka.coordinator.group.GroupMetadata$"
+# the new group coordinator (4.0+ for every group): one logger, a `[GroupCoordinator id=B topic=T partition=P] ` prefix
+NEW_GROUP_METADATA_MANAGER = "org.apache.kafka.coordinator.group.GroupMetadataManager"
 
 _INTERNALS = "org.apache.kafka.clients.consumer.internals."
 CONSUMER_COORDINATOR = _INTERNALS + "ConsumerCoordinator"
@@ -27,12 +32,25 @@ NETWORK_CLIENT = "org.apache.kafka.clients.NetworkClient"
 APP_INFO = "org.apache.kafka.common.utils.AppInfoParser"
 # AbstractConfig.logAll logs through getClass()'s logger before 4.0 (through AbstractConfig's own from 4.0)
 CONSUMER_CONFIG = "org.apache.kafka.clients.consumer.ConsumerConfig"
+ABSTRACT_CONFIG = "org.apache.kafka.common.config.AbstractConfig"
+# 4.x clients: the classic consumer's own class, the rebalance listener invoker, the KIP-848 consumer's managers
+CLASSIC_KAFKA_CONSUMER = _INTERNALS + "ClassicKafkaConsumer"
+ASYNC_KAFKA_CONSUMER = _INTERNALS + "AsyncKafkaConsumer"
+LISTENER_INVOKER = _INTERNALS + "ConsumerRebalanceListenerInvoker"
+CONSUMER_UTILS = _INTERNALS + "ConsumerUtils"
+MEMBERSHIP_MANAGER = _INTERNALS + "ConsumerMembershipManager"
+COORDINATOR_REQUEST_MANAGER = _INTERNALS + "CoordinatorRequestManager"
+HEARTBEAT_REQUEST_MANAGER = _INTERNALS + "ConsumerHeartbeatRequestManager"
+COMMIT_REQUEST_MANAGER = _INTERNALS + "CommitRequestManager"
 METRICS = "org.apache.kafka.common.metrics.Metrics"
 
-# the release each simulated version reports, with its build commit id (first 16 hex digits of the tag commit)
+# the release each simulated version reports, with its build commit id (first 16 hex digits of the tag commit; 4.1.2's
+# from kafka-version.properties in the kafka-clients-4.1.2 jar, since 4.x clients no longer log it at INFO)
 RELEASES = {
     "2.4": ("2.4.1", "c57222ae8cd7866b"), "2.8": ("2.8.2", "3146c6ff4a24cc24"), "3.6": ("3.6.1", "5e3c2b738d253ff5"),
+    "4.1": ("4.1.2", "c82fd9b934b4c1e6"),
 }
+GROUP_PROTOCOLS = ("classic", "consumer", "mixed")
 
 POLL_TIMEOUT_TEXT = (
     "consumer poll timeout has expired. This means the time between subsequent calls to poll() was longer than the "
@@ -53,18 +71,18 @@ CLOSING = "the consumer is being closed"
 ClientLine = tuple[str, str, str, str]
 
 
-def coordinator_node(broker: int) -> str:
-    """How the client prints the coordinator Node (id = Integer.MAX_VALUE - broker id)."""
-    return f"broker-{broker}:9092 (id: {2147483647 - broker} rack: null)"
+def coordinator_node(broker: int, fenced_flag: bool = False) -> str:
+    """How the client prints the coordinator Node (id = Integer.MAX_VALUE - broker id; 4.x adds isFenced)."""
+    return f"broker-{broker}:9092 (id: {2147483647 - broker} rack: null{' isFenced: false' if fenced_flag else ''})"
 
 
-def broker_node(broker: int) -> str:
+def broker_node(broker: int, fenced_flag: bool = False) -> str:
     """How the client prints a regular broker Node."""
-    return f"broker-{broker}:9092 (id: {broker} rack: null)"
+    return f"broker-{broker}:9092 (id: {broker} rack: null{' isFenced: false' if fenced_flag else ''})"
 
 
 class Wording:
-    """Log text of one Kafka version (2.4, 2.8 or 3.6; brokers and clients of the same version)."""
+    """Log text of one Kafka version (2.4, 2.8, 3.6 or 4.1; brokers and clients of the same version)."""
 
     def __init__(self, version: str) -> None:
         if version not in RELEASES:
@@ -79,6 +97,11 @@ class Wording:
         assignors = ("RangeAssignor", "CooperativeStickyAssignor") if self.v >= (3, 0) else ("RangeAssignor",)
         self.assignment_strategy = "[" + ", ".join(f"class {_CONSUMER_PACKAGE}{a}" for a in assignors) + "]"
         self._config_defaults = _consumer_config_defaults(self.v)
+        # 4.0 moved every group to the new coordinator and the consumer's Node rendering gained isFenced
+        self.new_coordinator = self.v >= (4, 0)
+
+    def coordinator(self, broker: int) -> str:
+        return coordinator_node(broker, self.new_coordinator)
 
     # ---- broker: classic group coordinator -------------------------------------------------------------------
 
@@ -89,14 +112,21 @@ class Wording:
                 f"supportedProtocols={self.protocols}{trailer})")
 
     def preparing(self, group: str, generation: int, partition: int, reason: str) -> str:
+        if self.new_coordinator:
+            return (f"Preparing to rebalance group {group} in state PreparingRebalance with old generation "
+                    f"{generation} (reason: {reason}).")
         return (f"Preparing to rebalance group {group} in state PreparingRebalance with old generation {generation} "
                 f"({OFFSETS_TOPIC}-{partition}) (reason: {reason})")
 
     def stabilized(self, group: str, generation: int, partition: int, size: int) -> str:
+        if self.new_coordinator:
+            return f"Stabilized group {group} generation {generation} with {size} members."
         text = f"Stabilized group {group} generation {generation} ({OFFSETS_TOPIC}-{partition})"
         return text + (f" with {size} members" if self.v >= (2, 8) else "")
 
     def now_empty(self, group: str, generation: int, partition: int) -> str:
+        if self.new_coordinator:
+            return f"Group {group} with generation {generation} is now empty."
         return f"Group {group} with generation {generation} is now empty ({OFFSETS_TOPIC}-{partition})"
 
     def assignment_received(self, leader: str, group: str, generation: int, size: int) -> str:
@@ -110,10 +140,20 @@ class Wording:
         """KIP-394 step one; INFO only from 3.0 (DEBUG before)."""
         if self.v < (3, 0):
             return None
+        verb = "requesting" if self.new_coordinator else "request"
         return (f"Dynamic member with unknown member id joins group {group} in {state} state. Created a new member id "
-                f"{new_member_id} and request the member to rejoin with this id.")
+                f"{new_member_id} and {verb} the member to rejoin with this id.")
+
+    def pending_member_joins(self, group: str, state: str, member_id: str) -> str | None:
+        """KIP-394 step two; the new coordinator logs it at INFO."""
+        if not self.new_coordinator:
+            return None
+        return (f"Pending dynamic member with id {member_id} joins group {group} in {state} state. "
+                "Adding to the group now.")
 
     def reason_add(self, member_id: str, client_reason: str) -> str:
+        if self.new_coordinator:
+            return f"Adding new member {member_id} with group instance id null; client reason: {client_reason}"
         if self.v >= (3, 2):
             return f"Adding new member {member_id} with group instance id None; client reason: {client_reason}"
         if self.v >= (2, 5):
@@ -130,14 +170,19 @@ class Wording:
         return f"Updating metadata for member {member_id}"
 
     def reason_expired(self, member_id: str) -> str:
-        return f"removing member {member_id} on heartbeat expiration"
+        return f"removing member {member_id} on heartbeat expiration" + ("." if self.new_coordinator else "")
 
     def member_failed(self, member_id: str, group: str) -> str:
-        return f"Member {member_id} in group {group} has failed, removing it from the group"
+        return (f"Member {member_id} in group {group} has failed, removing it from the group"
+                + ("." if self.new_coordinator else ""))
 
     def left_group(self, metadata: str, member_id: str, group: str,
                    leave_reason: str) -> tuple[str | None, str, str | None]:
         """(line before Preparing, Preparing reason, line after Preparing) of an explicit LeaveGroup."""
+        if self.new_coordinator:
+            before = (f"[Group {group}] Member {member_id} has left group through explicit `LeaveGroup` request; "
+                      f"client reason: {leave_reason}")
+            return before, f"explicit `LeaveGroup` request for ({member_id}) members.", None
         if self.v >= (3, 2):
             after = (f"Member {metadata} has left group {group} through explicit `LeaveGroup`; "
                      f"client reason: {leave_reason}")
@@ -229,9 +274,17 @@ class Wording:
         if self.v >= (3, 7):
             values["group.protocol"] = group_protocol
         body = "".join(f"\t{key} = {values[key]}\n" for key in sorted(values))
-        return "INFO", CONSUMER_CONFIG, POLL, f"ConsumerConfig values: \n{body}"
+        logger = ABSTRACT_CONFIG if self.v >= (4, 0) else CONSUMER_CONFIG
+        return "INFO", logger, POLL, f"ConsumerConfig values: \n{body}"
 
     def startup(self, topic: str, cluster_id: str, start_ms: int) -> list[ClientLine]:
+        """A classic consumer's lines after its ConsumerConfig record (4.x logs neither commitId nor startTimeMs)."""
+        if self.v >= (4, 0):
+            return [
+                ("INFO", APP_INFO, POLL, f"Kafka version: {self.release}"),
+                ("INFO", CLASSIC_KAFKA_CONSUMER, POLL, f"Subscribed to topic(s): {topic}"),
+                ("INFO", METADATA, POLL, f"Cluster ID: {cluster_id}"),
+            ]
         return [
             ("INFO", APP_INFO, POLL, f"Kafka version: {self.release}"),
             ("INFO", APP_INFO, POLL, f"Kafka commitId: {self.commit_id}"),
@@ -241,7 +294,7 @@ class Wording:
         ]
 
     def discovered(self, broker: int, thread: str = POLL) -> ClientLine:
-        return self._ac(f"Discovered group coordinator {coordinator_node(broker)}", thread)
+        return self._ac(f"Discovered group coordinator {self.coordinator(broker)}", thread)
 
     def rejoining(self) -> ClientLine:
         return self._ac("(Re-)joining group")
@@ -249,12 +302,15 @@ class Wording:
     def member_id_required(self, member_id: str) -> list[ClientLine]:
         """Lines after a MEMBER_ID_REQUIRED JoinGroup response, before the second JoinGroup; the JoinGroup reason."""
         lines = self.request_rejoin(f"need to re-join with the given member-id: {member_id}")
-        if self.v >= (3, 2):
+        if (3, 2) <= self.v < (4, 0):
             failed = f"rebalance failed due to '{MEMBER_ID_REQUIRED_TEXT}' (MemberIdRequiredException)"
             lines += self.request_rejoin(failed)
         return [*lines, self.rejoining()]
 
-    def new_member_client_reason(self) -> str:
+    def new_member_client_reason(self, member_id: str) -> str:
+        """The reason the second JoinGroup of a new member carries (the broker prints it as the client reason)."""
+        if self.v >= (4, 0):
+            return f"need to re-join with the given member-id: {member_id}"
         return "rebalance failed due to MemberIdRequiredException"
 
     def hb_rebalancing(self) -> list[ClientLine]:
@@ -262,8 +318,12 @@ class Wording:
             return self.request_rejoin("group is already rebalancing", HB)
         return [self._ac("Attempt to heartbeat failed since group is rebalancing", HB)]
 
+    def _listener(self, message: str) -> ClientLine:
+        """ConsumerCoordinator's rebalance-listener lines; 4.x logs them from ConsumerRebalanceListenerInvoker."""
+        return ("INFO", LISTENER_INVOKER, POLL, message) if self.v >= (4, 0) else self._cc(message)
+
     def revoke(self, topic: str, partitions: Sequence[int]) -> ClientLine:
-        return self._cc(f"Revoke previously assigned partitions {self.partition_list(topic, partitions)}")
+        return self._listener(f"Revoke previously assigned partitions {self.partition_list(topic, partitions)}")
 
     def lost(self, topic: str, partitions: Sequence[int]) -> list[ClientLine]:
         if not partitions:
@@ -275,7 +335,7 @@ class Wording:
             giving = ("Giving away all assigned partitions as lost since generation has been reset,"
                       "indicating that consumer is no longer part of the group")
         lost = f"Lost previously assigned partitions {self.partition_list(topic, partitions)}"
-        return [self._cc(giving), self._cc(lost)]
+        return [self._cc(giving), self._listener(lost)]
 
     def joined(self, generation: int, member_id: str) -> list[ClientLine]:
         """On the JoinGroup response (2.7+); older clients log it after SyncGroup, see synced()."""
@@ -305,25 +365,30 @@ class Wording:
         if self.v >= (2, 6):
             shown = ", ".join(f"{topic}-{p}" for p in partitions)
             lines.append(self._cc(f"Notifying assignor about the new Assignment(partitions=[{shown}])"))
-        lines.append(self._cc(f"Adding newly assigned partitions: {self.partition_list(topic, partitions)}"))
+        lines.append(self._listener(f"Adding newly assigned partitions: {self.partition_list(topic, partitions)}"))
         return lines
 
     def setting_offset(self, topic: str, partition: int, offset: int, epoch: int, leader: int) -> ClientLine:
-        node = broker_node(leader) if self.v < (2, 5) else f"Optional[{broker_node(leader)}]"
+        node = broker_node(leader, self.new_coordinator)
+        node = node if self.v < (2, 5) else f"Optional[{node}]"
         position = (f"FetchPosition{{offset={offset}, offsetEpoch=Optional[{epoch}], "
                     f"currentLeader=LeaderAndEpoch{{leader={node}, epoch={epoch}}}}}")
-        return self._cc(f"Setting offset for partition {topic}-{partition} to the committed offset {position}")
+        message = f"Setting offset for partition {topic}-{partition} to the committed offset {position}"
+        # 4.x logs it from ConsumerUtils, whose logger carries no LogContext prefix
+        return ("INFO", CONSUMER_UTILS, POLL, message) if self.v >= (4, 0) else self._cc(message)
 
     def partition_list(self, topic: str, partitions: Sequence[int]) -> str:
-        """Utils.join of a partition set: sorted (TreeSet) from 3.0, java.util.HashSet order before."""
+        """Utils.join of a partition set: sorted (TreeSet) from 3.0, java.util.HashSet order before; 4.x prints the
+        sorted set as a collection, in brackets."""
         ordered = sorted(partitions)
         if self.v < (3, 0):
             order = hash_order([topic_partition_hash(topic, p) for p in ordered])
             ordered = [ordered[i] for i in order]
-        return ", ".join(f"{topic}-{p}" for p in ordered)
+        shown = ", ".join(f"{topic}-{p}" for p in ordered)
+        return f"[{shown}]" if self.v >= (4, 0) else shown
 
     def leave(self, member_id: str, broker: int, reason: str, thread: str) -> list[ClientLine]:
-        lines = [self._ac(f"Member {member_id} sending LeaveGroup request to coordinator {coordinator_node(broker)} "
+        lines = [self._ac(f"Member {member_id} sending LeaveGroup request to coordinator {self.coordinator(broker)} "
                           f"due to {reason}", thread)]
         reason = "consumer pro-actively leaving the group"
         if self.v >= (3, 2):
@@ -343,7 +408,7 @@ class Wording:
 
     def coordinator_unavailable(self, broker: int, cause: str, disconnected: bool,
                                 thread: str = HB) -> list[ClientLine]:
-        node = coordinator_node(broker)
+        node = self.coordinator(broker)
         flag = "true" if disconnected else "false"
         if self.v >= (3, 3):
             text = (f"Group coordinator {node} is unavailable or invalid due to cause: {cause}. "
@@ -360,7 +425,7 @@ class Wording:
 
     def hb_not_coordinator(self, broker: int) -> list[ClientLine]:
         dot = "." if self.v < (2, 5) else ""
-        text = (f"Attempt to heartbeat failed since coordinator {coordinator_node(broker)} is either not started or "
+        text = (f"Attempt to heartbeat failed since coordinator {self.coordinator(broker)} is either not started or "
                 f"not valid{dot}")
         return [self._ac(text, HB), *self.coordinator_unavailable(broker, "error response NOT_COORDINATOR", False)]
 
@@ -397,6 +462,85 @@ class Wording:
                              f"changed from {old} to {new}")]
         return []
 
+    # ---- KIP-848 consumer groups (4.x): new coordinator and AsyncKafkaConsumer ----------------------------------
+
+    def cg_member_joins(self, group: str, member_id: str) -> str:
+        return f"[GroupId {group}] Member {member_id} joins the consumer group using the consumer protocol."
+
+    def cg_member_left(self, group: str, member_id: str) -> str:
+        return f"[GroupId {group}] Member {member_id} left the consumer group."
+
+    def cg_member_fenced(self, group: str, member_id: str) -> str:
+        return f"[GroupId {group}] Member {member_id} fenced from the group because the member session expired."
+
+    def cg_epoch_bumped(self, group: str, epoch: int, metadata_hash: int) -> str:
+        return f"[GroupId {group}] Bumped group epoch to {epoch} with metadata hash {metadata_hash}."
+
+    def cg_target_computed(self, group: str, epoch: int, took_ms: int) -> str:
+        return (f"[GroupId {group}] Computed a new target assignment for epoch {epoch} with 'uniform' assignor in "
+                f"{took_ms}ms.")
+
+    def async_subscribed(self, topic: str) -> ClientLine:
+        return "INFO", ASYNC_KAFKA_CONSUMER, POLL, f"Subscribed to topic(s): {topic}"
+
+    def cluster_id(self, cluster_id: str, thread: str = POLL) -> ClientLine:
+        return "INFO", METADATA, thread, f"Cluster ID: {cluster_id}"
+
+    def cg_discovered(self, group: str, broker: int) -> ClientLine:
+        coordinator = (f"Coordinator(key='{group}', nodeId={broker}, host='broker-{broker}', port=9092, errorCode=0, "
+                       "errorMessage='')")
+        return "INFO", COORDINATOR_REQUEST_MANAGER, HB, f"Discovered group coordinator {coordinator}"
+
+    def cg_transition(self, member_id: str, epoch: int, old: str, new: str) -> ClientLine:
+        text = f"Member {member_id} with epoch {epoch} transitioned from {old} to {new}."
+        return "INFO", MEMBERSHIP_MANAGER, HB, text
+
+    def cg_reconciling(self, local_epoch: int, member_id: str, topic: str, assigned: Sequence[int],
+                       owned: Sequence[int]) -> ClientLine:
+        """The multi-line record the membership manager logs before it reconciles an assignment."""
+        def shown(parts: Sequence[int]) -> str:
+            return "[" + ", ".join(f"{topic}-{p}" for p in sorted(parts)) + "]"
+
+        rows = [("Member:", member_id), ("Assigned partitions:", shown(assigned)),
+                ("Current owned partitions:", shown(owned)),
+                ("Added partitions (assigned - owned):", shown(set(assigned) - set(owned))),
+                ("Revoked partitions (owned - assigned):", shown(set(owned) - set(assigned)))]
+        body = "".join(f"\t{label:<43}{value}\n" for label, value in rows)
+        return "INFO", MEMBERSHIP_MANAGER, HB, f"Reconciling assignment with local epoch {local_epoch}\n{body}"
+
+    def cg_revoking(self, topic: str, partitions: Sequence[int]) -> ClientLine:
+        """The membership manager's own revocation line lists a java.util.HashSet (hash order)."""
+        ordered = sorted(partitions)
+        order = hash_order([topic_partition_hash(topic, p) for p in ordered])
+        shown = ", ".join(f"{topic}-{ordered[i]}" for i in order)
+        return "INFO", MEMBERSHIP_MANAGER, HB, f"Revoking previously assigned partitions [{shown}]"
+
+    def cg_assigned(self, topic: str, partitions: Sequence[int]) -> ClientLine:
+        return self._listener(f"Adding newly assigned partitions: {self.partition_list(topic, partitions)}")
+
+    def cg_lost(self, topic: str, partitions: Sequence[int]) -> ClientLine:
+        return self._listener(f"Lost previously assigned partitions {self.partition_list(topic, partitions)}")
+
+    def cg_leaving(self, member_id: str, epoch: int, old_state: str, final_state: str) -> list[ClientLine]:
+        """The membership manager leaving the group (close: UNSUBSCRIBED at the end; poll timeout: STALE)."""
+        text = (f"Member {member_id} won't include epoch in following offset commit/fetch requests because it has left "
+                "the group.")
+        return [self.cg_transition(member_id, epoch, old_state, "PREPARE_LEAVING"),
+                ("INFO", COMMIT_REQUEST_MANAGER, HB, text),
+                self.cg_transition(member_id, -1, "PREPARE_LEAVING", "LEAVING"),
+                self.cg_transition(member_id, -1, "LEAVING", final_state)]
+
+    def cg_completed_leaving(self) -> ClientLine:
+        return "INFO", ASYNC_KAFKA_CONSUMER, POLL, "Completed leaving the group"
+
+    def cg_poll_timeout(self) -> ClientLine:
+        return "WARN", HEARTBEAT_REQUEST_MANAGER, HB, "C" + POLL_TIMEOUT_TEXT[1:]
+
+    def cg_poll_resumed(self, exceeded_ms: int, member_id: str) -> ClientLine:
+        text = ("Time between subsequent calls to poll() was longer than the configured max.poll.interval.ms, exceeded "
+                f"approximately by {exceeded_ms} ms. Member {member_id} will rejoin the group now.")
+        return "WARN", HEARTBEAT_REQUEST_MANAGER, HB, text
+
     def failing_commit(self) -> ClientLine:
         return self._cc("Failing OffsetCommit request since the consumer is not part of an active group")
 
@@ -404,8 +548,10 @@ class Wording:
         lines: list[ClientLine] = [
             ("INFO", METRICS, POLL, "Metrics scheduler closed"),
             ("INFO", METRICS, POLL, "Closing reporter org.apache.kafka.common.metrics.JmxReporter"),
-            ("INFO", METRICS, POLL, "Metrics reporters closed"),
         ]
+        if self.v >= (4, 0):
+            return lines
+        lines.append(("INFO", METRICS, POLL, "Metrics reporters closed"))
         if self.v >= (2, 7):
             lines.append(("INFO", APP_INFO, POLL, f"App info kafka.consumer for {client_id} unregistered"))
         return lines
@@ -465,8 +611,26 @@ def _consumer_config_defaults(v: tuple[int, ...]) -> dict[str, str]:
             "sasl.oauthbearer.scope.claim.name": "scope", "sasl.oauthbearer.sub.claim.name": "sub",
             "sasl.oauthbearer.token.endpoint.url": "null",
         })
-    if v >= (3, 4):
+    if (3, 4) <= v < (4, 0):
         values["auto.include.jmx.reporter"] = "true"
     if v >= (3, 7):
         values.update({"enable.metrics.push": "true", "group.remote.assignor": "null", "retry.backoff.max.ms": "1000"})
+    if v >= (4, 0):
+        # 4.0 dropped auto.include.jmx.reporter and made JmxReporter the default reporter; the rest is 4.1's
+        values["metric.reporters"] = "[org.apache.kafka.common.metrics.JmxReporter]"
+        values.update({"metadata.recovery.rebootstrap.trigger.ms": "300000",
+                       "metadata.recovery.strategy": "rebootstrap", "share.acknowledgement.mode": "implicit",
+                       "sasl.oauthbearer.assertion.algorithm": "RS256",
+                       "sasl.oauthbearer.assertion.claim.exp.seconds": "300",
+                       "sasl.oauthbearer.assertion.claim.jti.include": "false",
+                       "sasl.oauthbearer.assertion.claim.nbf.seconds": "60",
+                       "sasl.oauthbearer.header.urlencode": "false",
+                       "sasl.oauthbearer.jwt.retriever.class":
+                           "class org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever",
+                       "sasl.oauthbearer.jwt.validator.class":
+                           "class org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator"})
+        for key in ("assertion.claim.aud", "assertion.claim.iss", "assertion.claim.sub", "assertion.file",
+                    "assertion.private.key.file", "assertion.private.key.passphrase", "assertion.template.file",
+                    "client.credentials.client.id", "client.credentials.client.secret", "scope"):
+            values[f"sasl.oauthbearer.{key}"] = "null"
     return values

@@ -47,7 +47,8 @@ class Incidents:
         load = {g.group_id: 0 for g in groups}
         for cycle in range(self.cycles):
             kinds = list(CYCLE)
-            if self.world.brokers < 2:
+            if self.world.brokers < 2 or self.world.w.new_coordinator:
+                # 4.x: the new coordinator's partition load and unload (CoordinatorRuntime) is not simulated
                 kinds.remove("coordinator_change")
             self.rng.shuffle(kinds)
             for i, kind in enumerate(kinds):
@@ -238,11 +239,17 @@ class Incidents:
 
     def metadata_change(self, t: int, group: GroupSpec, done: Done) -> None:
         coord = group.coord
-        assert coord is not None and coord.leader is not None
         old = group.partitions
         group.partitions = old + self.rng.choice((2, 4, old) if old < 24 else (2, 4))
-        leader = coord.members[coord.leader].proc
         tag = Tag("metadata_change", "partition_count_change", "partitions_added")
+        if group.protocol == "consumer":
+            # the coordinator notices the new partition count in its metadata image; no member says anything
+            noticed = t + self.rng.randint(200, 5_000)
+            self.world.at(noticed, coord.metadata_changed, tag)
+            done(noticed + 5_000)
+            return
+        assert coord is not None and coord.leader is not None
+        leader = coord.members[coord.leader].proc
         refresh = t + self.rng.randint(20_000, 200_000)
         self.world.at(refresh, self._metadata_refresh, leader, old, group.partitions, tag, done)
 

@@ -18,9 +18,16 @@ from pipelines.simulate.model import Instance, World
 from pipelines.simulate.noise import BrokerNoise
 from pipelines.simulate.render import (
     ABSTRACT_COORDINATOR,
+    ASYNC_KAFKA_CONSUMER,
+    CLASSIC_KAFKA_CONSUMER,
+    COMMIT_REQUEST_MANAGER,
     CONSUMER_COORDINATOR,
+    COORDINATOR_REQUEST_MANAGER,
     HB,
+    HEARTBEAT_REQUEST_MANAGER,
     KAFKA_CONSUMER,
+    LISTENER_INVOKER,
+    MEMBERSHIP_MANAGER,
     METADATA,
     NETWORK_CLIENT,
 )
@@ -29,7 +36,9 @@ HOUR = 3_600_000
 MS = [f"{i:03d}" for i in range(1000)]
 WORD = next(code for code in "IL" if array(code).itemsize == 4)
 # loggers created through Kafka's LogContext carry the "[Consumer clientId=..., groupId=...] " prefix
-LOG_CONTEXT = {ABSTRACT_COORDINATOR, CONSUMER_COORDINATOR, KAFKA_CONSUMER, METADATA, NETWORK_CLIENT}
+LOG_CONTEXT = {ABSTRACT_COORDINATOR, CONSUMER_COORDINATOR, KAFKA_CONSUMER, METADATA, NETWORK_CLIENT,
+               CLASSIC_KAFKA_CONSUMER, ASYNC_KAFKA_CONSUMER, LISTENER_INVOKER, MEMBERSHIP_MANAGER,
+               COORDINATOR_REQUEST_MANAGER, HEARTBEAT_REQUEST_MANAGER, COMMIT_REQUEST_MANAGER}
 
 
 def _utc(t_ms: int, fmt: str) -> str:
@@ -114,7 +123,10 @@ def client_line_renderer(inst: Instance, clock: Clock) -> Callable[[tuple[int, i
     spec = inst.group
     prefix = f"[Consumer clientId={inst.client_id}, groupId={spec.group_id}] "
     if spec.layout == "logback":
-        threads = {HB: f"kafka-coordinator-heartbeat-thread | {spec.group_id}"}
+        # the classic consumer's heartbeat thread; the KIP-848 consumer's background thread does that work
+        hb_thread = ("consumer_background_thread" if spec.protocol == "consumer"
+                     else f"kafka-coordinator-heartbeat-thread | {spec.group_id}")
+        threads = {HB: hb_thread}
         short: dict[str, str] = {}
 
         def logback(rec: tuple[int, int, str, str, str, str]) -> str:
