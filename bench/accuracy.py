@@ -1,7 +1,7 @@
 """Cause accuracy on large simulated estates: the confusion matrix of issue #5.
 
-    python -m bench.accuracy [--versions 2.4,2.8,3.6] [--groups 8] [--hours 24] [--lines N] [--seed 7]
-                             [--out bench/results] [--work DIR] [--keep]
+    python -m bench.accuracy [--versions 2.4,2.8,3.6,4.1] [--groups 8] [--hours 24] [--lines N] [--seed 7]
+                             [--group-protocol mixed] [--out bench/results] [--work DIR] [--keep]
 
 For each Kafka version the simulator speaks, simulate an estate (every scenario: scale up/down, rolling deploys,
 crashes and crash loops, GC pauses long and short, poll timeouts, partition additions, coordinator moves, service
@@ -48,7 +48,7 @@ def confusion_table(confusion: dict[tuple[str, str], int]) -> list[str]:
 
 
 def evaluate_version(spark, version: str, root: Path, *, seed: int, groups: int, hours: float,
-                     lines: int | None) -> dict:
+                     lines: int | None, group_protocol: str = "classic") -> dict:
     """Simulate one estate, run the batch pipeline, match the truth: counts, confusion, mismatches, timings."""
     from pyspark.sql import functions as F
 
@@ -58,7 +58,9 @@ def evaluate_version(spark, version: str, root: Path, *, seed: int, groups: int,
     from pipelines.simulate import simulate
 
     t0 = time.monotonic()
-    sim = simulate(root / version, seed=seed, groups=groups, hours=hours, lines=lines, kafka_version=version)
+    extra = {} if group_protocol == "classic" else {"group_protocol": group_protocol}
+    sim = simulate(root / version, seed=seed, groups=groups, hours=hours, lines=lines, kafka_version=version,
+                   **extra)
     t_sim = time.monotonic() - t0
     cfg = load_config(None, {"landing": sim.landing_dir, "lakehouse": root / version / "lakehouse"})
     t1 = time.monotonic()
@@ -73,7 +75,8 @@ def evaluate_version(spark, version: str, root: Path, *, seed: int, groups: int,
     no_generation = rebalances.filter(F.col("generation_after").isNull()).count()
     t_pipe = time.monotonic() - t1
     matched.unpersist()
-    return {"version": version, "seed": seed, "lines": sim.lines, "files": sim.files, "groups": len(sim.groups),
+    return {"version": version, "protocol": group_protocol, "seed": seed, "lines": sim.lines, "files": sim.files,
+            "groups": len(sim.groups),
             "truth_by_cause": sim.by_cause, "result": result, "wrong": [r.asDict() for r in wrong],
             "rebalance_rows": total, "rows_without_generation": no_generation,
             "simulate_s": t_sim, "pipeline_s": t_pipe}
@@ -90,10 +93,9 @@ def markdown(runs: list[dict], command: str, started: datetime, elapsed: float) 
            "pipeline s |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for run in runs:
         r = run["result"]
-        out.append(f"| {run['version']} | {run['seed']} | {run['lines']:,} | {run['files']:,} | {run['groups']} | "
-                   f"{r.truth} | "
-                   f"{r.found} | {r.invented} | {r.cause_right} | {r.cause_accuracy:.2%} | {run['simulate_s']:.0f} | "
-                   f"{run['pipeline_s']:.0f} |")
+        out.append(f"| {run['version']} ({run['protocol']}) | {run['seed']} | {run['lines']:,} | {run['files']:,} | "
+                   f"{run['groups']} | {r.truth} | {r.found} | {r.invented} | {r.cause_right} | "
+                   f"{r.cause_accuracy:.2%} | {run['simulate_s']:.0f} | {run['pipeline_s']:.0f} |")
     total = {k: sum(getattr(run["result"], k) for run in runs) for k in ("truth", "found", "invented", "cause_right")}
     if len(runs) > 1:
         acc = total["cause_right"] / total["found"] if total["found"] else 0.0
@@ -107,7 +109,7 @@ def markdown(runs: list[dict], command: str, started: datetime, elapsed: float) 
             *confusion_table(merged)]
     for run in runs:
         r = run["result"]
-        out += ["", f"## Kafka {run['version']}", "", r.line() + ".", "",
+        out += ["", f"## Kafka {run['version']} ({run['protocol']} groups)", "", r.line() + ".", "",
                 f"Truth by cause: {', '.join(f'{k} {v}' for k, v in run['truth_by_cause'].items())}. "
                 f"gold_rebalances rows: {run['rebalance_rows']} ({run['rows_without_generation']} without a "
                 "generation_after: open at the end of the logs, not matched).", "", *confusion_table(r.confusion)]
@@ -133,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, help="scratch directory (default: a temp dir, removed at the end)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
     parser.add_argument("--min-accuracy", type=float, default=0.98)
+    parser.add_argument("--group-protocol", choices=("classic", "consumer", "mixed"), default="mixed",
+                        help="group protocol of the 4.x estates (older versions are always classic; default: mixed, "
+                             "every other group a KIP-848 consumer group)")
     args = parser.parse_args(argv)
     versions = [v.strip() for v in args.versions.split(",") if v.strip()]
 
@@ -150,8 +155,9 @@ def main(argv: list[str] | None = None) -> int:
         for index, version in enumerate(versions):
             print(f"Kafka {version}: simulating and running the batch pipeline", file=sys.stderr, flush=True)
             # a different seed per version, so each estate plays its own incidents
+            protocol = args.group_protocol if int(version.split(".")[0]) >= 4 else "classic"
             run = evaluate_version(spark, version, work, seed=args.seed + index, groups=args.groups,
-                                   hours=args.hours, lines=args.lines)
+                                   hours=args.hours, lines=args.lines, group_protocol=protocol)
             print(f"  {run['lines']:,} lines: {run['result'].line()} "
                   f"({run['simulate_s']:.0f} s simulate, {run['pipeline_s']:.0f} s pipeline)", file=sys.stderr,
                   flush=True)
