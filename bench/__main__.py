@@ -22,17 +22,19 @@ def parse_options(argv: list[str] | None = None) -> Options:
     parser.add_argument("--probes", type=int,
                         help=f"latency probes (default {DEFAULT_PROBES}; --quick: {QUICK_PROBES})")
     parser.add_argument("--latency-trigger", default="1 second", help="processingTime of the latency run")
+    parser.add_argument("--latency-every", type=float, default=10.0,
+                        help="seconds between two latency probe files (default 10: a steady trickle)")
     parser.add_argument("--seed", type=int, default=7, help="simulation seed")
     parser.add_argument("--groups", type=int, default=8, help="consumer groups to simulate")
     parser.add_argument("--conf", type=Path, help="pipeline configuration file (default conf/local.yml)")
     args = parser.parse_args(argv)
     lines = args.lines or (QUICK_LINES if args.quick else DEFAULT_LINES)
     probes = args.probes or (QUICK_PROBES if args.quick else DEFAULT_PROBES)
-    if lines < 1 or probes < 1:
-        parser.error("--lines and --probes must be at least 1")
+    if lines < 1 or probes < 1 or args.latency_every <= 0:
+        parser.error("--lines and --probes must be at least 1, --latency-every above 0")
     return Options(lines=lines, mode="quick" if args.quick else "default", out=args.out, work=args.work,
                    keep=args.keep, seed=args.seed, groups=args.groups, probes=probes,
-                   latency_trigger=args.latency_trigger, conf=args.conf)
+                   latency_trigger=args.latency_trigger, latency_every_s=args.latency_every, conf=args.conf)
 
 
 def main(argv: list[str] | None = None) -> int:

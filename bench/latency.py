@@ -1,5 +1,5 @@
-"""Latency with a processing-time trigger: land a small broker file holding one rebalance of a fresh group and time
-until its row is in gold_rebalances."""
+"""Latency with a processing-time trigger: land small broker files, each holding one rebalance of a fresh group, at
+a steady rate, and time each until its row is in gold_rebalances."""
 
 from __future__ import annotations
 
@@ -33,11 +33,12 @@ class LatencyError(RuntimeError):
 @dataclass
 class LatencyResult:
     """Seconds from landing each probe file to its row in gold_rebalances (a probe that timed out counts as the
-    timeout, so the percentiles never flatter a run that lost probes)."""
+    time it waited, so the percentiles never flatter a run that lost probes)."""
 
     seconds: list[float]
     trigger: str
     timeouts: int = 0
+    every_s: float = 0.0
 
     def percentile(self, q: float) -> float:
         """The q-th percentile (0..100) by linear interpolation between the closest ranks."""
@@ -47,7 +48,8 @@ class LatencyResult:
 
     def as_dict(self) -> dict[str, object]:
         """p50, p95, max and every probe, in seconds."""
-        return {"trigger": self.trigger, "probes": len(self.seconds), "timeouts": self.timeouts,
+        return {"trigger": self.trigger, "probes": len(self.seconds), "every_s": self.every_s,
+                "timeouts": self.timeouts,
                 "p50_s": round(self.percentile(50), 3),
                 "p95_s": round(self.percentile(95), 3), "max_s": round(max(self.seconds), 3),
                 "probes_s": [round(s, 3) for s in self.seconds]}
@@ -103,43 +105,70 @@ def _check(queries: list[StreamingQuery]) -> None:
             raise LatencyError(f"streaming query {query.name} stopped during the latency probes: {error}")
 
 
+def stop_when_idle(queries: list[StreamingQuery], *, wait_s: float = 300.0) -> None:
+    """Stop the queries between two micro-batches where possible: Spark 4.0 interrupting a Python foreachBatch
+    mid-batch can die in its own interruption check (a StackOverflowError in StreamExecution.isInterruptionException
+    on the long Python traceback). Harmless for the data (the batch had not committed and is replayed), but noisy."""
+    deadline = time.monotonic() + wait_s
+    for query in queries:
+        while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        query.stop()
+
+
 def _commits(log_dir: Path) -> int:
     return sum(1 for name in os.listdir(log_dir) if name.endswith(".json"))
 
 
-def wait_for_row(spark: SparkSession, cfg: Config, group: str, *, queries: list[StreamingQuery], since: int,
-                 timeout_s: float) -> float | None:
-    """Block until gold_rebalances has a row of `group`; the monotonic time it was seen, or None after `timeout_s`.
+def _seen_groups(spark: SparkSession, cfg: Config, groups: list[str]) -> set[str]:
+    rows = (io.read_table(spark, cfg, "gold_rebalances").filter(F.col("group_id").isin(groups))
+            .select("group_id").distinct().collect())
+    return {r.group_id for r in rows}
 
-    The Delta log is watched (cheap) and the table is queried only after a new commit, so polling does not compete
-    with the streams for the two cores.
-    """
-    log_dir = Path(io.table(cfg, "gold_rebalances").path or "") / "_delta_log"
-    deadline = time.monotonic() + timeout_s
-    seen = since
-    while time.monotonic() < deadline:
-        commits = _commits(log_dir)
-        if commits > seen:
-            seen = commits
-            if io.read_table(spark, cfg, "gold_rebalances").filter(F.col("group_id") == group).limit(1).count():
-                return time.monotonic()
-        else:
-            _check(queries)
+
+class _Watcher:
+    """Notes when each probe group's first gold_rebalances row appears. The Delta log is watched (cheap) and the
+    table is queried only after a new commit, so polling does not compete with the streams for the two cores."""
+
+    def __init__(self, spark: SparkSession, cfg: Config, queries: list[StreamingQuery]) -> None:
+        self.spark, self.cfg, self.queries = spark, cfg, queries
+        self.log_dir = Path(io.table(cfg, "gold_rebalances").path or "") / "_delta_log"
+        self.commits = _commits(self.log_dir)
+        self.pending: dict[str, float] = {}  # group -> monotonic time its file landed
+        self.seen: dict[str, float] = {}  # group -> seconds from landing to its row
+
+    def poll(self, until: float, *, stop_when_all_seen: bool = False) -> None:
+        """Watch until the monotonic time `until` (or, with `stop_when_all_seen`, until no probe is pending)."""
+        while time.monotonic() < until:
+            if stop_when_all_seen and not self.pending:
+                return
+            commits = _commits(self.log_dir)
+            if commits > self.commits and self.pending:
+                self.commits = commits
+                now = time.monotonic()
+                for group in _seen_groups(self.spark, self.cfg, list(self.pending)):
+                    self.seen[group] = now - self.pending.pop(group)
+                continue
+            self.commits = max(self.commits, commits)
+            _check(self.queries)
             time.sleep(0.05)
-    return None
 
 
 def measure_latency(spark: SparkSession, cfg: Config, *, staging: Path, probes: int, trigger: str = "1 second",
-                    timeout_s: float = 60.0, seed: int = 7, say: Callable[[str], None] | None = None) -> LatencyResult:
+                    every_s: float = 10.0, timeout_s: float = 180.0, seed: int = 7,
+                    say: Callable[[str], None] | None = None) -> LatencyResult:
     """Run both queries with `processingTime=trigger` over `cfg` (tables and checkpoints may already hold data),
-    land `probes` files one after another into new instance folders, and time each until its gold row; the queries
-    are stopped before returning. After two timed-out probes the rest are skipped: the pipeline is not keeping up."""
+    land one probe file every `every_s` seconds (a steady trickle, as log shipping delivers them) into a new
+    instance folder, and time each from its landing to its group's first gold_rebalances row.
+
+    A probe whose row has not appeared `timeout_s` after the last landing counts as the time it waited (a lower
+    bound, flagged in `timeouts`), so the percentiles never flatter a pipeline that falls behind. The queries are
+    stopped before returning."""
     rng = random.Random(seed)
     staging.mkdir(parents=True, exist_ok=True)
-    log_dir = Path(io.table(cfg, "gold_rebalances").path or "") / "_delta_log"
     queries = start_queries(spark, cfg, trigger=trigger)
-    seconds: list[float] = []
-    timeouts = 0
+    watcher = _Watcher(spark, cfg, queries)
+    landed_at: dict[str, float] = {}
     try:
         for query in queries:
             # Start probing once each query has run a trigger over what was already there.
@@ -147,25 +176,26 @@ def measure_latency(spark: SparkSession, cfg: Config, *, staging: Path, probes: 
                 _check(queries)
                 time.sleep(0.1)
         run_tag = f"{int(time.time())}"
+        next_at = time.monotonic()
         for n in range(probes):
-            # A random pause puts the probes at different phases of the trigger interval.
-            time.sleep(rng.uniform(0.2, 1.2))
+            # A random offset puts the probes at different phases of the trigger interval.
+            watcher.poll(next_at + rng.uniform(0.0, 1.0))
             group = f"bench-probe-{run_tag}-{n}"
             partial = staging / f"server.log.probe-{n}"
             partial.write_text(probe_text(group, datetime.now(timezone.utc), rng), encoding="utf-8")
-            instance = cfg.landing / f"bench-probe-{run_tag}-{n}"
+            instance = cfg.landing / group
             instance.mkdir()
-            since = _commits(log_dir)
-            landed = time.monotonic()
+            landed_at[group] = time.monotonic()
             os.replace(partial, instance / partial.name)
-            seen = wait_for_row(spark, cfg, group, queries=queries, since=since, timeout_s=timeout_s)
-            timeouts += seen is None
-            seconds.append(timeout_s if seen is None else seen - landed)
+            watcher.pending[group] = landed_at[group]
+            next_at = landed_at[group] + every_s
             if say is not None:
-                say(f"probe {n + 1}/{probes}: " + ("timed out" if seen is None else f"{seconds[-1]:.2f} s"))
-            if timeouts >= 2:
-                break
+                say(f"probe {n + 1}/{probes} landed; {len(watcher.seen)} seen so far")
+        watcher.poll(time.monotonic() + timeout_s, stop_when_all_seen=True)
     finally:
-        for query in queries:
-            query.stop()
-    return LatencyResult(seconds=seconds, trigger=trigger, timeouts=timeouts)
+        stop_when_idle(queries)
+    now = time.monotonic()
+    seconds = [watcher.seen.get(group, now - landed) for group, landed in landed_at.items()]
+    if say is not None:
+        say("latency probes (s): " + ", ".join(f"{s:.1f}" for s in seconds))
+    return LatencyResult(seconds=seconds, trigger=trigger, timeouts=len(watcher.pending), every_s=every_s)
