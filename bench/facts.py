@@ -6,6 +6,7 @@ import os
 import platform
 import re
 import subprocess
+import time
 from importlib import metadata
 from pathlib import Path
 
@@ -42,6 +43,59 @@ def _version(package: str) -> str:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return "not installed"
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def machine_cpu_s() -> float:
+    """CPU seconds the whole machine has spent busy since boot (user, nice, system, irq, softirq), from /proc/stat."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except (OSError, IndexError):
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fields[:7])
+    return (user + nice + system + irq + softirq) / CLOCK_TICKS
+
+
+def tree_cpu_s(root: int) -> float:
+    """CPU seconds used by `root` and its live descendants, with those of the children they have reaped (the Spark
+    JVM, its Python workers and the benchmark's subprocesses all count as this benchmark's own work)."""
+    from bench.memory import descendants
+
+    total = 0
+    for pid in {root} | descendants(root):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        # Fields after the command name: state is field 3, utime..cstime are fields 14..17.
+        rest = stat.rsplit(")", 1)[1].split()
+        total += sum(int(x) for x in rest[11:15])
+    return total / CLOCK_TICKS
+
+
+class OtherWork:
+    """Measures, between two calls of `share()`, the fraction of the machine's cores that processes outside this
+    benchmark's process tree kept busy: a direct sign of a shared machine (the load average cannot tell, because
+    Spark's own threads alone keep it above the core count)."""
+
+    def __init__(self) -> None:
+        self._mark = self._now()
+
+    @staticmethod
+    def _now() -> tuple[float, float, float]:
+        return time.monotonic(), machine_cpu_s(), tree_cpu_s(os.getpid())
+
+    def share(self) -> float:
+        """Other processes' CPU / (elapsed x cores) since the previous call (or since creation), 0..1."""
+        now = self._now()
+        elapsed = now[0] - self._mark[0]
+        other = (now[1] - self._mark[1]) - (now[2] - self._mark[2])
+        self._mark = now
+        if elapsed <= 0:
+            return 0.0
+        return round(min(1.0, max(0.0, other / (elapsed * (os.cpu_count() or 1)))), 3)
 
 
 def load_average() -> list[float]:

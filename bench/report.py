@@ -100,13 +100,14 @@ def markdown(results: dict[str, Any]) -> str:
         met = {True: "yes", False: "**no**", None: ""}[f["met"]]
         out.append(f"| {f['name']} | {_fmt(f['value'])} | {f['target']} | {met} | {f['what']} |")
     out += ["", ("| stage | seconds | lines | lines/s | peak MB: driver (python + JVM), or the script's process | "
-                 "Python workers peak MB | load 1 min |"),
-            "|---|---:|---:|---:|---:|---:|---:|"]
+                 "Python workers peak MB | load 1 min | other processes' share of the cores |"),
+            "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, st in results["stages"].items():
         mem = st.get("memory", {})
         out.append(f"| {name} | {_fmt(st.get('seconds', st.get('p95_s', '')))} | {_fmt(st.get('lines', ''))} | "
                    f"{_fmt(st.get('lines_per_s', ''))} | {_fmt(mem.get('driver_mb', mem.get('process_mb', '')))} | "
-                   f"{_fmt(mem.get('workers_mb', ''))} | {_fmt(st.get('load_1min', ''))} |")
+                   f"{_fmt(mem.get('workers_mb', ''))} | {_fmt(st.get('load_1min', ''))} | "
+                   f"{_fmt(st.get('other_cpu_share', ''))} |")
     for name in ("parse_x1", "pipeline_x1", "pipeline_x4"):
         out += _timeline(name, results["stages"].get(name, {}).get("timeline"))
     out += ["", "Datasets: " + "; ".join(
