@@ -3,7 +3,7 @@
 #
 # Runs in a scratch git worktree of HEAD (the working copy is never touched); each mutation edits one line, runs the
 # test that guards it (its log in <scratch-dir>-logs), and restores the file. A protection is proven when its test
-# FAILS (pytest exit 1). About 50 minutes on two cores, the last two (slow-tier tests) about 15 of them.
+# FAILS (pytest exit 1). About 45 minutes on two cores.
 # Usage: bash tests/check_protections.sh [scratch-dir]; ONLY="name ..." runs only the named mutations.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -81,11 +81,10 @@ mutate no-torn-gzip-rows "$S::test_a_gzip_cut_short_is_counted_and_the_stream_ke
   pipelines/ingest.py 'raw = with_torn_rows(spark, batch_df, damaged)' 'raw = batch_df'
 mutate no-conflict-retries "$S::test_a_merge_that_loses_a_race_with_optimize_is_retried" \
   pipelines/io.py 'if not is_commit_conflict(exc) or attempt == CONFLICT_ATTEMPTS:' 'if True:'
-# Slow tier (minutes each): the backlog's bounded batches, and the batch path skipping copies still in progress.
+# Slow tier: the backlog's bounded batches. (Copies in progress under hidden names need no mutation here: Spark's
+# file reader skips hidden files itself, even when they are named explicitly; io.landing_files only mirrors it.)
 mutate no-max-files-per-trigger "$S::test_a_backlog_is_absorbed_in_bounded_batches" \
   pipelines/io.py '.option("maxFilesPerTrigger", str(cfg.max_files_per_trigger))' ''
-mutate no-hidden-file-rule "$S::test_hourly_rotation_and_reused_gc_names_lose_and_double_nothing" \
-  pipelines/io.py 'if p.is_file() and not p.name.startswith((".", "_"))' 'if p.is_file()'
 
 cd "$repo" && git worktree remove --force "$work"
 echo "$proven proven, $survived not proven"
