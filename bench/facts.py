@@ -10,6 +10,8 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+from bench.memory import descendants
+
 
 def _cpu_model() -> str:
     try:
@@ -61,8 +63,6 @@ def machine_cpu_s() -> float:
 def tree_cpu_s(root: int) -> float:
     """CPU seconds used by `root` and its live descendants, with those of the children they have reaped (the Spark
     JVM, its Python workers and the benchmark's subprocesses all count as this benchmark's own work)."""
-    from bench.memory import descendants
-
     total = 0
     for pid in {root} | descendants(root):
         try:

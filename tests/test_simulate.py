@@ -54,6 +54,18 @@ def iso_ms(text: str) -> int:
     return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
 
 
+def full_gc_pauses(folder: Path) -> list[tuple[int, int, float]]:
+    """(start ms, end ms, duration ms) of every full GC pause in an instance folder's GC logs."""
+    pauses = []
+    for gc_file in folder.glob("gc.log*"):
+        for line in gc_file.read_text().splitlines():
+            match = GC_LINE.match(line)
+            if match and match.group(2) == "Full":
+                end = iso_ms(match.group(1) + "Z")
+                pauses.append((end - round(float(match.group(3))), end, float(match.group(3))))
+    return pauses
+
+
 def test_same_seed_writes_the_same_bytes_and_another_seed_does_not(default_run: SimulationSummary,
                                                                    tmp_path: Path) -> None:
     original = tree(default_run.landing_dir.parent)
@@ -149,13 +161,7 @@ def test_gc_pause_expiry_is_covered_by_a_long_pause_of_that_process(default_run:
         folder = next(f.parent for f, text in clients.items() if f"memberId='{member}'" in text)
         session = int(re.search(r"\tsession\.timeout\.ms = (\d+)\n", "".join(
             t for f, t in clients.items() if f.parent == folder)).group(1))
-        pauses = []
-        for gc_file in folder.glob("gc.log*"):
-            for line in gc_file.read_text().splitlines():
-                match = GC_LINE.match(line)
-                if match and match.group(2) == "Full":
-                    end = iso_ms(match.group(1) + "Z")
-                    pauses.append((end - round(float(match.group(3))), end, float(match.group(3))))
+        pauses = full_gc_pauses(folder)
         assert any(d > session and expiry - session <= s < expiry < e <= expiry + session for s, e, d in pauses), (
             member, expiry, pauses)
 
@@ -319,14 +325,8 @@ def test_a_fenced_members_gc_log_shows_the_pause(consumer_run: SimulationSummary
         member = row["trigger_member_id"]
         fenced = next(log4j_ms(LOG4J_TS.match(x).group(1)) for x in lines if f"Member {member} fenced" in x)
         folder = next(f.parent for f, text in clients.items() if f"Member {member} with epoch" in text)
-        pauses = []
-        for gc_file in folder.glob("gc.log*"):
-            for line in gc_file.read_text().splitlines():
-                match = GC_LINE.match(line)
-                if match and match.group(2) == "Full":
-                    end = iso_ms(match.group(1) + "Z")
-                    pauses.append((end - round(float(match.group(3))), end))
-        assert any(start < fenced < end for start, end in pauses), (member, fenced, pauses)
+        pauses = full_gc_pauses(folder)
+        assert any(start < fenced < end for start, end, _ in pauses), (member, fenced, pauses)
 
 
 def test_kafka_41_wording(mixed_run: SimulationSummary) -> None:

@@ -192,13 +192,13 @@ class Consumers:
         self.world.at(end, self._gc_resumed, proc, tag)
 
     def _gc_resumed(self, t: int, proc: Proc, tag: Tag) -> None:
-        if proc.group.protocol == "consumer":
-            self.kip848.gc_resumed(t, proc, tag)
-            return
         proc.silent = None
         coord = self.coord(proc)
         if coord.heartbeat_resumed(proc, t):
             proc.hb_anchor = t
+            return
+        if proc.group.protocol == "consumer":
+            self.kip848.fenced_during_pause(t, proc, tag)
             return
         rng = self.world.rng
         t1 = t + rng.randint(0, 3)

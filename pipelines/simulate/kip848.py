@@ -20,6 +20,7 @@ from pipelines.simulate.javautil import base64_id
 from pipelines.simulate.model import (
     HEARTBEAT_MS,
     REBALANCE_TIMEOUT_MS,
+    CoordinatorBase,
     GroupSpec,
     Instance,
     Proc,
@@ -27,7 +28,7 @@ from pipelines.simulate.model import (
     Tag,
     World,
 )
-from pipelines.simulate.render import HB, NEW_GROUP_METADATA_MANAGER, ClientLine
+from pipelines.simulate.render import HB, ClientLine
 
 if TYPE_CHECKING:
     from pipelines.simulate.consumer import Consumers
@@ -54,7 +55,7 @@ class CgMember:
     last_seen: int = 0
 
 
-class ConsumerGroupCoord:
+class ConsumerGroupCoord(CoordinatorBase):
     """A consumer group (group.protocol=consumer) on the new group coordinator of the leader of its offsets
     partition. `state` is Empty, Reconciling or Stable; `pending` and `leader` exist for the incident planner."""
 
@@ -67,14 +68,6 @@ class ConsumerGroupCoord:
         self.pending: dict[str, Proc] = {}
         self.leader: str | None = None
         self.partitions = spec.partitions
-
-    @property
-    def broker(self) -> int:
-        return self.world.leader[self.spec.offsets_partition]
-
-    def log(self, t: int, message: str) -> None:
-        self.world.broker_line(self.broker, t, message, NEW_GROUP_METADATA_MANAGER,
-                               partition=self.spec.offsets_partition)
 
     # ---- membership -------------------------------------------------------------------------------------------
 
@@ -109,22 +102,10 @@ class ConsumerGroupCoord:
         self.partitions = self.spec.partitions
         self.bump(t, tag, None)
 
-    def schedule_expiry(self, proc: Proc, t: int) -> None:
-        """The process stopped heartbeating at t: arm the session timer from its last heartbeat."""
-        member = self.members.get(proc.member_id)
-        if member is None:
-            return
-        member.last_seen = max(member.last_seen, proc.last_heartbeat(t) + 1)
-        member.token += 1
-        self.world.at(member.last_seen + self.spec.session_ms, self.expire, proc.member_id, member.token)
-
     def heartbeat_resumed(self, proc: Proc, t: int) -> bool:
-        """The process heartbeats again at t; False when it was fenced meanwhile."""
-        member = self.members.get(proc.member_id)
-        if member is None:
+        """As for classic groups, and the member's heartbeats to this coordinator start again."""
+        if not super().heartbeat_resumed(proc, t):
             return False
-        member.token += 1
-        member.last_seen = t
         self.world.at(t + 1, self.heartbeat, proc.member_id)
         return True
 
@@ -320,14 +301,9 @@ class Kip848Consumers:
         self.log(proc, t, lines)
         proc.kstate = final_state
 
-    def gc_resumed(self, t: int, proc: Proc, tag: Tag) -> None:
-        """After a pause: go on if the member is still in the group; if it was fenced, the heartbeat response says so
-        (FENCED_MEMBER_EPOCH): it gives its partitions up as lost and joins again with the same member id."""
-        proc.silent = None
-        coord = self.coord(proc)
-        if coord.heartbeat_resumed(proc, t):
-            proc.hb_anchor = t
-            return
+    def fenced_during_pause(self, t: int, proc: Proc, tag: Tag) -> None:
+        """After a pause during which the member was fenced, the heartbeat response says so (FENCED_MEMBER_EPOCH):
+        it gives its partitions up as lost and joins again with the same member id."""
         rng = self.world.rng
         t_fenced = t + rng.randint(1, 30)
         self.transition(proc, t_fenced, proc.generation, "FENCED")

@@ -196,7 +196,47 @@ class World:
         return f"{client_id}-{seeded_uuid(self.rng)}"
 
 
-class GroupCoord:
+class CoordinatorBase:
+    """What the coordinators of both protocols share: the broker hosting the group (the leader of its offsets
+    partition), how it logs, and a session timer per member. `members` maps member ids to objects with `last_seen`
+    and `token`; `expire(t, member_id, token)` runs when a session lapses with its token unchanged."""
+
+    world: World
+    spec: GroupSpec
+    members: dict
+
+    @property
+    def broker(self) -> int:
+        return self.world.leader[self.spec.offsets_partition]
+
+    def log(self, t: int, message: str) -> None:
+        """A broker line of this group's coordinator, in the wording of its generation (Scala or new coordinator)."""
+        if self.world.w.new_coordinator:
+            self.world.broker_line(self.broker, t, message, NEW_GROUP_METADATA_MANAGER,
+                                   partition=self.spec.offsets_partition)
+        else:
+            self.world.broker_line(self.broker, t, message)
+
+    def schedule_expiry(self, proc: Proc, t: int) -> None:
+        """The process stopped heartbeating at t: arm the session timer from its last heartbeat."""
+        member = self.members.get(proc.member_id)
+        if member is None:
+            return
+        member.last_seen = max(member.last_seen, proc.last_heartbeat(t) + 1)
+        member.token += 1
+        self.world.at(member.last_seen + self.spec.session_ms, self.expire, proc.member_id, member.token)
+
+    def heartbeat_resumed(self, proc: Proc, t: int) -> bool:
+        """The process heartbeats again at t; False when the coordinator already removed (or fenced) it."""
+        member = self.members.get(proc.member_id)
+        if member is None:
+            return False
+        member.token += 1
+        member.last_seen = t
+        return True
+
+
+class GroupCoord(CoordinatorBase):
     """The classic group coordinator's state for one group, hosted by the leader of its offsets partition."""
 
     def __init__(self, world: World, spec: GroupSpec) -> None:
@@ -211,17 +251,6 @@ class GroupCoord:
         self.sync_due = 0
         self.token = 0
         self.assignment: dict[str, list[int]] = {}
-
-    @property
-    def broker(self) -> int:
-        return self.world.leader[self.spec.offsets_partition]
-
-    def log(self, t: int, message: str) -> None:
-        if self.world.w.new_coordinator:
-            self.world.broker_line(self.broker, t, message, NEW_GROUP_METADATA_MANAGER,
-                                   partition=self.spec.offsets_partition)
-        else:
-            self.world.broker_line(self.broker, t, message)
 
     def metadata(self, proc: Proc) -> str:
         return self.world.w.member_metadata(proc.member_id, proc.inst.client_id, proc.ip, self.spec.session_ms,
@@ -312,26 +341,6 @@ class GroupCoord:
             self.prepare(t, reason, tag, trigger)
         elif self.state == "PreparingRebalance":
             self.try_complete(t)
-
-    # ---- heartbeats, as far as the session timer is concerned -------------------------------------------------
-
-    def schedule_expiry(self, proc: Proc, t: int) -> None:
-        """The process stopped heartbeating at t: arm the session timer from its last heartbeat."""
-        member = self.members.get(proc.member_id)
-        if member is None:
-            return
-        member.last_seen = max(member.last_seen, proc.last_heartbeat(t) + 1)
-        member.token += 1
-        self.world.at(member.last_seen + self.spec.session_ms, self.expire, proc.member_id, member.token)
-
-    def heartbeat_resumed(self, proc: Proc, t: int) -> bool:
-        """The process heartbeats again at t; False when the coordinator already removed it."""
-        member = self.members.get(proc.member_id)
-        if member is None:
-            return False
-        member.token += 1
-        member.last_seen = t
-        return True
 
     # ---- rebalance state machine ------------------------------------------------------------------------------
 
