@@ -12,7 +12,9 @@ from pyspark.sql import functions as F
 
 from pipelines import io
 from pipelines.bronze.damaged import damaged_gzips, with_torn_rows
-from pipelines.bronze.lines import candidate_lines, file_stats, split_stats, with_split_offsets, with_source_columns
+from pipelines.bronze.lines import (
+    candidate_lines, file_stats, kept_lines, split_stats, with_split_offsets, with_source_columns,
+)
 from pipelines.config import Config
 from pipelines.silver.outputs import accounting, source_day, source_zone, to_events, to_gc_pauses, to_quarantine
 from pipelines.silver.parse import is_candidate, parse_lines
@@ -33,7 +35,7 @@ class StagedBatch:
     lines: DataFrame
 
     def unpersist(self) -> None:
-        for df in (self.parsed, self.bronze, self.files, self.splits, self.lines):
+        for df in (self.parsed, self.bronze, self.files, self.splits):
             df.unpersist()
 
 
@@ -47,8 +49,11 @@ def parse_bronze(bronze: DataFrame, cfg: Config) -> DataFrame:
 def stage_batch(raw: DataFrame, cfg: Config, *, existing_files: DataFrame, batch_id: int, now: Column) -> StagedBatch:
     """Raw lines (`value`, `_metadata`) to per-file stats, bronze candidate lines and parsed lines (all persisted)."""
     level = StorageLevel.MEMORY_AND_DISK
-    lines = with_source_columns(raw, is_candidate=is_candidate(F.col("value"))).persist(level)
-    splits = with_split_offsets(split_stats(lines)).persist(level)
+    # One scan of the files: per-split stats and the flagged lines (few) in one aggregate; plain noise is not kept.
+    splits = with_split_offsets(
+        split_stats(with_source_columns(raw, is_candidate=is_candidate(F.col("value"))))
+    ).persist(level)
+    lines = kept_lines(splits)
     files = (
         file_stats(splits, existing_fingerprints=existing_files)
         .withColumns({"batch_id": F.lit(batch_id).cast("long"), "ingested_at": now})

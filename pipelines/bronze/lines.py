@@ -4,6 +4,9 @@ A line's position comes from the scan itself: within one file split Spark reads 
 `monotonically_increasing_id` minus the split's smallest id is its index in the split, and earlier splits of the
 same file contribute their line counts. This needs one small aggregate per split, not a sort of the lines.
 
+The files are scanned once: one aggregate per split yields its stats (line count, content hash) and, as a list,
+the few lines a record can hold; plain noise lines are counted and hashed there and never stored.
+
 Multi-line records (a stack trace after a log line, the consumer's `Updating assignment with` + TAB lines, a JDK 8
 GC record's detail lines) are joined here, where every line of a file is in the batch: a line shaped like a
 continuation is kept with the candidate line it follows, and the record becomes one bronze row at its first line.
@@ -35,8 +38,8 @@ def with_source_columns(raw: DataFrame, *, is_candidate: Column) -> DataFrame:
     `file_name`, `file_modified_at`, `block_start`), the scan order `scan_id`, `line_length`, `line_hash`, the flags
     `candidate`, `continuation` and `may_head`, and `value` only where a flag is set (null for plain noise).
 
-    The stats of every line and the text of the few lines a record can hold both come from this one frame, so a
-    batch persists it and scans its files once."""
+    The stats of every line and the text of the few lines a record can hold both come from this one frame, which
+    `split_stats` reduces in the same scan."""
     path = F.col("_metadata.file_path")
     parts = F.split(path, "/")
     return raw.select(
@@ -62,15 +65,27 @@ def with_source_columns(raw: DataFrame, *, is_candidate: Column) -> DataFrame:
     )
 
 
+SPLIT_KEYS = ("source_file", "instance", "file_name", "file_modified_at", "block_start")
+_KEPT = ("scan_id", "value", "line_length", "candidate", "continuation", "may_head")
+
+
 def split_stats(lines: DataFrame) -> DataFrame:
-    """One row per file split: its first scan id, line count, candidate count and content hash parts."""
-    return lines.groupBy("source_file", "instance", "file_name", "file_modified_at", "block_start").agg(
+    """One row per file split: its first scan id, line count, candidate count, content hash parts and `kept`, the
+    lines that carry a flag (candidate, continuation, possible head) with their scan id, text and flags."""
+    flagged = F.col("candidate") | F.col("continuation") | F.col("may_head")
+    return lines.groupBy(*SPLIT_KEYS).agg(
         F.min("scan_id").alias("first_scan_id"),
         F.count(F.lit(1)).alias("split_lines"),
         F.sum(F.col("candidate").cast("long")).alias("split_candidates"),
         F.bit_xor("line_hash").alias("split_hash"),
         F.sum("line_length").alias("split_chars"),
+        F.collect_list(F.when(flagged, F.struct(*_KEPT))).alias("kept"),
     )
+
+
+def kept_lines(splits: DataFrame) -> DataFrame:
+    """The flagged lines that `split_stats` kept, one row each, with their split's provenance columns."""
+    return splits.select(*SPLIT_KEYS, F.explode("kept").alias("_k")).select(*SPLIT_KEYS, "_k.*")
 
 
 def with_split_offsets(splits: DataFrame) -> DataFrame:
