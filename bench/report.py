@@ -46,13 +46,18 @@ def _ratio(num: float, den: float) -> float:
 def figures(stages: dict[str, dict[str, Any]]) -> list[Figure]:
     """The figures of issue #4 from the stage results (each a ratio to a baseline of the same run)."""
     count = stages["baseline_count_x1"]["lines_per_s"]
-    parse = stages["parse_x1"]
+    parse, floor = stages["parse_x1"], stages["ingest_floor_x1"]
     pipe1, pipe4 = stages["pipeline_x1"], stages["pipeline_x4"]
     python, generous = stages["python_regex_x1"], stages["python_regex_prefiltered_x1"]
     latency = stages["latency"]
     return [
         Figure("parse_vs_baseline", _ratio(parse["lines_per_s"], count),
                "parse stage throughput / spark.read.text().count() throughput", ">=", 0.5),
+        Figure("floor_vs_baseline", _ratio(floor["lines_per_s"], count),
+               "ingest floor (stream, one read of every line, 5 Delta appends; no parsing) throughput / count "
+               "throughput (context: the ceiling of parse_vs_baseline)"),
+        Figure("parse_vs_floor", _ratio(parse["lines_per_s"], floor["lines_per_s"]),
+               "parse stage throughput / ingest floor throughput (context)"),
         Figure("pipeline_vs_baseline", _ratio(pipe1["lines_per_s"], count),
                "whole pipeline (availableNow) throughput / count throughput", ">=", 0.25),
         Figure("spark_parse_vs_python", _ratio(python["seconds"], parse["seconds"]),
