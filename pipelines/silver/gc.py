@@ -97,16 +97,16 @@ def _unified_collector(kind: Column, rest: Column, cause: Column) -> Column:
     )
 
 
-def with_gc_pause(df: DataFrame, *, tz: Column) -> DataFrame:
+def with_gc_pause(df: DataFrame, *, tz: Column, continued: str = "continued") -> DataFrame:
     """Add `gc_candidate` (the line has a GC literal), `gc_noise` (a known GC line that is no pause) and, for pause
-    lines, `gc_end_ts`, `gc_duration_ms`, `gc_uptime_s`, `collector`, `pause_kind`, `gc_cause` (from columns
-    `line` and `continued`)."""
+    lines, `gc_end_ts`, `gc_duration_ms`, `gc_uptime_s`, `collector`, `pause_kind`, `gc_cause` (from the column
+    `line` and the record's later lines in the column `continued`)."""
     line = F.col("line")
     candidate = contains_any(line, GC_PREFILTER)
     df = df.withColumn("_gc", F.when(candidate, pack_all(line, _PATTERN, _SLOTS)))
     g = F.col("_gc")
     time_text, epoch_ms, decor_uptime = _decorations(at(g, DECOR))
-    record = F.concat_ws("\n", line, F.col("continued"))
+    record = F.concat_ws("\n", line, F.col(continued))
     rest8 = F.coalesce(at(g, REST8), F.lit(""))
     # The pause ends the record's first line, or (with -XX:+PrintAdaptiveSizePolicy) a later `, N secs]` line;
     # `real=` of `[Times: ...]` is the last resort.

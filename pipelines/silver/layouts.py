@@ -158,15 +158,20 @@ def layout_alternation(user_layouts: Sequence[UserLayout] = ()) -> LayoutAlterna
 _INSTANCE_END = "\u0003"
 
 
-def with_layout(df: DataFrame, *, line_col: str = "line", user_layouts: Sequence[UserLayout] = ()) -> DataFrame:
+def with_layout(
+    df: DataFrame, *, line_col: str = "line", user_layouts: Sequence[UserLayout] = (), skip: Column | None = None
+) -> DataFrame:
     """Add `layout`, `ts_text`, `level` (upper case), `thread`, `logger`, `msg` from the first layout matching
-    `line_col` (JSON lines are read as JSON); `user_layouts` apply to rows whose `instance` matches their glob."""
+    `line_col` (JSON lines are read as JSON); `user_layouts` apply to rows whose `instance` matches their glob.
+    Rows where `skip` is true are not matched at all (layout `plain`, empty `msg`): the caller has parsed them."""
     line = F.col(line_col)
+    matched = F.lit(True) if skip is None else ~F.coalesce(skip, F.lit(False))
+    json_line = is_json(line) & matched
     alternation = layout_alternation(user_layouts)
     keyed = F.concat(F.coalesce(F.col("instance"), F.lit("")), F.lit("\u0003"), line)
     df = df.withColumns({
-        "_json": F.when(is_json(line), parse_json(line)),
-        "_layout_parts": F.when(~is_json(line), pack_all(keyed, alternation.pattern, alternation.slots)),
+        "_json": F.when(json_line, parse_json(line)),
+        "_layout_parts": F.when(matched & ~is_json(line), pack_all(keyed, alternation.pattern, alternation.slots)),
     })
     parts = F.col("_layout_parts")
     wraps = F.slice(parts, len(FIELDS) + 1, len(alternation.names))
@@ -174,13 +179,13 @@ def with_layout(df: DataFrame, *, line_col: str = "line", user_layouts: Sequence
     regex_layout = F.element_at(literal_array(alternation.names), position.cast("int"))
     json = json_fields(F.col("_json"), line)
     fields = {
-        name: F.when(is_json(line), json[name]).otherwise(at(parts, index))
+        name: F.when(json_line, json[name]).otherwise(at(parts, index))
         for index, name in enumerate(FIELDS, start=1)
     }
     level = F.upper(F.trim(fields["level"]))
     return df.select(
         *[c for c in df.columns if c not in ("_layout_parts", "_json")],
-        F.when(is_json(line), "json").otherwise(F.coalesce(regex_layout, F.lit("plain"))).alias("layout"),
+        F.when(json_line, "json").otherwise(F.coalesce(regex_layout, F.lit("plain"))).alias("layout"),
         fields["ts"].alias("ts_text"),
         F.when(level == "WARNING", "WARN").otherwise(level).alias("level"),
         F.trim(fields["thread"]).alias("thread"),
