@@ -45,7 +45,7 @@ def _ratio(num: float, den: float) -> float:
 
 def figures(stages: dict[str, dict[str, Any]]) -> list[Figure]:
     """The figures of issue #4 from the stage results (each a ratio to a baseline of the same run)."""
-    count = stages["baseline_count_x1"]["lines_per_s"]
+    count, count4 = stages["baseline_count_x1"]["lines_per_s"], stages["baseline_count_x4"]["lines_per_s"]
     parse, floor = stages["parse_x1"], stages["ingest_floor_x1"]
     pipe1, pipe4 = stages["pipeline_x1"], stages["pipeline_x4"]
     python, generous = stages["python_regex_x1"], stages["python_regex_prefiltered_x1"]
@@ -58,6 +58,11 @@ def figures(stages: dict[str, dict[str, Any]]) -> list[Figure]:
                "throughput (context: the ceiling of parse_vs_baseline)"),
         Figure("parse_vs_floor", _ratio(parse["lines_per_s"], floor["lines_per_s"]),
                "parse stage throughput / ingest floor throughput (context)"),
+        Figure("parse_vs_baseline_x4", _ratio(stages["parse_x4"]["lines_per_s"], count4),
+               "the same at 4x: parse throughput / count throughput over the 4x files (context: whether more data "
+               "amortises the gap)"),
+        Figure("floor_vs_baseline_x4", _ratio(stages["ingest_floor_x4"]["lines_per_s"], count4),
+               "ingest floor throughput / count throughput over the 4x files (context)"),
         Figure("pipeline_vs_baseline", _ratio(pipe1["lines_per_s"], count),
                "whole pipeline (availableNow) throughput / count throughput", ">=", 0.25),
         Figure("spark_parse_vs_python", _ratio(python["seconds"], parse["seconds"]),

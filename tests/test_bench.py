@@ -12,11 +12,12 @@ import pytest
 from bench.runner import Options, run_benchmark
 
 FIGURES = {
-    "parse_vs_baseline", "floor_vs_baseline", "parse_vs_floor", "pipeline_vs_baseline", "spark_parse_vs_python",
+    "parse_vs_baseline", "floor_vs_baseline", "parse_vs_floor", "parse_vs_baseline_x4", "floor_vs_baseline_x4",
+    "pipeline_vs_baseline", "spark_parse_vs_python",
     "spark_parse_vs_python_prefiltered", "scaling_4x_over_1x", "latency_p95_s", "latency_p50_s", "driver_memory_4x_over_1x",
 }
 SPARK_STAGES = {"baseline_count_x1", "baseline_count_x4", "warmup_pipeline_tiny", "parse_x1", "ingest_floor_x1",
-                "pipeline_x1", "pipeline_x4", "latency"}
+                "parse_x4", "ingest_floor_x4", "pipeline_x1", "pipeline_x4", "latency"}
 PYTHON_STAGES = {"python_regex_x1", "python_regex_prefiltered_x1"}
 MACHINE = {"nproc", "memory_gb", "cpu_model", "python", "java", "pyspark", "delta_spark"}
 
@@ -46,8 +47,10 @@ def test_quick_benchmark_writes_every_figure(spark, tmp_path):
     for name in PYTHON_STAGES:
         assert results["stages"][name]["memory"]["process_mb"] > 0, name
     assert len(results["stages"]["latency"]["probes_s"]) == 2
-    floor = results["stages"]["ingest_floor_x1"]
-    assert floor["lines_counted"] == results["datasets"]["x1"]["lines"] == floor["lines"]  # it read every line
+    for size in ("x1", "x4"):
+        floor, parse = results["stages"][f"ingest_floor_{size}"], results["stages"][f"parse_{size}"]
+        assert floor["lines_counted"] == results["datasets"][size]["lines"] == floor["lines"]  # it read every line
+        assert parse["silver_events"] > 0, size
     assert MACHINE <= {k for k, v in results["machine"].items() if v}
     assert results["datasets"]["x4"]["lines"] > results["datasets"]["x1"]["lines"]
 
