@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import DataStreamWriter
 
 from bench import timeline
 from pipelines import io
@@ -63,6 +64,17 @@ def _prepare(spark: SparkSession, cfg: Config) -> float:
     return time.perf_counter() - start
 
 
+def _run_to_end(query: DataStreamWriter) -> float:
+    """Start an `availableNow` query, wait until it has processed everything, and return the seconds it took."""
+    start = time.perf_counter()
+    handle = query.start()
+    try:
+        handle.awaitTermination()
+    finally:
+        handle.stop()
+    return time.perf_counter() - start
+
+
 def ingest_only(spark: SparkSession, cfg: Config, *, lines: int) -> Timing:
     """Landing to bronze and silver: the ingest query of `pipelines.run.run` alone, `availableNow`, fresh tables."""
     created = _prepare(spark, cfg)
@@ -74,13 +86,8 @@ def ingest_only(spark: SparkSession, cfg: Config, *, lines: int) -> Timing:
         .option("checkpointLocation", str(io.checkpoint_dir(cfg, INGEST_QUERY)))
         .trigger(availableNow=True)
     )
-    start_ms, start = int(time.time() * 1000), time.perf_counter()
-    handle = query.start()
-    try:
-        handle.awaitTermination()
-    finally:
-        handle.stop()
-    seconds = time.perf_counter() - start
+    start_ms = int(time.time() * 1000)
+    seconds = _run_to_end(query)
     events = sum(b.get("silver_events", 0) for b in batches)
     return Timing(seconds, lines, {"batches": len(batches), "silver_events": events,
                                    "table_creation_s": round(created, 3),
@@ -112,13 +119,7 @@ def ingest_floor(spark: SparkSession, cfg: Config, *, lines: int) -> Timing:
         io.read_landing(spark, cfg).writeStream.queryName("bench-floor").foreachBatch(floor_batch)
         .option("checkpointLocation", str(cfg.lakehouse / "_floor" / "_checkpoint")).trigger(availableNow=True)
     )
-    start = time.perf_counter()
-    handle = query.start()
-    try:
-        handle.awaitTermination()
-    finally:
-        handle.stop()
-    seconds = time.perf_counter() - start
+    seconds = _run_to_end(query)
     counted = spark.read.format("delta").load(str(tables[0])).agg(F.sum("lines")).first()[0] or 0
     return Timing(seconds, lines, {"lines_counted": int(counted), "tables": FLOOR_TABLES})
 

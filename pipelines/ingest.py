@@ -32,7 +32,6 @@ class StagedBatch:
     bronze: DataFrame
     parsed: DataFrame
     splits: DataFrame
-    lines: DataFrame
 
     def unpersist(self) -> None:
         for df in (self.parsed, self.bronze, self.files, self.splits):
@@ -53,14 +52,13 @@ def stage_batch(raw: DataFrame, cfg: Config, *, existing_files: DataFrame, batch
     splits = with_split_offsets(
         split_stats(with_source_columns(raw, is_candidate=is_candidate(F.col("value"))))
     ).persist(level)
-    lines = kept_lines(splits)
     files = (
         file_stats(splits, existing_fingerprints=existing_files)
         .withColumns({"batch_id": F.lit(batch_id).cast("long"), "ingested_at": now})
         .persist(level)
     )
     bronze = (
-        candidate_lines(lines, splits=splits, files=files)
+        candidate_lines(kept_lines(splits), splits=splits, files=files)
         .withColumns({"batch_id": F.lit(batch_id).cast("long"), "ingested_at": now})
         .persist(level)
     )
@@ -69,7 +67,7 @@ def stage_batch(raw: DataFrame, cfg: Config, *, existing_files: DataFrame, batch
         # The raw line repeats the ids: bronze keeps the scrubbed text of the parsed record instead.
         bronze.unpersist()
         bronze = parsed.select([F.col(f.name) for f in BRONZE_LOG_LINES.fields])
-    return StagedBatch(files=files, bronze=bronze, parsed=parsed, splits=splits, lines=lines)
+    return StagedBatch(files=files, bronze=bronze, parsed=parsed, splits=splits)
 
 
 def late_cutoff(spark, cfg: Config, batch_id: int) -> Column:

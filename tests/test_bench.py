@@ -13,8 +13,8 @@ from bench.runner import Options, run_benchmark
 
 FIGURES = {
     "parse_vs_baseline", "floor_vs_baseline", "parse_vs_floor", "parse_vs_baseline_x4", "floor_vs_baseline_x4",
-    "pipeline_vs_baseline", "spark_parse_vs_python",
-    "spark_parse_vs_python_prefiltered", "scaling_4x_over_1x", "latency_p95_s", "latency_p50_s", "driver_memory_4x_over_1x",
+    "pipeline_vs_baseline", "spark_parse_vs_python", "spark_parse_vs_python_prefiltered", "scaling_4x_over_1x",
+    "latency_p95_s", "latency_p50_s", "driver_memory_4x_over_1x",
 }
 SPARK_STAGES = {"baseline_count_x1", "baseline_count_x4", "warmup_pipeline_tiny", "parse_x1", "ingest_floor_x1",
                 "parse_x4", "ingest_floor_x4", "pipeline_x1", "pipeline_x4", "latency"}

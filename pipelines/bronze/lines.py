@@ -151,14 +151,14 @@ def join_records(lines: DataFrame) -> DataFrame:
 
 
 def candidate_lines(lines: DataFrame, *, splits: DataFrame, files: DataFrame) -> DataFrame:
-    """Candidate records of non-duplicate files with `line_no` (1-based, of the record's first line),
-    `record_lines`, `file_fingerprint`, a stable `line_id`, and `value` truncated to MAX_LINE_CHARS."""
+    """The flagged lines of `kept_lines` to candidate records of non-duplicate files with `line_no` (1-based, of the
+    record's first line), `record_lines`, `file_fingerprint`, a stable `line_id`, and `value` truncated to
+    MAX_LINE_CHARS."""
     offsets = splits.select("source_file", "block_start", "first_scan_id", "lines_before")
     keep = files.filter(F.col("duplicate_of").isNull()).select("source_file", "file_fingerprint")
     line_no = F.col("scan_id") - F.col("first_scan_id") + F.col("lines_before") + 1
     return (
-        lines.filter(F.col("candidate") | F.col("continuation") | F.col("may_head"))
-        .join(F.broadcast(offsets), ["source_file", "block_start"])
+        lines.join(F.broadcast(offsets), ["source_file", "block_start"])
         .join(F.broadcast(keep), "source_file")
         .withColumn("line_no", line_no)
         .transform(join_records)

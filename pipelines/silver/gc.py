@@ -97,7 +97,7 @@ def _unified_collector(kind: Column, rest: Column, cause: Column) -> Column:
     )
 
 
-def with_gc_pause(df: DataFrame, *, tz: Column, continued: str = "continued") -> DataFrame:
+def with_gc_pause(df: DataFrame, *, tz: Column, continued: str) -> DataFrame:
     """Add `gc_candidate` (the line has a GC literal), `gc_noise` (a known GC line that is no pause) and, for pause
     lines, `gc_end_ts`, `gc_duration_ms`, `gc_uptime_s`, `collector`, `pause_kind`, `gc_cause` (from the column
     `line` and the record's later lines in the column `continued`)."""
