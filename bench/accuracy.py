@@ -6,7 +6,7 @@
 For each Kafka version the simulator speaks, simulate an estate (every scenario: scale up/down, rolling deploys,
 crashes and crash loops, GC pauses long and short, poll timeouts, partition additions, coordinator moves, service
 restarts), run the batch pipeline (`pipelines.batch.build_batch`, the streaming run's oracle) over its landing
-folder, match gold_rebalances to the truth on (group_id, generation_after) with `pipelines.evaluate` and write one
+folder, match gold_rebalances to the truth on (group_id, generation_after) with `simulator.evaluate` and write one
 markdown file: per version the counts (found/truth, invented, cause right) and the confusion matrix (true cause x
 our cause), plus every mismatch. One Spark session for all versions. Not part of the test suite (minutes per
 version); tests/test_accuracy.py runs the same check on small estates.
@@ -54,8 +54,8 @@ def evaluate_version(spark, version: str, root: Path, *, seed: int, groups: int,
 
     from pipelines.batch import build_batch
     from pipelines.config import load_config
-    from pipelines.evaluate import accuracy, match_truth
-    from pipelines.simulate import simulate
+    from simulator.evaluate import accuracy, match_truth
+    from simulator import simulate
 
     t0 = time.monotonic()
     extra = {} if group_protocol == "classic" else {"group_protocol": group_protocol}
@@ -87,7 +87,7 @@ def markdown(runs: list[dict], command: str, started: datetime, elapsed: float) 
     out = [f"# Cause accuracy on simulated estates ({started:%Y-%m-%dT%H:%M:%SZ})", "",
            f"Command: `{command}`; run took {elapsed:.0f} s (simulation and batch pipeline, one Spark session).", "",
            "Rebalances of `gold_rebalances` matched to the simulator's truth on (group_id, generation_after) by "
-           "`pipelines.evaluate.match_truth`; a row with no counterpart is `not found` (in the truth only) or "
+           "`simulator.evaluate.match_truth`; a row with no counterpart is `not found` (in the truth only) or "
            "`invented` (ours only).", "",
            "| Kafka | seed | lines | files | groups | truth | found | invented | cause right | accuracy | simulate s | "
            "pipeline s |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines.simulate import simulate
+from simulator import simulate
 
 
 @dataclass(frozen=True)

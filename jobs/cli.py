@@ -43,7 +43,7 @@ def _resolve_simulation(args: argparse.Namespace) -> None:
     """Default the Kafka version from the group protocol; refuse the consumer protocol before 4.0 as a usage error."""
     if getattr(args, "simulation_parser", None) is None:
         return
-    from pipelines.simulate import check_group_protocol
+    from simulator import check_group_protocol
 
     if args.kafka_version is None:
         args.kafka_version = "3.6" if args.group_protocol == "classic" else "4.1"

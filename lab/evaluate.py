@@ -46,8 +46,8 @@ def gold_for(spark: SparkSession, corpus: Path, work: Path) -> DataFrame:
 
 
 def score(spark: SparkSession, rebalances: DataFrame, truth_file: Path) -> tuple[list[ScenarioScore], object]:
-    """Per-scenario scores and the overall `pipelines.evaluate.Accuracy`."""
-    from pipelines.evaluate import accuracy, match_truth
+    """Per-scenario scores and the overall `simulator.evaluate.Accuracy`."""
+    from simulator.evaluate import accuracy, match_truth
 
     truth = spark.read.json(str(truth_file))
     matched = match_truth(rebalances, truth)

@@ -10,9 +10,9 @@ from pyspark.testing import assertDataFrameEqual
 
 from pipelines import io
 from pipelines.batch import build_batch
-from pipelines.evaluate import accuracy, match_truth
+from simulator.evaluate import accuracy, match_truth
 from pipelines.run import STAGES, run
-from pipelines.simulate import simulate
+from simulator import simulate
 from tests.conftest import make_config
 
 GOLD_TABLES = ["gold_rebalances", "gold_group_states", "gold_member_sessions", "gold_incidents", "gold_config_advice"]

@@ -21,8 +21,8 @@ from lab.corpus import RECORD_START, is_group_related
 from pipelines import io
 from pipelines.batch import build_batch
 from pipelines.config import load_config
-from pipelines.evaluate import accuracy, match_truth
-from pipelines.ingest import stage_batch
+from simulator.evaluate import accuracy, match_truth
+from tests.conftest import silver_batch
 from pipelines.quality.derived import with_transition_check
 
 CORPUS = Path(__file__).parent / "data" / "kafka-lab"
@@ -55,8 +55,7 @@ def group_lines(landing: Path) -> Iterator[tuple[str, int, str]]:
 def parse_landing(spark, landing: Path) -> list:
     """Every bronze record of the broker and client logs parsed by the pipeline: file, line_no, template, event."""
     paths = sorted(p for p in landing.rglob("*") if p.is_file() and not p.name.startswith("gc"))
-    staged = stage_batch(io.read_files(spark, paths), load_config(), existing_files=io.empty(spark, "bronze_files"),
-                         batch_id=0, now=F.current_timestamp())
+    staged = silver_batch(io.read_files(spark, paths), load_config())
     try:
         parts = F.split("source_file", "/")
         rel = F.concat_ws("/", F.element_at(parts, -2), F.element_at(parts, -1))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.simulate import SimulationSummary, simulate
+from simulator import SimulationSummary, simulate
 
 CAUSES = {"session_timeout", "poll_timeout", "gc_pause", "membership_change", "metadata_change", "coordinator_change",
           "unknown"}

@@ -13,11 +13,11 @@ from pyspark.sql import functions as F
 from pipelines import io
 from pipelines.config import load_config
 from pipelines.gold.incidents import advice_from
-from pipelines.ingest import stage_batch
+from tests.conftest import silver_batch
 from pipelines.silver.outputs import accounting, to_events
-from pipelines.simulate import SimulationSummary, simulate
-from pipelines.simulate.model import HEARTBEAT_MS, REBALANCE_TIMEOUT_MS
-from pipelines.simulate.render import Wording
+from simulator import SimulationSummary, simulate
+from simulator.model import HEARTBEAT_MS, REBALANCE_TIMEOUT_MS
+from simulator.render import Wording
 from schemas.tables import SILVER_EVENTS
 
 VERSIONS = ("2.4", "3.6", "4.1")  # the oldest and newest classic wordings (2.8's record differs only in defaults), 4.x
@@ -38,8 +38,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SimulationSummar
 @pytest.fixture(scope="module")
 def staged(spark, runs):
     files = sorted(p for s in runs.values() for p in s.landing_dir.rglob("*") if p.is_file())
-    batch = stage_batch(io.read_files(spark, files), load_config(), existing_files=io.empty(spark, "bronze_files"),
-                        batch_id=0, now=F.current_timestamp())
+    batch = silver_batch(io.read_files(spark, files), load_config())
     yield batch
     batch.unpersist()
 

@@ -26,7 +26,7 @@ from pipelines.errors import PipelineStateError
 from pipelines.release import CHECKPOINT_LAYOUT
 from pipelines.run import run
 from schemas.tables import TABLES
-from pipelines.simulate import simulate
+from simulator import simulate
 from tests.conftest import DATA, Receiver, land, make_config
 
 COMPARED = ["silver_events", "silver_gc_pauses", "gold_rebalances", "gold_group_states", "gold_member_sessions",

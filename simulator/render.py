@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pipelines.simulate.javautil import OFFSETS_TOPIC, hash_order, string_hash, topic_partition_hash
+from simulator.javautil import OFFSETS_TOPIC, hash_order, string_hash, topic_partition_hash
 
 POLL = "poll"
 HB = "hb"

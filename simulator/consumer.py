@@ -1,15 +1,15 @@
 """Consumer processes: what a Java consumer (classic protocol, eager range assignor) does and logs; KIP-848 consumers
-(group.protocol=consumer) are delegated to pipelines/simulate/kip848.py.
+(group.protocol=consumer) are delegated to simulator/kip848.py.
 
 Client and broker share one clock; requests reach the coordinator 1-3 ms after the client logs them.
 """
 
 from __future__ import annotations
 
-from pipelines.simulate.javautil import base64_id
-from pipelines.simulate.kip848 import Kip848Consumers
-from pipelines.simulate.model import HEARTBEAT_MS, REBALANCE_TIMEOUT_MS, GroupCoord, Instance, Proc, Tag, World
-from pipelines.simulate.render import CLOSING, COMMIT_FAILED_TEXT, HB, POLL, ClientLine
+from simulator.javautil import base64_id
+from simulator.kip848 import Kip848Consumers
+from simulator.model import HEARTBEAT_MS, REBALANCE_TIMEOUT_MS, GroupCoord, Instance, Proc, Tag, World
+from simulator.render import CLOSING, COMMIT_FAILED_TEXT, HB, POLL, ClientLine
 
 SESSION_EXPIRED_CAUSE = "session timed out without receiving a heartbeat response"
 
@@ -22,7 +22,7 @@ class Consumers:
         self.w = world.w
         self.cluster_id = base64_id(world.rng)
         world.consumers = self
-        self.kip848 = Kip848Consumers(self)
+        self.kip848 = Kip848Consumers(world, self)
 
     def coord(self, proc: Proc) -> GroupCoord:
         assert proc.group.coord is not None

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pipelines.simulate.consumer import Consumers
-from pipelines.simulate.model import GroupSpec, Instance, Proc, Tag, World
-from pipelines.simulate.render import GROUP_METADATA, GROUP_METADATA_MANAGER
+from simulator.consumer import Consumers
+from simulator.model import GroupSpec, Instance, Proc, Tag, World
+from simulator.render import GROUP_METADATA, GROUP_METADATA_MANAGER
 
 MINUTE = 60_000
 # rough duration of each incident (ms), used to spread them over the simulated span

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from pipelines.simulate.javautil import base64_id
-from pipelines.simulate.model import (
+from simulator.javautil import base64_id
+from simulator.model import (
     HEARTBEAT_MS,
     REBALANCE_TIMEOUT_MS,
     CoordinatorBase,
@@ -28,10 +28,16 @@ from pipelines.simulate.model import (
     Tag,
     World,
 )
-from pipelines.simulate.render import HB, ClientLine
+from simulator.render import HB, ClientLine
 
-if TYPE_CHECKING:
-    from pipelines.simulate.consumer import Consumers
+
+
+class ClassicSide(Protocol):
+    """What the consumer-protocol side needs of the classic consumers: the cluster id and the application log."""
+
+    cluster_id: str
+
+    def app(self, proc: Proc, t: int, message: str, level: str = "INFO") -> None: ...
 
 CLIENT_SESSION_DEFAULT_MS = 45_000
 
@@ -197,9 +203,9 @@ class ConsumerGroupCoord(CoordinatorBase):
 class Kip848Consumers:
     """What an AsyncKafkaConsumer (group.protocol=consumer) does and logs; Consumers delegates consumer groups here."""
 
-    def __init__(self, consumers: Consumers) -> None:
-        self.c = consumers
-        self.world = consumers.world
+    def __init__(self, world: World, classic: ClassicSide) -> None:
+        self.c = classic
+        self.world = world
         self.w = self.world.w
 
     def coord(self, proc: Proc) -> ConsumerGroupCoord:

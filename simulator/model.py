@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipelines.simulate.javautil import seeded_uuid
-from pipelines.simulate.javautil import OFFSETS_TOPIC
-from pipelines.simulate.render import GROUP_COORDINATOR, GROUP_METADATA_MANAGER, NEW_GROUP_METADATA_MANAGER, Wording
+from simulator.javautil import seeded_uuid
+from simulator.javautil import OFFSETS_TOPIC
+from simulator.render import GROUP_COORDINATOR, GROUP_METADATA_MANAGER, NEW_GROUP_METADATA_MANAGER, Wording
 
 HEARTBEAT_MS = 3000
 REBALANCE_TIMEOUT_MS = 300_000

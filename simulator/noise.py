@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from pipelines.simulate.model import GroupSpec, Proc
+from simulator.model import GroupSpec, Proc
 
 DATA_DIR = "/var/lib/kafka/data"
 EXTRA_TOPICS = ("clickstream", "audit-events", "metrics-raw", "search-index-updates", "__consumer_offsets")

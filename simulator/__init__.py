@@ -19,7 +19,7 @@ Truth causes and details written by the scenarios (classic groups; consumer grou
   reach the new coordinator within its session; rejoin: that member joins again. Not simulated on 4.1 (the new
   coordinator's partition loading is not modelled).
 
-KIP-848 consumer groups (pipelines/simulate/kip848.py), each epoch bump after the broker line that caused it:
+KIP-848 consumer groups (simulator/kip848.py), each epoch bump after the broker line that caused it:
 - membership_change / member_join (`Member X joins the consumer group`): initial start, scale-up, rolling deploy,
   restart after a crash, crash loop, service restart; member_leave (`Member X left the consumer group`): a close.
 - session_timeout / heartbeat_expiration (`Member X fenced from the group because the member session expired`): a
@@ -42,14 +42,14 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pipelines.simulate.consumer import Consumers
-from pipelines.simulate.javautil import offsets_partition
-from pipelines.simulate.kip848 import ConsumerGroupCoord
-from pipelines.simulate.model import GroupCoord, GroupSpec, Instance, World
-from pipelines.simulate.noise import EXTRA_TOPICS, BrokerNoise, app_noise, gc_events
-from pipelines.simulate.render import GROUP_METADATA_MANAGER, GROUP_PROTOCOLS, Wording
-from pipelines.simulate.scenarios import Incidents
-from pipelines.simulate.writer import HOUR, Clock, Output, write_brokers, write_clients, write_gc, write_truth
+from simulator.consumer import Consumers
+from simulator.javautil import offsets_partition
+from simulator.kip848 import ConsumerGroupCoord
+from simulator.model import GroupCoord, GroupSpec, Instance, World
+from simulator.noise import EXTRA_TOPICS, BrokerNoise, app_noise, gc_events
+from simulator.render import GROUP_METADATA_MANAGER, GROUP_PROTOCOLS, Wording
+from simulator.scenarios import Incidents
+from simulator.writer import HOUR, Clock, Output, write_brokers, write_clients, write_gc, write_truth
 
 __all__ = ["SimulationSummary", "check_group_protocol", "simulate"]
 

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from pipelines.simulate.javautil import abbreviate_logger
-from pipelines.simulate.model import Instance, World
-from pipelines.simulate.noise import BrokerNoise
-from pipelines.simulate.render import (
+from simulator.javautil import abbreviate_logger
+from simulator.model import Instance, World
+from simulator.noise import BrokerNoise
+from simulator.render import (
     ABSTRACT_COORDINATOR,
     ASYNC_KAFKA_CONSUMER,
     CLASSIC_KAFKA_CONSUMER,
