@@ -47,7 +47,7 @@ def _display_path(uri: str) -> str:
 
 def cmd_simulate(args: argparse.Namespace, *, progress: Progress) -> int:
     """Write simulated logs and truth under --out."""
-    from pipelines.simulate import simulate
+    from simulator import simulate
 
     summary = simulate(
         args.out, seed=args.seed, groups=args.groups, hours=args.hours, lines=args.lines,
@@ -96,8 +96,10 @@ def cmd_parse(args: argparse.Namespace, *, progress: Progress) -> int:
     from pyspark.sql import functions as F
 
     from pipelines import io
-    from pipelines.ingest import stage_batch
+    from pipelines.silver.build import build_silver
     from pipelines.silver.outputs import to_events, to_gc_pauses
+    from pipelines.silver.privacy import hash_salt
+    from pipelines.sources import resolve_sources
 
     missing = [str(p) for p in args.files if not p.is_file()]
     if missing:
@@ -107,7 +109,8 @@ def cmd_parse(args: argparse.Namespace, *, progress: Progress) -> int:
     spark = _spark(cfg, "rebalance-parse")
     raw = io.read_files(spark, list(args.files))
     now = F.current_timestamp()
-    staged = stage_batch(raw, cfg, existing_files=io.empty(spark, "bronze_files"), batch_id=0, now=now)
+    staged = build_silver(raw, resolve_sources(cfg), existing_files=io.empty(spark, "bronze_files"), batch_id=0,
+                          now=now, hash_salt=hash_salt(cfg))
     try:
         events = to_events(staged.parsed).select(*_PARSE_FIELDS)
         pauses = to_gc_pauses(staged.parsed).select(
@@ -245,9 +248,9 @@ def cmd_demo(args: argparse.Namespace, *, progress: Progress) -> int:
     from pyspark.sql import functions as F
 
     from pipelines import io
-    from pipelines.evaluate import accuracy, match_truth
+    from simulator.evaluate import accuracy, match_truth
     from pipelines.run import run
-    from pipelines.simulate import simulate
+    from simulator import simulate
 
     workdir: Path = args.workdir
     for sub in ("landing", "truth", "lakehouse"):

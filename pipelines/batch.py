@@ -13,15 +13,17 @@ from pipelines import io
 from pipelines.config import Config
 from pipelines.gold.incidents import advice_from, incidents_from
 from pipelines.gold.rebalances import rebuild_rebalances, rebuild_sessions, rebuild_states, rules_from, timeline_input
-from pipelines.ingest import stage_batch
+from pipelines.silver.build import build_silver
 from pipelines.silver.outputs import to_events, to_gc_pauses
+from pipelines.silver.privacy import hash_salt
+from pipelines.sources import resolve_sources
 
 
 def build_batch(spark: SparkSession, cfg: Config) -> dict[str, DataFrame]:
     """Silver events and GC pauses and every gold table, computed in one batch over all landing files."""
     raw = io.read_files(spark, io.landing_files(cfg))
-    staged = stage_batch(raw, cfg, existing_files=io.empty(spark, "bronze_files"), batch_id=0,
-                         now=F.current_timestamp())
+    staged = build_silver(raw, resolve_sources(cfg), existing_files=io.empty(spark, "bronze_files"), batch_id=0,
+                          now=F.current_timestamp(), hash_salt=hash_salt(cfg))
     events = to_events(staged.parsed)
     pauses = to_gc_pauses(staged.parsed)
     rules = rules_from(cfg.thresholds)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import fnmatch
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -11,6 +10,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from pipelines.sources import glob_matches
 
 DEFAULT_CONF = Path(__file__).resolve().parent.parent / "conf" / "local.yml"
 
@@ -172,7 +173,7 @@ class Config(_Frozen):
     def source_for(self, instance: str) -> SourceRule:
         """The first source rule whose glob matches an instance folder name."""
         for rule in self.sources:
-            if fnmatch.fnmatchcase(instance, rule.instances):
+            if glob_matches(rule.instances, instance):
                 return rule
         return SourceRule()
 

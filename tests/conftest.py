@@ -13,6 +13,29 @@ DATA = Path(__file__).parent / "data"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
+def silver_batch(raw, cfg: Config | None = None):
+    """The pipeline's one bronze-to-silver build over raw lines, as the ingest stream runs it (batch 0, nothing
+    ingested before)."""
+    from pyspark.sql import functions as F
+
+    from pipelines import io
+    from pipelines.silver.build import build_silver
+    from pipelines.silver.privacy import hash_salt
+    from pipelines.sources import resolve_sources
+
+    cfg = cfg or load_config()
+    return build_silver(raw, resolve_sources(cfg), existing_files=io.empty(raw.sparkSession, "bronze_files"),
+                        batch_id=0, now=F.current_timestamp(), hash_salt=hash_salt(cfg))
+
+
+def parse_with(bronze, cfg: Config | None = None):
+    """Bronze-shaped records parsed with the sources of `cfg` (default configuration when None)."""
+    from pipelines.silver.build import parse_records
+    from pipelines.sources import resolve_sources
+
+    return parse_records(bronze, resolve_sources(cfg or load_config()))
+
+
 def make_config(root: Path, **overrides) -> Config:
     """A test configuration whose landing and lakehouse live under `root`."""
     values = {
@@ -96,7 +119,7 @@ def estate(spark, tmp_path_factory):
     import os
 
     from pipelines.run import run
-    from pipelines.simulate import simulate
+    from simulator import simulate
 
     root = tmp_path_factory.mktemp("estate")
     sim = simulate(root, seed=21, groups=3, hours=2.0, kafka_version="3.6")

@@ -9,7 +9,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from pipelines import io
 from pipelines.config import load_config
-from pipelines.ingest import stage_batch
+from tests.conftest import silver_batch
 from pipelines.silver.outputs import accounting
 
 BROKER = (
@@ -21,8 +21,7 @@ NOISE = "[2026-11-20 08:00:00,000] INFO [Log partition=t-0] Rolled new log segme
 
 def _stage(spark, paths):
     raw = io.read_files(spark, paths)
-    return stage_batch(raw, load_config(), existing_files=io.empty(spark, "bronze_files"), batch_id=0,
-                       now=F.current_timestamp())
+    return silver_batch(raw, load_config())
 
 
 def test_line_numbers_duplicates_and_accounting(spark, tmp_path):

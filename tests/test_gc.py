@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines.config import load_config
-from pipelines.ingest import parse_bronze
+from tests.conftest import parse_with
 
 D8 = "2020-06-04T12:25:21.976+0000"  # a JDK 8 date stamp: the collection's start
 TIMES = " [Times: user=0.01 sys=0.00, real=0.01 secs]"
@@ -66,7 +66,7 @@ def test_gc_shapes_become_pauses(spark):
         rows, "line_id string, source_file string, instance string, file_name string, file_modified_at timestamp, "
               "line_no long, value string, line_length long, batch_id long",
     ).withColumn("ingested_at", F.current_timestamp())
-    actual = parse_bronze(bronze, load_config()).select(COLUMNS)
+    actual = parse_with(bronze, load_config()).select(COLUMNS)
 
     start8 = dt.datetime(2020, 6, 4, 12, 25, 21, 976000)
 

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines.config import load_config
-from pipelines.ingest import parse_bronze
+from tests.conftest import parse_with
 from pipelines.silver.templates import load_templates
 
 GOLDEN = Path(__file__).parent / "data" / "golden_lines.tsv"
@@ -70,7 +70,7 @@ def test_golden_lines_become_their_typed_events(spark):
         "line_id string, source_file string, instance string, file_name string, file_modified_at timestamp, "
         "line_no long, value string, line_length long, batch_id long",
     ).withColumn("ingested_at", F.current_timestamp())
-    actual = parse_bronze(bronze, load_config()).select(COLUMNS)
+    actual = parse_with(bronze, load_config()).select(COLUMNS)
 
     def expected_row(i: int, tid: str, event_type: str, fields: dict) -> tuple:
         values = dict(fields)

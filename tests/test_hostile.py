@@ -15,7 +15,7 @@ from pyspark.testing import assertDataFrameEqual
 from pipelines import io
 from pipelines.bronze.damaged import check_gzip, spark_file_uri
 from pipelines.config import load_config
-from pipelines.ingest import stage_batch
+from tests.conftest import silver_batch
 from pipelines.silver.outputs import accounting, to_quarantine
 
 TS = "[2024-05-14 10:21:07,482]"
@@ -104,8 +104,7 @@ def staged(spark, tmp_path_factory):
         lines = [_garbage(rng) for _ in range(rng.randint(30, 80))]
         (client / f"garbage-{n}.log").write_text("\n".join(lines), encoding="utf-8")
     raw = io.read_files(spark, sorted(p for d in (broker, client) for p in d.iterdir()))
-    batch = stage_batch(raw, load_config(), existing_files=io.empty(spark, "bronze_files"), batch_id=0,
-                        now=F.current_timestamp())
+    batch = silver_batch(raw, load_config())
     yield batch
     batch.unpersist()
 

@@ -6,12 +6,10 @@ import datetime as dt
 import re
 
 import pytest
-from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines.config import ConfigError, load_config
-from pipelines.silver.outputs import source_day, source_zone, user_layouts
-from pipelines.silver.parse import parse_lines
+from tests.conftest import parse_with
 
 PREFIX = "[Consumer clientId=consumer-orders-1, groupId=orders] "
 JOINED = "Successfully joined group with generation Generation{generationId=7, memberId='m-1', protocol='range'}"
@@ -57,10 +55,8 @@ def _parse(spark, lines, cfg):
     bronze = spark.createDataFrame(
         rows, "line_id string, source_file string, instance string, file_name string, file_modified_at timestamp, "
               "line_no long, value string, line_length long, batch_id long",
-    ).withColumn("_tz", source_zone(cfg, F.col("instance")))
-    bronze = bronze.withColumn("_day", source_day(cfg, F.col("instance"), F.col("file_name"),
-                                                  F.col("file_modified_at"), F.col("_tz")))
-    return parse_lines(bronze, tz=F.col("_tz"), day=F.col("_day"), user_layouts=user_layouts(cfg))
+    )
+    return parse_with(bronze, cfg)
 
 
 def test_every_layout_reads_time_level_and_message(spark):

@@ -6,8 +6,8 @@ import random
 
 from pyspark.sql import functions as F
 
-from pipelines.silver.literals import contains_any, minimal_literals, search_plan
-from pipelines.silver.parse import PREFILTER_LITERALS
+from pipelines.bronze.literals import contains_any, minimal_literals, search_plan
+from pipelines.bronze.prefilter import PREFILTER_LITERALS
 from pipelines.silver.templates import load_templates
 
 

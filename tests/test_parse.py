@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines.config import load_config
-from pipelines.ingest import parse_bronze
+from tests.conftest import parse_with
 
 UTC = dt.timezone.utc
 
@@ -44,7 +44,7 @@ def test_broker_lines_become_typed_events(spark):
         "[2024-05-14 10:21:13,000] INFO [ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] Truncating partition "
         "x-0 to offset 5 (kafka.server.ReplicaFetcherThread)",
     ]
-    parsed = parse_bronze(_bronze(spark, "broker-1", "server.log", lines), load_config())
+    parsed = parse_with(_bronze(spark, "broker-1", "server.log", lines), load_config())
     ts = lambda *a: dt.datetime(*a)  # noqa: E731 - session time zone is UTC
     expected = spark.createDataFrame(
         [
@@ -76,7 +76,7 @@ def test_client_lines_in_other_layouts_and_zones(spark):
         "groupId=orders] Adding newly assigned partitions: orders-0, orders-1\x1b[0m",
     ]
     cfg = load_config(None, {"sources": [{"instances": "orders-*", "tz": "Europe/Berlin"}]})
-    parsed = parse_bronze(_bronze(spark, "orders-svc-0", "consumer.log.2023-06-01-10", lines), cfg)
+    parsed = parse_with(_bronze(spark, "orders-svc-0", "consumer.log.2023-06-01-10", lines), cfg)
     columns = ["line_no", "layout", "event_type", "event_ts", "group_id", "member_id", "generation",
                "client_id", "group_instance_id", "reason", "partitions"]
     expected = spark.createDataFrame(
@@ -105,7 +105,7 @@ def test_gc_pause_lines(spark):
         "secs]",
         "[12.345s][info][gc] GC(12) Pause Full (System.gc()) 100M->50M(256M) 123.456ms",
     ]
-    parsed = parse_bronze(_bronze(spark, "orders-svc-0", "gc.log", lines), load_config())
+    parsed = parse_with(_bronze(spark, "orders-svc-0", "gc.log", lines), load_config())
     columns = ["line_no", "disposition", "gc_end_ts", "gc_duration_ms", "collector", "pause_kind", "gc_cause",
                "quarantine_reason"]
     expected = spark.createDataFrame(

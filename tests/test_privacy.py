@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from pyspark.sql import functions as F
 
 from pipelines import io
-from pipelines.ingest import stage_batch
+from tests.conftest import silver_batch
 from pipelines.silver.outputs import to_events, to_quarantine
 from tests.conftest import make_config
 
@@ -41,7 +40,7 @@ def _stage(spark, root, *, hash_ids: bool):
         (root / instance / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     cfg = make_config(root, landing=root, privacy={"hash_ids": hash_ids})
     raw = io.read_files(spark, sorted(root.glob("*/*")))
-    return stage_batch(raw, cfg, existing_files=io.empty(spark, "bronze_files"), batch_id=0, now=F.current_timestamp())
+    return silver_batch(raw, cfg)
 
 
 def _text_of(df) -> str:

@@ -10,7 +10,7 @@ from pyspark.testing import assertDataFrameEqual
 from pipelines import io
 from pipelines.config import load_config
 from pipelines.gold.rebalances import rebuild_rebalances, timeline_input
-from pipelines.ingest import stage_batch
+from tests.conftest import silver_batch
 from pipelines.silver.outputs import accounting, to_events, to_gc_pauses
 from tests.conftest import SHARED
 
@@ -31,8 +31,7 @@ EXPECTED = {
 @pytest.fixture(scope="module")
 def staged(spark):
     files = sorted(SAMPLES.glob("*.log"))
-    batch = stage_batch(io.read_files(spark, files), load_config(), existing_files=io.empty(spark, "bronze_files"),
-                        batch_id=0, now=F.current_timestamp())
+    batch = silver_batch(io.read_files(spark, files), load_config())
     yield batch
     batch.unpersist()
 

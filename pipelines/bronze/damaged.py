@@ -4,8 +4,8 @@ Spark's text source raises on such a file, and because a streaming batch is retr
 gzip would stop the stream on every restart. The local landing read therefore sets `ignoreCorruptFiles`, which makes
 Spark keep the lines before the damage and drop the rest without a word. (Auto Loader keeps Spark's default: there the
 batch fails and names the file.) This module restores the word: the driver checks
-each gzip file of a batch, and a damaged one gets one more raw row after its last readable line, marked with
-TORN_MARK and holding the decompressed text after the last complete line (the torn line). That row goes through
+each gzip file of a batch, and a damaged one gets one more raw row after its last readable line, with `torn` set and
+holding the decompressed text after the last complete line (the torn line). That row goes through
 bronze and parsing like any other line, is counted in `lines_read`, and lands in silver_quarantine with the reason
 `truncated_gzip`, so the accounting identity holds and the loss is visible."""
 
@@ -18,11 +18,11 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urlparse
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, StructField, StructType
 
 from pipelines.bronze.lines import MAX_LINE_CHARS
 
-# Starts the value of a synthetic row; NUL never starts a line of a text log, and the rest makes it self-explaining.
-TORN_MARK = "\u0000rebalance:truncated_gzip\u0000"
 _CHUNK = 1 << 20
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -99,19 +99,23 @@ def damaged_gzips(paths: list[str]) -> list[DamagedGzip]:
 
 
 def with_torn_rows(spark: SparkSession, raw: DataFrame, damaged: list[DamagedGzip]) -> DataFrame:
-    """`raw` (`value`, `_metadata`) plus one TORN_MARK row per damaged gzip, placed after its last readable line
-    (in a file split of its own, starting at the file's size)."""
+    """`raw` (`value`, `_metadata`) with a `torn` column: false for every line Spark read, true for one added row
+    per damaged gzip, placed after its last readable line (in a file split of its own, starting at the file's
+    size)."""
+    marked = raw.withColumn("torn", F.lit(False))
     if not damaged:
-        return raw
+        return marked
     rows = []
     for d in damaged:
         path = local_path(d.path)
+        assert path is not None  # damaged_gzips only reports local files
         stat = path.stat()
         meta = {"file_path": spark_file_uri(path), "file_name": path.name, "file_size": stat.st_size,
                 "file_block_start": stat.st_size, "file_block_length": 0,
                 "file_modification_time": _modified(stat.st_mtime_ns)}
-        rows.append((TORN_MARK + d.tail, {k: meta[k] for k in raw.schema["_metadata"].dataType.names}))
-    return raw.unionByName(spark.createDataFrame(rows, raw.schema))
+        rows.append((d.tail, {k: meta[k] for k in raw.schema["_metadata"].dataType.names}, True))
+    schema = StructType([*raw.schema.fields, StructField("torn", BooleanType(), False)])
+    return marked.unionByName(spark.createDataFrame(rows, schema))
 
 
 def _modified(mtime_ns: int) -> dt.datetime:

@@ -15,8 +15,10 @@ Only candidate and continuation-shaped lines are sorted, one file split at a tim
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
+
+from pipelines.bronze.prefilter import is_candidate
 
 MAX_LINE_CHARS = 65_536  # longer lines are kept truncated, with their true length, and quarantined if relevant
 MAX_RECORD_LINES = 500  # continuation lines past this many stay unattached (a runaway record must not grow unbounded)
@@ -33,10 +35,11 @@ CONTINUATION = (
 )
 
 
-def with_source_columns(raw: DataFrame, *, is_candidate: Column) -> DataFrame:
-    """Raw text lines (`value`, `_metadata`) to one narrow row per line: provenance (`source_file`, `instance`,
-    `file_name`, `file_modified_at`, `block_start`), the scan order `scan_id`, `line_length`, `line_hash`, the flags
-    `candidate`, `continuation` and `may_head`, and `value` only where a flag is set (null for plain noise).
+def with_source_columns(raw: DataFrame) -> DataFrame:
+    """Raw text lines (`value`, `_metadata`, optionally `torn`) to one narrow row per line: provenance
+    (`source_file`, `instance`, `file_name`, `file_modified_at`, `block_start`), the scan order `scan_id`,
+    `line_length`, `line_hash`, the flags `candidate` (the prefilter's verdict; a torn line is always one),
+    `continuation`, `may_head` and `torn`, and `value` only where a flag is set (null for plain noise).
 
     The stats of every line and the text of the few lines a record can hold both come from this one frame, which
     `split_stats` reduces in the same scan."""
@@ -50,11 +53,12 @@ def with_source_columns(raw: DataFrame, *, is_candidate: Column) -> DataFrame:
         F.col("_metadata.file_block_start").alias("block_start"),
         F.monotonically_increasing_id().alias("scan_id"),
         F.col("value"),
+        (F.col("torn") if "torn" in raw.columns else F.lit(False)).alias("torn"),
     ).select(
         "*",
         F.coalesce(F.length("value"), F.lit(0)).cast("long").alias("line_length"),
         F.xxhash64("value").alias("line_hash"),
-        F.coalesce(is_candidate, F.lit(False)).alias("candidate"),
+        (F.coalesce(is_candidate(F.col("value")), F.lit(False)) | F.col("torn")).alias("candidate"),
         F.coalesce(F.col("value").rlike(CONTINUATION), F.lit(False)).alias("continuation"),
         # A WARN or ERROR line may carry a stack trace, and a line ending with ':' a list (`ConsumerConfig values:`):
         # kept as a possible record head even when it is no candidate.
@@ -66,7 +70,7 @@ def with_source_columns(raw: DataFrame, *, is_candidate: Column) -> DataFrame:
 
 
 SPLIT_KEYS = ("source_file", "instance", "file_name", "file_modified_at", "block_start")
-_KEPT = ("scan_id", "value", "line_length", "candidate", "continuation", "may_head")
+_KEPT = ("scan_id", "value", "line_length", "candidate", "continuation", "may_head", "torn")
 
 
 def split_stats(lines: DataFrame) -> DataFrame:
@@ -146,6 +150,7 @@ def join_records(lines: DataFrame) -> DataFrame:
         (F.sum("line_length") + F.count(F.lit(1)) - 1).alias("line_length"),
         F.count(F.lit(1)).alias("record_lines"),
         F.max("candidate").alias("_candidate"),
+        F.max("torn").alias("torn"),
     )
     return grouped.filter("_candidate").drop("_candidate")
 

@@ -3,17 +3,12 @@ columns with one regex pass per candidate line (the shapes below form one anchor
 
 from __future__ import annotations
 
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.silver.literals import contains_any
+from pipelines.bronze.literals import contains_any
+from pipelines.bronze.prefilter import GC_LITERALS
 from pipelines.silver.packing import at, pack_all
-
-GC_PREFILTER: tuple[str, ...] = (
-    "Pause ", "GC pause", "Full GC", "[GC (", "[GC--", "[GC [", "[GC remark", "[GC cleanup",
-    "application threads were stopped", "Safepoint \"",
-)
 
 # Unified logging decorations, any subset in the fixed order time, utctime, uptime, timemillis, uptimemillis,
 # timenanos, uptimenanos, hostname, pid, tid, level, tags; each padded to the widest value seen (`[info ]`).
@@ -102,7 +97,7 @@ def with_gc_pause(df: DataFrame, *, tz: Column, continued: str) -> DataFrame:
     lines, `gc_end_ts`, `gc_duration_ms`, `gc_uptime_s`, `collector`, `pause_kind`, `gc_cause` (from the column
     `line` and the record's later lines in the column `continued`)."""
     line = F.col("line")
-    candidate = contains_any(line, GC_PREFILTER)
+    candidate = contains_any(line, GC_LITERALS)
     df = df.withColumn("_gc", F.when(candidate, pack_all(line, _PATTERN, _SLOTS)))
     g = F.col("_gc")
     time_text, epoch_ms, decor_uptime = _decorations(at(g, DECOR))

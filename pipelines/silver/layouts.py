@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from pipelines.sources import UserLayout, glob_regex
 from pipelines.silver.json_layout import is_json, json_fields, parse_json
 from pipelines.silver.packing import at, literal_array, pack_all
 
@@ -39,14 +40,6 @@ class Layout:
 
     def group(self, name: str) -> int:
         return re.compile(self.pattern).groupindex.get(name, 0)
-
-
-@dataclass(frozen=True)
-class UserLayout:
-    """A source's own layout: a pattern with named groups, tried first for instance folders matching a glob."""
-
-    instances: str
-    pattern: str
 
 
 LAYOUTS: tuple[Layout, ...] = (
@@ -106,10 +99,6 @@ def strip_envelope(value: Column) -> Column:
     return F.regexp_replace(cleaned, _ANSI_AND_CONTROLS, "")
 
 
-def _glob_regex(glob: str) -> str:
-    return "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in glob)
-
-
 def _inner(pattern: str) -> str:
     """A layout pattern without its anchors (the alternation anchors every branch)."""
     return pattern.removeprefix("^").removesuffix("$")
@@ -134,7 +123,7 @@ def layout_alternation(user_layouts: Sequence[UserLayout] = ()) -> LayoutAlterna
     names: list[str] = []
     group = 1
     layouts: list[tuple[str, str, str | None]] = [
-        (f"user_{i}", u.pattern, _glob_regex(u.instances)) for i, u in enumerate(user_layouts)
+        (f"user_{i}", u.pattern, glob_regex(u.instances)) for i, u in enumerate(user_layouts)
     ]
     layouts += [(lay.name, lay.pattern, None) for lay in LAYOUTS]
     builtin: list[str] = []
@@ -176,7 +165,8 @@ def with_layout(
     parts = F.col("_layout_parts")
     wraps = F.slice(parts, len(FIELDS) + 1, len(alternation.names))
     position = F.array_position(F.transform(wraps, lambda x: x != F.lit("")), True)
-    regex_layout = F.element_at(literal_array(alternation.names), position.cast("int"))
+    # An empty line matches `plain` with an empty wrap group: no position, and so no layout name.
+    regex_layout = F.when(position > 0, F.element_at(literal_array(alternation.names), position.cast("int")))
     json = json_fields(F.col("_json"), line)
     fields = {
         name: F.when(json_line, json[name]).otherwise(at(parts, index))

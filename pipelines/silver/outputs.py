@@ -2,49 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-
-from pipelines.bronze.damaged import TORN_MARK
-from pipelines.bronze.lines import MAX_LINE_CHARS
-from pipelines.config import Config
-from pipelines.silver.layouts import UserLayout
-
-
-def _glob_regex(glob: str) -> str:
-    return "^" + "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in glob) + "$"
-
-
-def source_zone(cfg: Config, instance: Column) -> Column:
-    """The configured IANA time zone of each line's instance folder (first matching source rule)."""
-    expr = None
-    for rule in cfg.sources:
-        cond = instance.rlike(_glob_regex(rule.instances))
-        expr = F.when(cond, rule.tz) if expr is None else expr.when(cond, rule.tz)
-    return expr.otherwise("UTC") if expr is not None else F.lit("UTC")
-
-
-def source_day(cfg: Config, instance: Column, file_name: Column, modified: Column, tz: Column) -> Column:
-    """The date for layouts without one: from the file name (rotated logs carry it), else the configured date,
-    else the file's modification date in its zone."""
-    configured = None
-    for rule in cfg.sources:
-        if rule.date is None:
-            continue
-        cond = instance.rlike(_glob_regex(rule.instances))
-        configured = F.when(cond, rule.date.isoformat()) if configured is None else configured.when(
-            cond, rule.date.isoformat()
-        )
-    from_name = F.nullif(F.regexp_extract(file_name, r"(\d{4}-\d\d-\d\d)", 1), F.lit(""))
-    from_mtime = F.date_format(F.from_utc_timestamp(modified, tz), "yyyy-MM-dd")
-    return F.coalesce(from_name, configured if configured is not None else F.lit(None), from_mtime)
-
-
-def user_layouts(cfg: Config) -> tuple[UserLayout, ...]:
-    """The sources' own line layouts (`sources[].pattern`), in configuration order."""
-    return tuple(UserLayout(rule.instances, rule.pattern) for rule in cfg.sources if rule.pattern)
 
 
 # The settings of a `ConsumerConfig values:` record (event client_config) kept in silver_events.settings: those that
@@ -98,12 +57,9 @@ def to_gc_pauses(parsed: DataFrame) -> DataFrame:
 
 def to_quarantine(parsed: DataFrame) -> DataFrame:
     """Rows for silver_quarantine: relevant-looking lines that did not become an event, with the reason."""
-    torn = F.col("value").startswith(TORN_MARK)  # the synthetic row of a damaged gzip: keep only its text
     return parsed.filter(F.col("disposition") == "quarantine").select(
         "line_id", "source_file", "instance", "line_no", F.col("quarantine_reason").alias("reason"),
-        F.when(torn, F.substring("value", len(TORN_MARK) + 1, MAX_LINE_CHARS)).otherwise(F.col("value")).alias("raw"),
-        F.when(torn, F.col("line_length") - len(TORN_MARK)).otherwise(F.col("line_length")).alias("line_length"),
-        "batch_id", "ingested_at",
+        F.col("value").alias("raw"), "line_length", "batch_id", "ingested_at",
     )
 
 

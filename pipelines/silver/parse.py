@@ -12,11 +12,11 @@ from functools import lru_cache
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.bronze.damaged import TORN_MARK
 from pipelines.silver.fields import typed_fields
-from pipelines.silver.gc import GC_PREFILTER, with_gc_pause
-from pipelines.silver.layouts import UserLayout, event_time, strip_envelope, with_layout
-from pipelines.silver.literals import contains_any
+from pipelines.silver.gc import with_gc_pause
+from pipelines.silver.layouts import event_time, strip_envelope, with_layout
+from pipelines.sources import UserLayout
+from pipelines.bronze.literals import contains_any
 from pipelines.silver.packing import at, literal_array, literal_map, pack_all
 from pipelines.silver.templates import Alternation, CompiledTemplate, build_alternation, load_templates
 
@@ -62,6 +62,8 @@ def _with_record(lines: DataFrame) -> DataFrame:
     """Split each record into `line` (its first line, envelope removed) and `_rest` (the lines after it)."""
     if "record_lines" not in lines.columns:
         lines = lines.withColumn("record_lines", F.lit(1).cast("long"))
+    if "torn" not in lines.columns:
+        lines = lines.withColumn("torn", F.lit(False))
     parsed = lines.withColumn("_text", strip_envelope(F.col("value")))
     text = F.col("_text")
     newline = F.instr(text, "\n")
@@ -151,7 +153,7 @@ def _disposition(template_id: Column) -> list[Column]:
     )
     gc_line = F.col("gc_candidate") & template_id.isNull()
     gc_timed = gc_line & F.col("gc_duration_ms").isNotNull()
-    torn = F.col("value").startswith(TORN_MARK)
+    torn = F.col("torn")
     disposition = (
         F.when(torn, "quarantine")
         .when(gc_timed & F.col("gc_end_ts").isNotNull(), "gc_pause")
@@ -173,23 +175,3 @@ def _disposition(template_id: Column) -> list[Column]:
         .otherwise("no_template")
     )
     return [disposition.alias("disposition"), F.when(disposition == "quarantine", reason).alias("quarantine_reason")]
-
-
-# The bronze prefilter: a line is a candidate when it contains one of these (cheap `contains`, no regex).
-PREFILTER_LITERALS: tuple[str, ...] = (
-    "roupCoordinator",
-    "roupMetadataManager",
-    "Group Metadata Manager",
-    "[Consumer ",
-    "[Worker ",
-    " group",
-    "oordinator",
-    "ConsumerConfig values:",
-    *GC_PREFILTER,
-)
-
-
-def is_candidate(value: Column) -> Column:
-    """True for lines that are worth parsing: they contain one of PREFILTER_LITERALS (`contains` only, no regex), or
-    they are the torn end of a damaged gzip file (which is quarantined)."""
-    return contains_any(value, PREFILTER_LITERALS) | value.startswith(TORN_MARK)

@@ -48,13 +48,16 @@ def _scrub_patterns(text: Column, salt_value: str) -> Column:
     return F.when(text.rlike(pattern), F.array_join(rebuilt, "")).otherwise(text)
 
 
-def pseudonymise(parsed: DataFrame, cfg: Config) -> DataFrame:
-    """Replace member ids and client hosts in a parsed batch (every column that reaches a table) by their hashes.
+def hash_salt(cfg: Config) -> str | None:
+    """The salt to hash ids with when `privacy.hash_ids` is on, else None (ids are kept as logged)."""
+    return salt(cfg) if cfg.privacy.hash_ids else None
 
-    A no-op unless `privacy.hash_ids` is on."""
-    if not cfg.privacy.hash_ids:
+
+def pseudonymise(parsed: DataFrame, *, salt_value: str | None) -> DataFrame:
+    """Replace member ids and client hosts in a parsed batch (every column that reaches a table) by their salted
+    hashes; a no-op when `salt_value` is None."""
+    if salt_value is None:
         return parsed
-    salt_value = salt(cfg)
     text_columns = [c for c in TEXT_COLUMNS if c in parsed.columns]
     id_columns = [c for c in ID_COLUMNS if c in parsed.columns]
     replaced: dict[str, Column] = {}

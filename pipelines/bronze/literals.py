@@ -1,0 +1,56 @@
+"""A cheap test for "does the text contain any of these literals", as Spark `contains` calls.
+
+Each `contains` is one scan of the text, and most lines hold none of the literals, so the cost is the number of
+scans. Literals that share a short substring (a key) are grouped behind it: a text is searched for the key once and
+for the literals behind it only when it holds the key. The result is exactly `OR(contains(literal))`.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from functools import reduce
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+KEY_LENGTH = 4  # short enough to be shared, long enough to be rare in noise
+MIN_SHARED = 3  # a key is worth a scan of its own when it stands for at least this many literals
+
+
+def minimal_literals(literals: Sequence[str]) -> tuple[str, ...]:
+    """The literals without those that contain another one of the set (the shorter one finds all their texts)."""
+    unique = list(dict.fromkeys(literals))
+    return tuple(a for a in unique if not any(b != a and b in a for b in unique))
+
+
+def search_plan(literals: Sequence[str]) -> dict[str | None, tuple[str, ...]]:
+    """The literals to search for, grouped by the key a text must hold first (None: searched in every text).
+    Keys are chosen greedily, the one shared by most remaining literals first (ties: alphabetical), so the plan
+    is deterministic."""
+    remaining = list(minimal_literals(literals))
+    plan: dict[str | None, tuple[str, ...]] = {}
+    while True:
+        shared: dict[str, list[str]] = {}
+        for literal in remaining:
+            for key in {literal[i:i + KEY_LENGTH] for i in range(len(literal) - KEY_LENGTH + 1)}:
+                shared.setdefault(key, []).append(literal)
+        if not shared:
+            break
+        key, group = max(shared.items(), key=lambda item: (len(item[1]), item[0]))
+        if len(group) < MIN_SHARED:
+            break
+        plan[key] = tuple(group)
+        remaining = [literal for literal in remaining if literal not in group]
+    if remaining:
+        plan[None] = tuple(remaining)
+    return plan
+
+
+def contains_any(text: Column, literals: Sequence[str]) -> Column:
+    """True when `text` contains one of `literals` (null when `text` is null); false for an empty list."""
+    tests = []
+    for key, group in search_plan(literals).items():
+        found = reduce(operator.or_, (text.contains(literal) for literal in group))
+        tests.append(found if key is None else text.contains(key) & found)
+    return reduce(operator.or_, tests) if tests else F.lit(False)

@@ -1,0 +1,34 @@
+"""The bronze prefilter: which raw lines are worth parsing at all.
+
+A line is a candidate when it holds one of a few literals that every group-coordinator, group-client and GC line
+holds; the test is a handful of `contains` calls (no regex), since it runs on every line of every file.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+
+from pipelines.bronze.literals import contains_any
+
+# What every GC pause line of the JVM's logs holds (JDK 8 -XX:+PrintGC* and JDK 9+ unified logging).
+GC_LITERALS: tuple[str, ...] = (
+    "Pause ", "GC pause", "Full GC", "[GC (", "[GC--", "[GC [", "[GC remark", "[GC cleanup",
+    "application threads were stopped", "Safepoint \"",
+)
+
+PREFILTER_LITERALS: tuple[str, ...] = (
+    "roupCoordinator",
+    "roupMetadataManager",
+    "Group Metadata Manager",
+    "[Consumer ",
+    "[Worker ",
+    " group",
+    "oordinator",
+    "ConsumerConfig values:",
+    *GC_LITERALS,
+)
+
+
+def is_candidate(value: Column) -> Column:
+    """True for lines that contain one of PREFILTER_LITERALS (`contains` only, no regex)."""
+    return contains_any(value, PREFILTER_LITERALS)

@@ -1,0 +1,78 @@
+"""The one bronze-to-silver build: raw landing lines and the resolved sources in, every bronze and silver frame of
+a batch out. The ingest stream, `rebalance parse`, the batch oracle and the tests all call `build_silver`, so a
+source's zone, date and own layout reach the parser the same way everywhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from pipelines.bronze.lines import candidate_lines, file_stats, kept_lines, split_stats, with_split_offsets, \
+    with_source_columns
+from pipelines.silver.outputs import accounting, to_events, to_gc_pauses, to_quarantine
+from pipelines.silver.parse import parse_lines
+from pipelines.silver.privacy import pseudonymise
+from pipelines.sources import Sources
+from schemas.tables import BRONZE_FILES, BRONZE_LOG_LINES
+
+
+@dataclass
+class SilverBatch:
+    """The frames one batch of raw lines becomes (persisted, so that each table write reuses them)."""
+
+    files: DataFrame
+    bronze: DataFrame
+    parsed: DataFrame
+    splits: DataFrame
+
+    def tables(self, *, batch_id: int, ingested_at: Column, late_before: Column | None = None) -> dict[str, DataFrame]:
+        """The rows of every bronze and silver table, in the order they must be written: `bronze_files` last, so
+        that a file counts as ingested only once its lines are in every other table."""
+        return {
+            "bronze_log_lines": self.bronze,
+            "silver_events": to_events(self.parsed),
+            "silver_gc_pauses": to_gc_pauses(self.parsed),
+            "silver_quarantine": to_quarantine(self.parsed),
+            "silver_accounting": accounting(self.parsed, self.files, batch_id=batch_id, ingested_at=ingested_at,
+                                            late_before=late_before),
+            "bronze_files": self.files.select([f.name for f in BRONZE_FILES.fields]),
+        }
+
+    def unpersist(self) -> None:
+        """Release the persisted frames."""
+        for df in (self.parsed, self.bronze, self.files, self.splits):
+            df.unpersist()
+
+
+def parse_records(bronze: DataFrame, sources: Sources) -> DataFrame:
+    """Parse bronze-shaped records with each source's zone, fallback date and own layout."""
+    zoned = bronze.withColumn("_tz", sources.zone(F.col("instance")))
+    day = sources.day(F.col("instance"), file_name=F.col("file_name"), modified=F.col("file_modified_at"),
+                      tz=F.col("_tz"))
+    return zoned.withColumn("_day", day).transform(
+        parse_lines, tz=F.col("_tz"), day=F.col("_day"), user_layouts=sources.user_layouts
+    )
+
+
+def build_silver(
+    raw: DataFrame, sources: Sources, *, existing_files: DataFrame, batch_id: int, now: Column,
+    hash_salt: str | None = None,
+) -> SilverBatch:
+    """Raw lines (`value`, `_metadata`, optionally `torn`) to per-file stats, bronze candidate records and parsed
+    records, all persisted. `existing_files` holds the fingerprints of files ingested before (duplicates are
+    counted, not parsed); `hash_salt`, when given, replaces member ids and hosts by salted hashes."""
+    level = StorageLevel.MEMORY_AND_DISK
+    # One scan of the files: per-split stats and the flagged lines (few) in one aggregate; plain noise is not kept.
+    splits = with_split_offsets(split_stats(with_source_columns(raw))).persist(level)
+    stamp = {"batch_id": F.lit(batch_id).cast("long"), "ingested_at": now}
+    files = file_stats(splits, existing_fingerprints=existing_files).withColumns(stamp).persist(level)
+    bronze = candidate_lines(kept_lines(splits), splits=splits, files=files).withColumns(stamp).persist(level)
+    parsed = parse_records(bronze, sources).transform(pseudonymise, salt_value=hash_salt).persist(level)
+    if hash_salt is not None:
+        # The raw line repeats the ids: bronze keeps the scrubbed text of the parsed record instead.
+        bronze.unpersist()
+        bronze = parsed.select([F.col(f.name) for f in BRONZE_LOG_LINES.fields])
+    return SilverBatch(files=files, bronze=bronze, parsed=parsed, splits=splits)

@@ -1,0 +1,113 @@
+"""What the configuration says about each source: the rule of an instance folder (matched by one glob
+implementation), its time zone, the date for layouts that print only the time of day, and its own line layout.
+
+Everything that decides how a source's lines are read is resolved here, once, into `Sources`; the bronze-to-silver
+build takes a `Sources` and never reads the configuration itself.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+if TYPE_CHECKING:
+    from pipelines.config import Config, SourceRule
+
+
+def glob_regex(glob: str) -> str:
+    """An unanchored regex (valid for Python and Java) for a shell glob over one folder name: `*` any run of
+    characters, `?` one character, `[abc]`, `[a-z]` and `[!abc]` a character class; everything else is literal."""
+    out: list[str] = []
+    i = 0
+    while i < len(glob):
+        ch = glob[i]
+        if ch == "*":
+            out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        elif ch == "[" and "]" in glob[i + 2:] + glob[i + 1:i + 2]:
+            end = glob.index("]", i + 2 if glob[i + 1:i + 2] in ("!", "]") else i + 1)
+            body = glob[i + 1:end]
+            negate = body.startswith("!")
+            body = body[1:] if negate else body
+            escaped = "".join("\\" + c if c in "\\[]^&~" else c for c in body)
+            out.append("[" + ("^" if negate else "") + escaped + "]")
+            i = end
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out)
+
+
+def glob_matches(glob: str, name: str) -> bool:
+    """True when the whole of `name` matches `glob` (the same rule Spark applies through `glob_regex`)."""
+    return re.fullmatch(glob_regex(glob), name, flags=re.DOTALL) is not None
+
+
+@dataclass(frozen=True)
+class UserLayout:
+    """A source's own layout: a pattern with named groups, tried first for instance folders matching a glob."""
+
+    instances: str
+    pattern: str
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """One configured source rule, as the parser needs it."""
+
+    instances: str
+    tz: str = "UTC"
+    date: str | None = None  # yyyy-MM-dd
+    pattern: str | None = None
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The resolved source rules, in configuration order (the first rule whose glob matches a folder wins)."""
+
+    rules: tuple[SourceSpec, ...] = ()
+
+    def zone(self, instance: Column) -> Column:
+        """The IANA time zone of each line's instance folder (UTC where no rule matches)."""
+        return self._first(instance, {i: r.tz for i, r in enumerate(self.rules)}, F.lit("UTC"))
+
+    def day(self, instance: Column, *, file_name: Column, modified: Column, tz: Column) -> Column:
+        """The date for layouts without one: from the file name (rotated logs carry it), else the configured date,
+        else the file's modification date in its zone."""
+        configured = self._first(instance, {i: r.date for i, r in enumerate(self.rules) if r.date},
+                                 F.lit(None).cast("string"))
+        from_name = F.nullif(F.regexp_extract(file_name, r"(\d{4}-\d\d-\d\d)", 1), F.lit(""))
+        from_mtime = F.date_format(F.from_utc_timestamp(modified, tz), "yyyy-MM-dd")
+        return F.coalesce(from_name, configured, from_mtime)
+
+    @property
+    def user_layouts(self) -> tuple[UserLayout, ...]:
+        """The sources' own line layouts, in configuration order."""
+        return tuple(UserLayout(r.instances, r.pattern) for r in self.rules if r.pattern)
+
+    def _first(self, instance: Column, values: dict[int, str], default: Column) -> Column:
+        # The first matching rule decides, even when it sets no value of its own (then the default applies).
+        expr = None
+        for i, rule in enumerate(self.rules):
+            cond = instance.rlike("^" + glob_regex(rule.instances) + "$")
+            value = F.lit(values[i]) if i in values else default
+            expr = F.when(cond, value) if expr is None else expr.when(cond, value)
+        return default if expr is None else expr.otherwise(default)
+
+
+def resolve_sources(cfg: Config) -> Sources:
+    """The configuration's source rules (`sources:`) as the parser needs them."""
+    return sources_from(cfg.sources)
+
+
+def sources_from(rules: Iterable[SourceRule]) -> Sources:
+    """`Sources` from configured rules, in order."""
+    return Sources(tuple(
+        SourceSpec(r.instances, r.tz, r.date.isoformat() if r.date else None, r.pattern) for r in rules
+    ))
