@@ -11,13 +11,13 @@ from typing import Literal
 from pyspark.sql import SparkSession
 
 from pipelines import io
+from pipelines.alerts.stage import run_alerts
 from pipelines.config import Config, ConfigError
 from pipelines.errors import PipelineStateError
-from pipelines.release import check_release
-from pipelines.alerts.stage import run_alerts
 from pipelines.ingest import make_ingest_batch
 from pipelines.quality.stage import QualityReport, run_quality
 from pipelines.reconstruct import make_reconstruct_batch
+from pipelines.release import check_release
 from schemas.tables import TABLES
 
 Trigger = Literal["available-now", "continuous"]
@@ -93,8 +93,9 @@ def run(
     """Process what is new in the landing directory and stop (`available-now`), or keep running (`continuous`).
 
     `stages` picks the steps to run (a scheduled job runs them as separate tasks, in this order). The quality step
-    validates the tables and stores its verdicts; when a rule fails, the alerts step still runs (it raises the
-    quality alert) and then the run raises QualityError naming the rules. The alerts step compares open
+    validates the tables and stores its verdicts; when a pipeline rule fails, the alerts step still runs (it raises
+    the quality alert) and then the run raises QualityError naming the rules. Rows from inconsistent input that
+    break an input rule are alerted once each and do not fail the run. The alerts step compares open
     rebalances with `run_ts` (default: now), so a stuck group alerts even when no line arrives. Continuous runs
     keep the two streams going; quality and alerts come from scheduled available-now runs."""
     if "ingest" in stages:

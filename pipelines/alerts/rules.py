@@ -4,6 +4,7 @@ same condition never makes two alerts, however often the pipeline runs."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -142,10 +143,15 @@ def gc_expiry_alerts(rebalances: DataFrame) -> DataFrame:
     ))
 
 
-def quality_alerts(results: DataFrame) -> DataFrame:
+def quality_alerts(results: DataFrame, *, input_rules: Collection[tuple[str, str]] = ()) -> DataFrame:
     """A data-quality rule that failed (gold_quality_results): one alert per rule and run of consecutive failed
     checks, opened at the first of them and closed by the next check that passes. `group_id` is `*`: the alert is
-    about a table, not one group."""
+    about a table, not one group. Rows found by an `input_rules` (table, rule) are not its failures (input_alerts
+    reports them), unless the rule could not be checked."""
+    is_input = F.lit(False)
+    for table, rule in input_rules:
+        is_input = is_input | ((F.col("table_name") == table) & (F.col("rule") == rule))
+    results = results.withColumn("success", F.col("success") | (is_input & F.col("error").isNull()))
     order = Window.partitionBy("table_name", "rule").orderBy("run_ts")
     first_failure = ~F.col("success") & F.coalesce(F.lag("success").over(order), F.lit(True))
     streaks = results.withColumn("_start", F.when(first_failure, F.col("run_ts"))).withColumn(
@@ -174,9 +180,29 @@ def quality_alerts(results: DataFrame) -> DataFrame:
     ))
 
 
+def input_alerts(violations: DataFrame) -> DataFrame:
+    """One alert per row that breaks an input rule (pipelines/quality/findings.py `violations`), about its group and
+    opened and closed at the row's time: the id comes from the rule and the row's key, so a row is reported once."""
+    summary = F.concat(
+        F.lit("Inconsistent input: "), F.concat_ws(".", "table_name", "rule"), F.lit(" is broken for group "),
+        F.coalesce("group_id", F.lit("?")), F.lit(" at "), F.date_format("at", "yyyy-MM-dd HH:mm:ss"),
+        F.lit(" UTC ("), F.col("row_key"), F.lit(", "), F.col("detail"),
+        F.lit("): a log line may be missing or out of order; reported once, the run goes on"),
+    )
+    return _shape(violations.select(
+        _alert_id(F.lit("inconsistent_input"), "table_name", "rule", "row_key").alias("alert_id"),
+        F.lit("inconsistent_input").alias("rule"), F.lit("warning").alias("severity"),
+        F.coalesce("group_id", F.lit("*")).alias("group_id"), F.col("at").alias("opened_at"),
+        F.col("at").alias("closed_at"), summary.alias("summary"),
+        F.when(F.col("rebalance_id").isNotNull(), F.array("rebalance_id")).alias("rebalance_ids"), "incident_id",
+    ))
+
+
 def all_alerts(rebalances: DataFrame, states: DataFrame, sessions: DataFrame, *, settings: AlertSettings,
-               run_ts: dt.datetime, quality: DataFrame | None = None) -> DataFrame:
-    """Every rule's alerts, one row per alert id (`quality`: gold_quality_results, for the quality rule)."""
+               run_ts: dt.datetime, quality: DataFrame | None = None,
+               input_rules: Collection[tuple[str, str]] = (), violations: DataFrame | None = None) -> DataFrame:
+    """Every rule's alerts, one row per alert id (`quality`: gold_quality_results, for the quality rule, whose
+    `input_rules` are reported by `violations` instead, rows breaking them, for the inconsistent_input rule)."""
     parts = [
         storm_alerts(rebalances, settings=settings),
         long_rebalance_alerts(rebalances, settings=settings),
@@ -185,7 +211,9 @@ def all_alerts(rebalances: DataFrame, states: DataFrame, sessions: DataFrame, *,
         gc_expiry_alerts(rebalances),
     ]
     if quality is not None:
-        parts.append(quality_alerts(quality))
+        parts.append(quality_alerts(quality, input_rules=input_rules))
+    if violations is not None:
+        parts.append(input_alerts(violations))
     result = parts[0]
     for part in parts[1:]:
         result = result.unionByName(part)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import io
 from pipelines.alerts.rules import all_alerts
 from pipelines.alerts.sinks import Delivery, DeliveryError, append_jsonl, post_webhook, webhook_url
 from pipelines.config import Config
+from pipelines.quality.rules import checks, scopes
+from pipelines.quality.stage import input_violations
 from schemas.gold import GOLD_ALERT_DELIVERIES
 
 _CONTENT = ["rule", "severity", "group_id", "opened_at", "closed_at", "summary", "rebalance_ids", "incident_id"]
@@ -26,14 +28,24 @@ def _to_json(row) -> dict:
     return out
 
 
+def _found(quality: DataFrame, input_rules: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The input rules whose latest verdict found rows breaking them: only their rows are looked up (GX decides)."""
+    latest = quality.agg(F.max("run_ts")).first()[0]
+    rows = quality.filter((F.col("run_ts") == F.lit(latest)) & ~F.col("success") & F.col("error").isNull()).collect()
+    return {(r.table_name, r.rule) for r in rows} & input_rules
+
+
 def run_alerts(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
                on_progress: Callable[[str], None] | None = None) -> dict[str, int]:
     """Evaluate, store and deliver alerts; returns counts (`new`, `changed`, and deliveries per sink)."""
     settings = cfg.alerts
+    quality = io.read_table(spark, cfg, "gold_quality_results")
+    input_rules = {rule for rule, scope in scopes(checks()).items() if scope == "input"}
     alerts = all_alerts(
         io.read_table(spark, cfg, "gold_rebalances"), io.read_table(spark, cfg, "gold_group_states"),
         io.read_table(spark, cfg, "gold_member_sessions"), settings=settings, run_ts=run_ts,
-        quality=io.read_table(spark, cfg, "gold_quality_results"),
+        quality=quality, input_rules=input_rules,
+        violations=input_violations(spark, cfg, rules=_found(quality, input_rules)),
     ).persist()
     counts: dict[str, int] = {}
     try:

@@ -3,6 +3,11 @@
 Each rule becomes one Great Expectations expectation (validate.py). Rules GX cannot state directly (legal state
 transitions, generations that grow) are computed as a boolean column by a transform in derived.py, and the rule
 expects that column to be true wherever it is not null.
+
+Each rule also says whose mistake a violation is (`scope`): a `pipeline` rule judges the pipeline's own output
+(keys, vocabularies, ranges), and its failure fails the step; an `input` rule spans rows in event order, so lost or
+reordered log lines can break it, and its violations are reported once (an alert per violating row) while the run
+goes on. Input rules judge only rows old enough to be final (see findings.py).
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ from pipelines.quality.derived import STATES
 from pipelines.silver.templates import load_templates
 
 Kind = Literal["not_null", "unique", "compound_unique", "in_set", "between", "is_true"]
+Scope = Literal["pipeline", "input"]
+# Kinds judged row by row: a violating row can be named on its own, which an input rule's alert needs.
+ROW_KINDS = ("not_null", "in_set", "between", "is_true")
 
 OUTCOMES = ("stabilized", "emptied", "superseded", "open")
 PROTOCOLS = ("classic", "consumer")
@@ -22,7 +30,8 @@ PROTOCOLS = ("classic", "consumer")
 
 @dataclass(frozen=True)
 class Rule:
-    """One expectation on one or more columns: `values` for in_set, `low`/`high` for between (None: open)."""
+    """One expectation on one or more columns: `values` for in_set, `low`/`high` for between (None: open); `scope`
+    whose mistake a violation is; `shown` the columns that describe a violating row of an input rule."""
 
     name: str
     kind: Kind
@@ -30,15 +39,31 @@ class Rule:
     values: tuple[object, ...] = ()
     low: float | None = None
     high: float | None = None
+    scope: Scope = "pipeline"
+    shown: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class TableCheck:
-    """The rules of one table; `key` names the columns shown for each sample of a failing rule."""
+    """The rules of one table; `key` names the columns shown for each sample of a failing rule, `time_column` when
+    a row happened (input rules leave rows within the allowed lateness unjudged)."""
 
     table: str
     key: tuple[str, ...]
     rules: tuple[Rule, ...]
+    time_column: str | None = None
+
+    def __post_init__(self) -> None:
+        for rule in self.rules:
+            if rule.scope == "input" and (self.time_column is None or rule.kind not in ROW_KINDS):
+                raise ValueError(f"input rule {self.table}.{rule.name} needs the table's time_column and a row-level "
+                                 f"kind ({', '.join(ROW_KINDS)}), not {rule.kind!r}")
+
+    def part(self, scope: Scope) -> TableCheck:
+        """The same check with only its rules of `scope`; an input part shows each rule's `shown` columns too."""
+        rules = tuple(r for r in self.rules if r.scope == scope)
+        shown = tuple(dict.fromkeys(c for r in rules for c in r.shown if scope == "input" and c not in self.key))
+        return TableCheck(self.table, self.key + shown, rules, self.time_column)
 
 
 def key_rules(key: tuple[str, ...]) -> tuple[Rule, ...]:
@@ -52,6 +77,16 @@ def key_rules(key: tuple[str, ...]) -> tuple[Rule, ...]:
 def non_negative(column: str) -> Rule:
     """A duration (or other amount) that is never below zero."""
     return Rule(f"{column}_non_negative", "between", (column,), low=0)
+
+
+def input_rule(name: str, column: str, *, shown: tuple[str, ...]) -> Rule:
+    """A cross-row flag (derived.py) that must be true, and that inconsistent input can break."""
+    return Rule(name, "is_true", (column,), scope="input", shown=shown)
+
+
+def scopes(table_checks: tuple[TableCheck, ...]) -> dict[tuple[str, str], Scope]:
+    """(table, rule) -> the rule's scope."""
+    return {(c.table, r.name): r.scope for c in table_checks for r in c.rules}
 
 
 def event_types() -> tuple[str, ...]:
@@ -81,8 +116,9 @@ def checks() -> tuple[TableCheck, ...]:
             Rule("group_id_not_null", "not_null", ("group_id",)),
             Rule("state_known", "in_set", ("state",), values=STATES),
             non_negative("duration_ms"),
-            Rule("legal_transition", "is_true", ("legal_transition",)),
-        )),
+            input_rule("legal_transition", "legal_transition",
+                       shown=("group_id", "started_at", "previous_state", "state", "generation")),
+        ), time_column="started_at"),
         TableCheck("gold_rebalances", ("rebalance_id",), (
             *key_rules(("rebalance_id",)),
             Rule("group_id_not_null", "not_null", ("group_id",)),
@@ -91,8 +127,9 @@ def checks() -> tuple[TableCheck, ...]:
             Rule("protocol_known", "in_set", ("protocol",), values=PROTOCOLS),
             non_negative("duration_ms"),
             Rule("cause_confidence_in_range", "between", ("cause_confidence",), low=0, high=1),
-            Rule("generation_grows", "is_true", ("generation_grows",)),
-        )),
+            input_rule("generation_grows", "generation_grows",
+                       shown=("group_id", "started_at", "generation_before", "generation_after")),
+        ), time_column="started_at"),
         TableCheck("gold_incidents", ("incident_id",), (
             *key_rules(("incident_id",)),
             Rule("root_cause_known", "in_set", ("root_cause",), values=CAUSES),

@@ -1,5 +1,6 @@
 """The quality step of a run: validate the checked tables' current snapshots, store one row per rule in
-gold_quality_results, and fail (QualityError, naming the rules) when any rule fails.
+gold_quality_results, and fail (QualityError, naming the rules) when a pipeline rule fails or any rule could not be
+checked. An input rule that finds rows breaking it does not fail the step: its rows are reported by the alerts step.
 
 A snapshot is validated once: when no checked table has a new Delta version since the last stored run, that run's
 verdicts stand (nothing is written), and a failure in them fails this step again. It never passes silently.
@@ -17,7 +18,8 @@ from pyspark.sql import functions as F
 from pipelines import io
 from pipelines.config import Config
 from pipelines.quality.derived import with_generation_check, with_transition_check
-from pipelines.quality.rules import TableCheck, checks
+from pipelines.quality.findings import filter_final, judged_until, violations
+from pipelines.quality.rules import Scope, TableCheck, checks, scopes
 from pipelines.quality.validate import RuleResult, validate
 from schemas.gold import GOLD_QUALITY_RESULTS
 
@@ -41,14 +43,22 @@ class QualityReport:
 
     @property
     def failures(self) -> tuple[RuleResult, ...]:
-        return tuple(r for r in self.results if not r.success)
+        """Failed pipeline rules, and rules of either scope that could not be checked: these fail the step."""
+        return tuple(r for r in self.results if not r.success and (r.scope == "pipeline" or r.error is not None))
+
+    @property
+    def findings(self) -> tuple[RuleResult, ...]:
+        """Input rules that found rows breaking them: reported, they do not fail the step."""
+        return tuple(r for r in self.results if not r.success and r.scope == "input" and r.error is None)
 
     def line(self) -> str:
         """One line for progress output."""
         tables = len({r.table for r in self.results})
         verdict = f"{len(self.failures)} failed" if self.failures else "all passed"
         how = "validated" if self.validated else "unchanged since the last check"
-        return f"quality: {len(self.results)} rules on {tables} tables {how}, {verdict}"
+        found = "".join(f"; input rule {r.full_name}: {r.unexpected_count} row(s) from inconsistent input, reported"
+                        for r in self.findings)
+        return f"quality: {len(self.results)} rules on {tables} tables {how}, {verdict}{found}"
 
     def error(self) -> QualityError | None:
         """The error that names every failed rule (None when all passed)."""
@@ -66,7 +76,7 @@ def _utc(ts: dt.datetime) -> dt.datetime:
     return ts.astimezone(dt.timezone.utc).replace(tzinfo=None) if ts.tzinfo else ts
 
 
-def _previous(spark: SparkSession, cfg: Config, rules: set[tuple[str, str]],
+def _previous(spark: SparkSession, cfg: Config, rules: dict[tuple[str, str], Scope],
               versions: dict[str, int]) -> QualityReport | None:
     """The last stored run, if it checked the same rules on the same table versions."""
     stored = io.read_table(spark, cfg, "gold_quality_results")
@@ -74,13 +84,13 @@ def _previous(spark: SparkSession, cfg: Config, rules: set[tuple[str, str]],
     if latest is None:
         return None
     rows = stored.filter(F.col("run_ts") == F.lit(latest)).collect()
-    if {(r.table_name, r.rule) for r in rows} != rules:
+    if {(r.table_name, r.rule) for r in rows} != set(rules):
         return None
     if any(r.table_version != versions[r.table_name] for r in rows):
         return None
     results = tuple(
         RuleResult(r.table_name, r.rule, r.expectation, r.success, r.checked_rows, r.unexpected_count, r.samples,
-                   r.error) for r in rows)
+                   r.error, rules[(r.table_name, r.rule)]) for r in rows)
     return QualityReport(latest, results, validated=False)
 
 
@@ -94,24 +104,67 @@ def _store(spark: SparkSession, cfg: Config, report: QualityReport, versions: di
                     scope=F.col("t.run_ts") == F.lit(run_ts))
 
 
+def _checked(spark: SparkSession, cfg: Config, table: str, version: int | None = None) -> DataFrame:
+    return DERIVED.get(table, lambda df: df)(io.read_table(spark, cfg, table, version=version))
+
+
+def _judged_until(spark: SparkSession, cfg: Config, version: int | None = None) -> dt.datetime | None:
+    """The newest row time input rules judge: the newest event of silver_events (at `version`) minus the allowed
+    lateness."""
+    newest = io.read_table(spark, cfg, "silver_events", version=version).agg(F.max("event_ts")).first()[0]
+    return judged_until(newest, allowed_lateness_s=cfg.thresholds.allowed_lateness_s)
+
+
+def _validate(spark: SparkSession, cfg: Config, table_checks: tuple[TableCheck, ...],
+              versions: dict[str, int]) -> list[RuleResult]:
+    until = _judged_until(spark, cfg, versions.get("silver_events"))
+    frames = [_checked(spark, cfg, c.table, versions[c.table]).persist() for c in table_checks]
+    parts: list[tuple[TableCheck, DataFrame]] = []
+    for check, frame in zip(table_checks, frames):
+        if check.part("pipeline").rules:
+            parts.append((check.part("pipeline"), frame))
+        if check.part("input").rules:
+            final = filter_final(frame, time_column=str(check.time_column), until=until)
+            parts.append((check.part("input"), final))
+    try:
+        results = validate(parts)
+    finally:
+        for frame in frames:
+            frame.unpersist()
+    order = {(c.table, r.name): i for i, (c, r) in enumerate((c, r) for c in table_checks for r in c.rules)}
+    return sorted(results, key=lambda r: order[(r.table, r.rule)])
+
+
+def input_violations(spark: SparkSession, cfg: Config, *, rules: set[tuple[str, str]],
+                     table_checks: tuple[TableCheck, ...] | None = None) -> DataFrame | None:
+    """The final rows of the current tables that break the input rules named in `rules` ((table, rule) pairs), in
+    the columns of `findings.violations`; None when `rules` names none."""
+    if not rules:
+        return None
+    until = _judged_until(spark, cfg)
+    found = [
+        violations(filter_final(_checked(spark, cfg, check.table), time_column=str(check.time_column), until=until),
+                   check=check, rule=rule)
+        for check in table_checks or checks() for rule in check.rules
+        if rule.scope == "input" and (check.table, rule.name) in rules
+    ]
+    if not found:
+        return None
+    result = found[0]
+    for part in found[1:]:
+        result = result.unionByName(part)
+    return result
+
+
 def run_quality(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
                 table_checks: tuple[TableCheck, ...] | None = None,
                 on_progress: Callable[[str], None] | None = None) -> QualityReport:
     """Validate every checked table (or reuse the last verdicts when no table changed) and store the results."""
     table_checks = table_checks or checks()
     versions = {c.table: io.table_version(spark, cfg, c.table) for c in table_checks}
-    rules = {(c.table, r.name) for c in table_checks for r in c.rules}
-    report = _previous(spark, cfg, rules, versions)
+    report = _previous(spark, cfg, scopes(table_checks), versions)
     if report is None:
-        frames = {}
-        for check in table_checks:
-            frame = io.read_table(spark, cfg, check.table, version=versions[check.table])
-            frames[check.table] = DERIVED.get(check.table, lambda df: df)(frame).persist()
-        try:
-            report = QualityReport(run_ts, tuple(validate(frames, table_checks)), validated=True)
-        finally:
-            for frame in frames.values():
-                frame.unpersist()
+        report = QualityReport(run_ts, tuple(_validate(spark, cfg, table_checks, versions)), validated=True)
         _store(spark, cfg, report, versions)
     if on_progress is not None:
         on_progress(report.line())

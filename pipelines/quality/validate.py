@@ -25,6 +25,7 @@ class RuleResult:
     unexpected_count: int | None
     samples: str | None
     error: str | None
+    scope: str = "pipeline"
 
     @property
     def full_name(self) -> str:
@@ -34,7 +35,9 @@ class RuleResult:
 def _context():
     import great_expectations as gx
     from great_expectations.data_context.types.base import (
-        DataContextConfig, InMemoryStoreBackendDefaults, ProgressBarsConfig,
+        DataContextConfig,
+        InMemoryStoreBackendDefaults,
+        ProgressBarsConfig,
     )
 
     config = DataContextConfig(
@@ -75,23 +78,24 @@ def _samples(result: dict) -> str | None:
     )
 
 
-def validate(frames: dict[str, DataFrame], checks: tuple[TableCheck, ...]) -> list[RuleResult]:
-    """Run every check's rules over its frame (`frames[check.table]`, with any derived columns) and return one
-    result per rule, in the order of `checks`."""
+def validate(parts: list[tuple[TableCheck, DataFrame]]) -> list[RuleResult]:
+    """Run every check's rules over its frame (with any derived columns) and return one result per rule, in the
+    order of `parts`; one table may come in several parts (its input rules judge fewer rows)."""
     import great_expectations as gx
 
     context = _context()
     source = context.data_sources.add_spark(name="rebalance")
     results: list[RuleResult] = []
-    for check in checks:
-        batch = source.add_dataframe_asset(name=check.table).add_batch_definition_whole_dataframe("whole")
-        suite = context.suites.add(gx.ExpectationSuite(name=f"{check.table}_rules"))
+    for index, (check, frame) in enumerate(parts):
+        name = f"{check.table}_{index}"
+        batch = source.add_dataframe_asset(name=name).add_batch_definition_whole_dataframe("whole")
+        suite = context.suites.add(gx.ExpectationSuite(name=f"{name}_rules"))
         for rule in check.rules:
             suite.add_expectation(expectation(rule))
         definition = context.validation_definitions.add(
-            gx.ValidationDefinition(name=f"{check.table}_validation", data=batch, suite=suite))
+            gx.ValidationDefinition(name=f"{name}_validation", data=batch, suite=suite))
         outcome = definition.run(
-            batch_parameters={"dataframe": frames[check.table]},
+            batch_parameters={"dataframe": frame},
             result_format={"result_format": "SUMMARY", "partial_unexpected_count": SAMPLES,
                            "unexpected_index_column_names": list(check.key)},
         )
@@ -103,7 +107,8 @@ def validate(frames: dict[str, DataFrame], checks: tuple[TableCheck, ...]) -> li
 
 def _result(table: str, rule: Rule, gx_result) -> RuleResult:
     if gx_result is None:
-        return RuleResult(table, rule.name, rule.kind, False, None, None, None, "GX returned no result for the rule")
+        return RuleResult(table, rule.name, rule.kind, False, None, None, None, "GX returned no result for the rule",
+                          rule.scope)
     info = gx_result.exception_info or {}
     # A validation of one expectation reports its exception flat; keep whichever shape GX used.
     if "raised_exception" not in info and info:
@@ -113,5 +118,5 @@ def _result(table: str, rule: Rule, gx_result) -> RuleResult:
     return RuleResult(
         table=table, rule=rule.name, expectation=gx_result.expectation_config.type,
         success=bool(gx_result.success) and error is None, checked_rows=result.get("element_count"),
-        unexpected_count=result.get("unexpected_count"), samples=_samples(result), error=error,
+        unexpected_count=result.get("unexpected_count"), samples=_samples(result), error=error, scope=rule.scope,
     )
