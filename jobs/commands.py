@@ -87,7 +87,7 @@ def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
 _PARSE_FIELDS = (
     "source_file", "line_no", "event_type", "event_ts", "group_id", "member_id", "generation", "reason",
     "client_reason", "template_id", "source_kind", "instance", "broker_id", "client_id", "group_instance_id",
-    "state", "member_count", "level", "message",
+    "state", "member_count", "level", "message", "ts_inferred",
 )
 
 
@@ -112,7 +112,7 @@ def cmd_parse(args: argparse.Namespace, *, progress: Progress) -> int:
     staged = build_silver(raw, resolve_sources(cfg), existing_files=io.empty(spark, "bronze_files"), batch_id=0,
                           now=now, hash_salt=hash_salt(cfg))
     try:
-        events = to_events(staged.parsed).select(*_PARSE_FIELDS)
+        events = to_events(staged.parsed, untimed=True).select(*_PARSE_FIELDS)
         pauses = to_gc_pauses(staged.parsed).select(
             "source_file", "line_no", F.lit("gc_pause").alias("event_type"), F.col("ended_at").alias("event_ts"),
             "instance", "started_at", "duration_ms", "collector", "pause_kind", "cause",

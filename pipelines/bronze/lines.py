@@ -31,6 +31,7 @@ CONTINUATION = (
     r"(?:\s+at |\s+\.\.\. \d+ (?:more|common frames omitted)|\s*Caused by: |\s*Suppressed: |\t|\s+\["
     r"|\s+\d+[.,]\d+: \[|, \d+[.,]\d+ secs\]|Desired survivor size |- age +\d+:"
     r"|(?:now assigned|compare with previously owned|newly added|revoked) partitions: "
+    r"|(?:SEVERE|WARNING|INFO|CONFIG|FINE|FINER|FINEST): "
     r"|(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)(?::|\s*$))"
 )
 
@@ -60,10 +61,12 @@ def with_source_columns(raw: DataFrame) -> DataFrame:
         F.xxhash64("value").alias("line_hash"),
         (F.coalesce(is_candidate(F.col("value")), F.lit(False)) | F.col("torn")).alias("candidate"),
         F.coalesce(F.col("value").rlike(CONTINUATION), F.lit(False)).alias("continuation"),
-        # A WARN or ERROR line may carry a stack trace, and a line ending with ':' a list (`ConsumerConfig values:`):
-        # kept as a possible record head even when it is no candidate.
+        # A WARN or ERROR line may carry a stack trace, a line ending with ':' a list (`ConsumerConfig values:`), and
+        # java.util.logging's time line (`Jul 17, 2026 1:50:29 PM <logger>`) its message: kept as a possible record
+        # head even when it is no candidate.
         (F.col("value").contains("WARN") | F.col("value").contains("ERROR") | F.col("value").endswith(":")
-         | F.col("value").endswith(": ")).alias("may_head"),
+         | F.col("value").endswith(": ") | F.col("value").contains(" PM ") | F.col("value").contains(" AM "))
+        .alias("may_head"),
     ).withColumn(
         "value", F.when(F.col("candidate") | F.col("continuation") | F.col("may_head"), F.col("value"))
     )

@@ -10,8 +10,14 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.bronze.lines import candidate_lines, file_stats, kept_lines, split_stats, with_split_offsets, \
-    with_source_columns
+from pipelines.bronze.lines import (
+    candidate_lines,
+    file_stats,
+    kept_lines,
+    split_stats,
+    with_source_columns,
+    with_split_offsets,
+)
 from pipelines.silver.outputs import accounting, to_events, to_gc_pauses, to_quarantine
 from pipelines.silver.parse import parse_lines
 from pipelines.silver.privacy import pseudonymise

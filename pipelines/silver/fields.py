@@ -24,6 +24,16 @@ def _unwrap(value: Column) -> Column:
     return F.when(~inner.isin(*_ABSENT), inner)
 
 
+# A Kafka Streams client id is `<application.id>-<process UUID>`, its threads' `...-StreamThread-<n>`, and the group
+# of a Streams application is its application.id.
+_STREAMS_CLIENT = r"^(.+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:-StreamThread-\d+)?$"
+
+
+def streams_application(client_id: Column) -> Column:
+    """The application.id in a Kafka Streams client or thread id (null for any other client id)."""
+    return F.nullif(F.regexp_extract(client_id, _STREAMS_CLIENT, 1), F.lit(""))
+
+
 def typed_fields(parts: Column, alternation: Alternation) -> dict[str, Column]:
     """Every typed column of silver_events that a template or the prefix fills, by column name (`parts` is the
     packed match of the alternation, null where no template matched)."""
@@ -31,7 +41,7 @@ def typed_fields(parts: Column, alternation: Alternation) -> dict[str, Column]:
     reason = raw.pop("reason")
     out = dict(raw)
     out.pop("instance_id")
-    out["group_id"] = F.coalesce(raw["group_id"], F.col("_prefix_group_id"))
+    out["group_id"] = F.coalesce(raw["group_id"], F.col("_prefix_group_id"), streams_application(raw["client_id"]))
     out["member_id"] = F.when(raw["member_id"] != "<no ID>", raw["member_id"])
     out["group_instance_id"] = _unwrap(F.coalesce(raw["instance_id"], F.col("_prefix_instance_id")))
     out["client_id"] = F.coalesce(raw["client_id"], F.col("client_id_prefix"))

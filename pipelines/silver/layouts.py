@@ -15,16 +15,22 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.sources import UserLayout, glob_regex
 from pipelines.silver.json_layout import is_json, json_fields, parse_json
 from pipelines.silver.packing import at, literal_array, pack_all
+from pipelines.silver.timestamps import find_level, find_time
+from pipelines.sources import UserLayout, glob_regex
 
 _ISO = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
 _TIME = r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})?"
 # What a CloudWatch export appends after the logger: `,<ingest timestamp>`.
 _CLOUDWATCH = r"(?:,\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})?"
-_KAFKA_PREFIX_START = r"\[(?:Consumer |Worker |GroupCoordinator |GroupMetadataManager |Group Metadata Manager )"
-FIELDS = ("ts", "level", "thread", "logger", "msg")
+_KAFKA_PREFIX_START = (
+    r"(?:\[(?:Consumer |ShareConsumer |Worker |GroupCoordinator |GroupMetadataManager |Group Metadata Manager |GroupId )"
+    r"|stream-(?:thread|client) \[)"
+)
+FIELDS = ("ts", "level", "thread", "logger", "msg", "pre")
+# Layouts that find the message wherever it sits: their time and level are searched in `pre`, the text before it.
+GENERAL = ("anywhere", "librdkafka", "librdkafka_bare")
 
 
 @dataclass(frozen=True)
@@ -47,7 +53,7 @@ LAYOUTS: tuple[Layout, ...] = (
     Layout(
         "kafka_log4j",
         r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (?P<level>[A-Z]+) (?P<msg>.*?)"
-        rf"(?: \((?P<logger>[\w.$-]+)\))?{_CLOUDWATCH}\s*$",
+        rf"(?: \((?P<logger>[\w.$-]+)(?::\d+)?\))?{_CLOUDWATCH}\s*$",
     ),
     # Strimzi's broker layout `%d{yyyy-MM-dd HH:mm:ss,SSS} %p %m (%c) [%t]`.
     Layout(
@@ -72,13 +78,17 @@ LAYOUTS: tuple[Layout, ...] = (
         "logback_time",
         rf"^(?P<ts>{_TIME}) \[(?P<thread>[^\]]*)\] (?P<level>[A-Z]+)\s+(?P<logger>\S+) -{{1,2}} (?P<msg>.*)$",
     ),
-    # Any other layout that puts a time and a level before a Kafka-prefixed message (the lookahead rejects other
-    # lines in one scan).
+    # Any other wrapping of a Kafka-prefixed message (a platform's columns, a container or compose prefix, quoting,
+    # indentation, a layout without a timestamp): the message starts at its Kafka prefix, wherever that is.
+    Layout("anywhere", rf"^(?P<pre>.*?)(?P<msg>{_KAFKA_PREFIX_START}.*)$"),
+    # librdkafka's log line in any wrapper (stderr `%7|<epoch>|FAC|name| `, `RDKAFKA-7-FAC: name: `, a logging
+    # callback): the message follows `[thrd:<thread>]: ` and, for lines about one broker connection, `<broker>/<id>: `.
     Layout(
-        "kafka_prefixed",
-        rf"^(?=[^\n]*{_KAFKA_PREFIX_START}).{{0,60}}?(?P<ts>{_ISO}|{_TIME})\b.{{0,60}}?\b(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b"
-        rf".{{0,120}}?(?P<msg>{_KAFKA_PREFIX_START}.*)$",
+        "librdkafka",
+        r"^(?P<pre>.*?)\[thrd:(?P<thread>[^\]]*)\]: ?(?:[^\s/]+/(?:-?\d+|internal|bootstrap): )?(?P<msg>.*)$",
     ),
+    # librdkafka before 1.0 printed no thread: `%7|<epoch>|FAC|name| msg`, and .NET's `7|<time>|name|FAC| msg`.
+    Layout("librdkafka_bare", r"^(?P<pre>.*?\|[A-Z][A-Z_]{2,}\|(?:[^|]*\|)?) (?P<msg>.*)$"),
     # Anything else: the whole line is the message.
     Layout("plain", r"^(?P<msg>[\s\S]*)$"),
 )
@@ -93,7 +103,10 @@ _ANSI_AND_CONTROLS = r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
 def strip_envelope(value: Column) -> Column:
     """The application's own text: docker json-file lines unwrapped, container prefixes, colours and control
     characters removed (on every line of a multi-line record)."""
-    docker = F.when(value.startswith('{"log":"'), F.regexp_replace(F.get_json_object(value, "$.log"), r"\n$", ""))
+    # A json-file line that is no valid JSON (cut, or hard-wrapped by a terminal) still yields its `log` text.
+    raw_log = F.regexp_extract(value, r'^\{"log":"((?:[^"\\]|\\.)*?)(?:\\n)?(?:"|$)', 1)
+    docker = F.when(value.startswith('{"log":"'), F.coalesce(
+        F.regexp_replace(F.get_json_object(value, "$.log"), r"\n$", ""), F.regexp_replace(raw_log, r'\\"', '"')))
     cleaned = F.regexp_replace(F.coalesce(docker, value), _CRI, "")
     cleaned = F.regexp_replace(cleaned, _COMPOSE, "")
     return F.regexp_replace(cleaned, _ANSI_AND_CONTROLS, "")
@@ -158,45 +171,62 @@ def with_layout(
     json_line = is_json(line) & matched
     alternation = layout_alternation(user_layouts)
     keyed = F.concat(F.coalesce(F.col("instance"), F.lit("")), F.lit("\u0003"), line)
-    df = df.withColumns({
-        "_json": F.when(json_line, parse_json(line)),
-        "_layout_parts": F.when(matched & ~is_json(line), pack_all(keyed, alternation.pattern, alternation.slots)),
-    })
+    df = df.withColumn("_json", F.when(json_line, parse_json(line)))
+    json = json_fields(F.col("_json"), line)
+    # A JSON line whose message sits under a key the JSON layout does not know is read like any other line.
+    json_line = json_line & json["msg"].isNotNull()
+    df = df.withColumn(
+        "_layout_parts", F.when(matched & ~json_line, pack_all(keyed, alternation.pattern, alternation.slots))
+    )
     parts = F.col("_layout_parts")
     wraps = F.slice(parts, len(FIELDS) + 1, len(alternation.names))
     position = F.array_position(F.transform(wraps, lambda x: x != F.lit("")), True)
     # An empty line matches `plain` with an empty wrap group: no position, and so no layout name.
     regex_layout = F.when(position > 0, F.element_at(literal_array(alternation.names), position.cast("int")))
-    json = json_fields(F.col("_json"), line)
     fields = {
-        name: F.when(json_line, json[name]).otherwise(at(parts, index))
+        name: F.when(json_line, json.get(name, F.lit(None))).otherwise(at(parts, index))
         for index, name in enumerate(FIELDS, start=1)
     }
     level = F.upper(F.trim(fields["level"]))
-    return df.select(
+    layout = F.when(json_line, "json").otherwise(F.coalesce(regex_layout, F.lit("plain")))
+    df = df.select(
         *[c for c in df.columns if c not in ("_layout_parts", "_json")],
-        F.when(json_line, "json").otherwise(F.coalesce(regex_layout, F.lit("plain"))).alias("layout"),
+        layout.alias("layout"),
         fields["ts"].alias("ts_text"),
         F.when(level == "WARNING", "WARN").otherwise(level).alias("level"),
         F.trim(fields["thread"]).alias("thread"),
         fields["logger"].alias("logger"),
         F.coalesce(fields["msg"], F.lit("")).alias("msg"),
+        fields["pre"].alias("_pre"),
     )
+    return _read_general(df)
 
 
-def event_time(ts_text: Column, *, tz: Column, day: Column) -> Column:
-    """UTC timestamp from a layout's timestamp text.
+# What may follow a message found by a general layout: a log4j `(logger)` or `(logger:line)`, then a `[thread]`,
+# then an MDC tail (` - app=kafka, server=0`); and quoting or markdown left over from a paste.
+# One separating blank is removed with them, never more: a message may end with an empty field (`partitions `).
+MESSAGE_SUFFIX = r"(?:\s\(([\w$]+(?:\.[\w$]+)+)(?::\d+)?\)(?:\s+\[[^\]]*\])?(?:\s+-\s+[\w.]+=.*)?)?(?:\s*[*`]+)?$"
+_LOGGER_IN_PREFIX = r"((?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*)"
 
-    Text with an offset is absolute; text without one is wall-clock time in the source's zone `tz`; text with
-    only a time of day takes its date from `day` (a yyyy-MM-dd string); 13 digits are epoch milliseconds.
-    """
-    text = F.regexp_replace(F.regexp_replace(ts_text, ",", "."), "T", " ")
-    text = F.when(text.rlike(r"^\d\d:\d\d:\d\d"), F.concat_ws(" ", day, text)).otherwise(text)
-    has_offset = text.rlike(r"(Z|[+-]\d\d:?\d\d)$")
-    absolute = F.coalesce(
-        F.try_to_timestamp(text, F.lit("yyyy-MM-dd HH:mm:ss[.SSSSSSSSS][.SSSSSS][.SSS]XXX")),
-        F.try_to_timestamp(text, F.lit("yyyy-MM-dd HH:mm:ss[.SSSSSSSSS][.SSSSSS][.SSS]XX")),
-    )
-    local = F.try_to_timestamp(text, F.lit("yyyy-MM-dd HH:mm:ss[.SSSSSSSSS][.SSSSSS][.SSS]"))
-    epoch_ms = F.timestamp_millis(F.when(text.rlike(r"^\d{13}$"), text.try_cast("long")))
-    return F.when(has_offset, absolute).when(text.rlike(r"^\d{13}$"), epoch_ms).otherwise(F.to_utc_timestamp(local, tz))
+
+def _read_general(df: DataFrame) -> DataFrame:
+    """For lines read by a general layout: the time and level searched in the text before the message, the logger
+    from the message's end or its prefix, and the message without what a platform or a paste put around it."""
+    general = F.col("layout").isin(*GENERAL)
+    pre, msg = F.coalesce(F.col("_pre"), F.lit("")), F.col("msg")
+    # A message that opened a quoted column or JSON string ends at the first unescaped quote; one that opened a
+    # pipe- or tab-separated column, at the next separator.
+    quoted = F.regexp_extract(msg, r'^((?:[^"\\]|\\.)*)"', 1)
+    msg = (F.when(pre.endswith('"') & msg.contains('"'), quoted)
+           .when(pre.endswith("|"), F.substring_index(msg, "|", 1))
+           .when(pre.endswith("\t"), F.substring_index(msg, "\t", 1)).otherwise(msg))
+    cleaned = F.regexp_replace(msg, MESSAGE_SUFFIX, "")
+    logger = F.coalesce(F.nullif(F.regexp_extract(msg, MESSAGE_SUFFIX, 1), F.lit("")),
+                        F.nullif(F.regexp_extract(pre, _LOGGER_IN_PREFIX, 1), F.lit("")))
+    return df.withColumns({
+        "ts_text": F.when(general, F.coalesce(F.col("ts_text"), find_time(pre))).otherwise(F.col("ts_text")),
+        "level": F.when(general, F.coalesce(F.col("level"), find_level(pre))).otherwise(F.col("level")),
+        "logger": F.when(general, F.coalesce(F.col("logger"), logger)).otherwise(F.col("logger")),
+        "msg": F.when(general, cleaned).otherwise(F.col("msg")),
+    }).drop("_pre")
+

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-
 # The settings of a `ConsumerConfig values:` record (event client_config) kept in silver_events.settings: those that
 # decide when a member leaves or is removed and how the group rebalances. Ids have their own columns (group_id,
 # client_id, group_instance_id); addresses, paths and credentials are left out.
@@ -25,14 +24,19 @@ def config_settings(text: Column) -> Column:
     return F.map_filter(settings, lambda _k, v: v != "")
 
 
-def to_events(parsed: DataFrame) -> DataFrame:
-    """Rows for silver_events: one typed event per record that matched a template and has a time."""
+def to_events(parsed: DataFrame, *, untimed: bool = False) -> DataFrame:
+    """Rows for silver_events: one typed event per record that matched a template and has a time (with `untimed`,
+    also those whose time is unknown, as `rebalance parse` shows them; the tables keep them in quarantine)."""
     config = F.col("event_type") == "client_config"
     # The text of the whole record: a joined multi-line record, or one JSON message with embedded line breaks.
     record = F.concat_ws("\n", "body", "continued")
     # A consumer without a group (assign() only, Kafka Streams' restore consumer) prints `group.id = null`.
     group_id = F.when(~config | (F.col("group_id") != "null"), F.col("group_id"))
-    return parsed.filter(F.col("disposition") == "event").select(
+    keep = F.col("disposition") == "event"
+    if untimed:
+        keep = keep | (F.col("template_id").isNotNull() & F.col("event_ts").isNull()
+                       & (F.col("event_type") != "noise"))
+    return parsed.filter(keep).select(
         F.col("line_id").alias("event_id"), "event_ts", "event_type", "template_id", "source_kind",
         group_id.alias("group_id"),
         "member_id", "generation", "state", "reason", "client_reason", "member_count", "static_count", "broker_id",
@@ -40,7 +44,7 @@ def to_events(parsed: DataFrame) -> DataFrame:
         "coordinator", "error", "epoch", "partitions", "topics", "members", "group_epoch", "member_epoch",
         "previous_member_epoch", "target_epoch", "previous_state", "group_protocol", "revoked_partitions", "level",
         "logger", "thread", F.col("body").alias("message"), "instance", "source_file", "line_no", "record_lines",
-        "batch_id", "ingested_at", F.when(config, config_settings(record)).alias("settings"),
+        "batch_id", "ingested_at", F.when(config, config_settings(record)).alias("settings"), "ts_inferred",
     )
 
 

@@ -9,16 +9,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from pipelines.bronze.literals import contains_any
 from pipelines.silver.fields import typed_fields
 from pipelines.silver.gc import with_gc_pause
-from pipelines.silver.layouts import event_time, strip_envelope, with_layout
-from pipelines.sources import UserLayout
-from pipelines.bronze.literals import contains_any
+from pipelines.silver.layouts import MESSAGE_SUFFIX, strip_envelope, with_layout
 from pipelines.silver.packing import at, literal_array, literal_map, pack_all
-from pipelines.silver.templates import Alternation, CompiledTemplate, build_alternation, load_templates
+from pipelines.silver.templates import SEARCH_MARK, Alternation, CompiledTemplate, build_alternation, load_templates
+from pipelines.silver.timestamps import event_time, find_level, find_time
+from pipelines.sources import UserLayout
 
 # The Kafka prefixes of a message: broker coordinators (classic and new) and the Java client's LogContext
 # (consumers; Kafka Connect workers use the same group code).
@@ -26,7 +27,9 @@ KAFKA_PREFIX = (
     r"^(?:\[GroupCoordinator (?:id=)?(\d+)(?: topic=\S+ partition=(\d+))?\]:? "
     r"|\[GroupMetadataManager brokerId=(\d+)\] "
     r"|\[Group Metadata Manager on Broker (\d+)\]: "
-    r"|\[(?:Consumer|Worker) (?:instanceId=([^,\]]*), )?clientId=([^,\]]*), groupId=([^\]]*)\] )?([\s\S]*)$"
+    r"|(?:\[[^\]\s|]+\|(?:task-\d+|worker)\] )?"  # Kafka Connect's connector context (`[my-sink|task-0] `)
+    r"\[(?:Consumer|ShareConsumer|Worker) (?:instanceId=([^,\]]*), )?clientId=([^,\]]*), groupId=([^\]]*)\] )?"
+    r"([\s\S]*)$"
 )
 # A line no template knows is quarantined (not dropped as noise) when it looks like it is about groups.
 RELEVANT_LOGGER = (
@@ -37,6 +40,9 @@ RELEVANT_TEXT = (
     r"(?i)(groupcoordinator|groupmetadatamanager|rebalanc|\bgeneration\b|\bgroup\b.*\bmember|\bmember\b.*\bgroup"
     r"|heartbeat|leavegroup|joingroup|\[GroupId)"
 )
+_JUL_RECORD = r"^([^\n]* [AP]M [^\n]*)\n((?:SEVERE|WARNING|INFO|CONFIG|FINE|FINER|FINEST): )"
+# .NET's Microsoft.Extensions.Logging console format: `info: Category[event id]`, the message indented below.
+_MEL_RECORD = r"^((?:trce|dbug|info|warn|fail|crit): [^\n]*\[\d+\])\n\s+"
 # The logger that log4j's `(%c)` appends to the last line of a multi-line message.
 _TRAILING_LOGGER = r"\s\(([\w.$-]+)\)\s*$"
 
@@ -64,7 +70,10 @@ def _with_record(lines: DataFrame) -> DataFrame:
         lines = lines.withColumn("record_lines", F.lit(1).cast("long"))
     if "torn" not in lines.columns:
         lines = lines.withColumn("torn", F.lit(False))
-    parsed = lines.withColumn("_text", strip_envelope(F.col("value")))
+    # java.util.logging's SimpleFormatter prints the time and logger on one line and `LEVEL: message` on the next:
+    # the two are read as one line.
+    text = F.regexp_replace(strip_envelope(F.col("value")), _JUL_RECORD, "$1 $2")
+    parsed = lines.withColumn("_text", F.regexp_replace(text, _MEL_RECORD, "$1 "))
     text = F.col("_text")
     newline = F.instr(text, "\n")
     return parsed.select(
@@ -120,9 +129,17 @@ def parse_lines(
     maybe_template = ~(F.col("gc_duration_ms").isNotNull() | F.col("gc_noise")) & contains_any(
         body_full, [t.literal for t in templates]
     )
-    parsed = parsed.withColumn(
-        "_parts", F.when(maybe_template, pack_all(body_full, alternation.pattern, alternation.slots))
-    )
+    # A line no layout knows (a prefix the parser has never seen, a stripped paste, a client without a Kafka
+    # prefix) may still hold a known message: its templates are searched anywhere in it (the same regex, told so by
+    # a mark), and its time and level in the whole line.
+    unknown = F.col("layout") == "plain"
+    searched = F.when(unknown, F.concat(F.lit(SEARCH_MARK), F.regexp_replace(body_full, MESSAGE_SUFFIX, "")))
+    parsed = parsed.withColumns({
+        "_parts": F.when(maybe_template, pack_all(F.coalesce(searched, body_full), alternation.searching,
+                                                  alternation.slots)),
+        "ts_text": F.coalesce(F.col("ts_text"), F.when(unknown, find_time(F.col("msg")))),
+        "level": F.coalesce(F.col("level"), F.when(unknown, find_level(F.col("msg")))),
+    })
     matched = _matched_template(F.col("_parts"), alternation)
     required_level = F.element_at(
         literal_map({t.template.id: t.template.level for t in templates if t.template.level}), matched
@@ -137,9 +154,40 @@ def parse_lines(
         *[expr.alias(name) for name, expr in typed_fields(parts, alternation).items()],
         _lookup(template_id, templates, "event").alias("event_type"),
         F.when(template_id.isNotNull(), _lookup(template_id, templates, "kind")).alias("source_kind"),
-        event_time(F.col("ts_text"), tz=tz, day=day).alias("event_ts"),
+        event_time(F.col("ts_text"), tz=tz, day=day).alias("_own_ts"),
     )
+    parsed = parsed.transform(_with_inferred_time).transform(_with_file_group)
     return parsed.select(*[c for c in parsed.columns if not c.startswith("_")], *_disposition(template_id))
+
+
+# A record without a time of its own takes the time of the nearest timestamped record of its file, when the records
+# around it agree within this many seconds (else the time is unknown and the record is kept without one).
+INFERRED_TIME_SPREAD_S = 300
+
+
+def _with_inferred_time(parsed: DataFrame) -> DataFrame:
+    """`event_ts` (the record's own time, or one inferred from its neighbours in the file) and `ts_inferred`."""
+    in_file = Window.partitionBy("source_file").orderBy("line_no")
+    own = F.col("_own_ts")
+    before = F.last(own, ignorenulls=True).over(in_file.rowsBetween(Window.unboundedPreceding, -1))
+    after = F.first(own, ignorenulls=True).over(in_file.rowsBetween(1, Window.unboundedFollowing))
+    spread = F.abs(F.unix_timestamp(after) - F.unix_timestamp(before))
+    agreed = F.when(spread.isNull() | (spread <= INFERRED_TIME_SPREAD_S), F.coalesce(before, after))
+    inferred = F.when(own.isNull() & F.col("template_id").isNotNull(), agreed)
+    return parsed.withColumns({
+        "event_ts": F.coalesce(own, inferred),
+        "ts_inferred": F.when(F.col("template_id").isNotNull(), own.isNull() & inferred.isNotNull()),
+    })
+
+
+def _with_file_group(parsed: DataFrame) -> DataFrame:
+    """A client line that names no group (librdkafka's poll timeout, a stripped excerpt) is about the group that
+    every other line of its file names, when they name exactly one."""
+    groups = F.collect_set(F.when(F.col("source_kind") == "client", F.col("group_id"))).over(
+        Window.partitionBy("source_file"))
+    fill = F.when((F.col("source_kind") == "client") & F.col("group_id").isNull() & (F.size(groups) == 1),
+                  F.element_at(groups, 1))
+    return parsed.withColumn("group_id", F.coalesce(F.col("group_id"), fill))
 
 
 def _disposition(template_id: Column) -> list[Column]:

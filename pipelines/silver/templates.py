@@ -57,6 +57,8 @@ COMPONENTS = ("broker_classic", "broker_new", "client_classic", "client_kip848")
 # After a template: an optional final period, trailing blanks, and any later lines of the record (a stack trace).
 TAIL = r"\.?\s*(?:\n[\s\S]*)?$"
 
+# Starts a text whose templates may sit anywhere in it (a control character no cleaned line holds).
+SEARCH_MARK = "\u0004"
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _VERSION = r"\d+\.\d+(?:\.\d+)?"
 _VERSIONS = re.compile(rf"^(?:all|{_VERSION}(?:-{_VERSION})?(?:, {_VERSION}(?:-{_VERSION})?)*)$")
@@ -161,6 +163,8 @@ def load_templates() -> tuple[CompiledTemplate, ...]:
 
 class Alternation(BaseModel):
     """All templates as one anchored regex `^(?:(T1)|(T2)|...)<tail>`: one pass finds the template and its fields.
+    `searching` is the same regex (same groups) that also finds the templates anywhere in a text that starts with
+    SEARCH_MARK; on any other text it is the anchored regex.
 
     `wrap_groups[i]` is the group that wraps template i (non-empty exactly when it matched); `field_groups`
     maps template id -> field -> absolute group number. `slots` is how a packed match holds them: one slot per wrap
@@ -171,6 +175,7 @@ class Alternation(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     pattern: str
+    searching: str
     template_ids: tuple[str, ...]
     wrap_groups: tuple[int, ...]
     field_groups: dict[str, dict[str, int]]
@@ -205,6 +210,7 @@ def build_alternation(templates: tuple[CompiledTemplate, ...]) -> Alternation:
     if count != next_group - 1:
         raise ValueError(f"template groups miscounted: regex has {count}, expected {next_group - 1}")
     return Alternation(
-        pattern=pattern, template_ids=tuple(t.template.id for t in templates), wrap_groups=tuple(wraps),
+        pattern=pattern, searching=pattern.replace("^(?:", "^(?:" + SEARCH_MARK + "[\\s\\S]*?)?(?:", 1),
+        template_ids=tuple(t.template.id for t in templates), wrap_groups=tuple(wraps),
         field_groups=fields, group_count=count,
     )

@@ -1,0 +1,301 @@
+"""Real public log excerpts (tests/data/real-excerpts): how many group-related lines become typed events with the
+right group, and whether the pipeline's verdicts contain the cause the excerpt's thread established.
+
+    python -m bench.excerpts [--root tests/data/real-excerpts] [--no-causes] [--out FILE.md] [--show-misses]
+
+Each excerpt is a folder with one file per process and a `label.yml` written before parsing (see the folder's
+README.md). Lines are measured as `rebalance parse` reads them: the whole corpus in one batch through the pipeline's
+bronze-to-silver build. Causes are measured as `rebalance run` decides them: each labelled excerpt alone, through the
+batch oracle (`pipelines.batch.build_batch`), every file of the excerpt an instance folder of its own (a `gc*` file
+joins the process of the same suffix: `gc.log` with `consumer.log`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import shutil
+import sys
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "tests" / "data" / "real-excerpts"
+
+
+class LabelledLine(BaseModel):
+    """One group-related line: its file, 1-based line number, and the group it is about (None: names none)."""
+
+    model_config = ConfigDict(extra="forbid")
+    file: str
+    line: int
+    group: str | None = None
+
+
+class Label(BaseModel):
+    """What a person established about an excerpt before any parsing."""
+
+    model_config = ConfigDict(extra="forbid")
+    source: str
+    title: str
+    family: str
+    layout: str
+    kafka_version: str | None = None
+    client_kind: str | None = None
+    group_type: str = "consumer"
+    date: dt.date | None = None
+    cause: str | None = None
+    cause_detail: str | None = None
+    cause_basis: str | None = None
+    lines: list[LabelledLine] = []
+
+
+@dataclass
+class Excerpt:
+    """A folder of the corpus with its label."""
+
+    folder: Path
+    label: Label
+
+    @property
+    def name(self) -> str:
+        return self.folder.name
+
+    @property
+    def files(self) -> list[Path]:
+        return sorted(p for p in self.folder.iterdir() if p.is_file() and p.name != "label.yml")
+
+
+def load_corpus(root: Path = DEFAULT_ROOT) -> list[Excerpt]:
+    """Every excerpt folder under `root` (folders without a label.yml are skipped)."""
+    excerpts = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        label_file = folder / "label.yml"
+        if label_file.is_file():
+            excerpts.append(Excerpt(folder, Label.model_validate(yaml.safe_load(label_file.read_text()))))
+    return excerpts
+
+
+@dataclass
+class LineResult:
+    """The parser's outcome for one labelled line."""
+
+    excerpt: str
+    family: str
+    file: str
+    line: int
+    group: str | None
+    outcome: str  # event, wrong_group, quarantined, noise
+    got_group: str | None = None
+    raw: str = ""
+
+
+def _source_rules(excerpts: list[Excerpt], instance_of: dict[str, str]) -> list[dict[str, Any]]:
+    """Source rules that give undated excerpts the date their thread implies."""
+    rules = []
+    for ex in excerpts:
+        if ex.label.date:
+            for instance in sorted({instance_of[str(f)] for f in ex.files}):
+                rules.append({"instances": instance, "date": ex.label.date.isoformat()})
+    return rules + [{"instances": "*", "tz": "UTC"}]
+
+
+def measure_lines(spark: Any, excerpts: list[Excerpt]) -> list[LineResult]:
+    """Parse every excerpt in one batch and judge each labelled line."""
+    from pyspark.sql import functions as F
+
+    from pipelines import io
+    from pipelines.config import load_config
+    from pipelines.silver.build import build_silver
+    from pipelines.sources import resolve_sources
+
+    work = Path(tempfile.mkdtemp(prefix="excerpts-"))
+    try:
+        instance_of: dict[str, str] = {}
+        copies: dict[tuple[str, str], Path] = {}
+        for ex in excerpts:
+            for f in ex.files:
+                target = work / ex.name / f.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(f, target)
+                instance_of[str(f)] = ex.name
+                copies[(ex.name, f.name)] = target
+        cfg = load_config(None, {"sources": _source_rules(excerpts, instance_of)})
+        raw = io.read_files(spark, sorted(copies.values()))
+        batch = build_silver(raw, resolve_sources(cfg), existing_files=io.empty(spark, "bronze_files"),
+                             batch_id=0, now=F.current_timestamp())
+        rows = batch.parsed.select(
+            "instance", F.element_at(F.split("source_file", "/"), -1).alias("file"), "line_no", "record_lines",
+            "disposition", "quarantine_reason", "group_id", "event_type", "template_id",
+        ).collect()
+        batch.unpersist()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    by_line: dict[tuple[str, str, int], Any] = {}
+    for r in rows:
+        for offset in range(r["record_lines"] or 1):
+            by_line.setdefault((r["instance"], r["file"], r["line_no"] + offset), r)
+    results = []
+    for ex in excerpts:
+        texts = {f.name: f.read_text(errors="replace").splitlines() for f in ex.files}
+        for lab in ex.label.lines:
+            row = by_line.get((ex.name, lab.file, lab.line))
+            raw = texts.get(lab.file, [""] * lab.line)[lab.line - 1] if lab.line <= len(texts.get(lab.file, [])) \
+                else ""
+            outcome, got = _judge(row, lab.group)
+            results.append(LineResult(ex.name, ex.label.family, lab.file, lab.line, lab.group, outcome, got, raw))
+    return results
+
+
+def _judge(row: Any, group: str | None) -> tuple[str, str | None]:
+    """`event` for a line typed with the right group (with or without a time: `rebalance parse` shows both)."""
+    if row is None:
+        return "noise", None
+    typed = row["template_id"] is not None and row["event_type"] != "noise"
+    if typed:
+        if group is None or row["group_id"] == group or row["group_id"] is None and _redacted(group):
+            return "event", row["group_id"]
+        return "wrong_group", row["group_id"]
+    if row["disposition"] == "quarantine":
+        return "quarantined", row["group_id"]
+    return "noise", None
+
+
+def _redacted(group: str) -> bool:
+    return set(group) <= {"*", "x", "X", "."}
+
+
+@dataclass
+class CauseResult:
+    """The pipeline's verdicts for one excerpt whose thread established a cause."""
+
+    excerpt: str
+    family: str
+    cause: str
+    verdicts: list[str] = field(default_factory=list)
+
+    @property
+    def agrees(self) -> bool:
+        return self.cause in self.verdicts
+
+
+def _instance(file_name: str) -> str:
+    stem = file_name.split(".")[0]
+    return "consumer" + stem[2:] if stem.startswith("gc") else stem
+
+
+def measure_causes(spark: Any, excerpts: list[Excerpt]) -> list[CauseResult]:
+    """Run the batch pipeline over each excerpt with a labelled cause; collect the causes of its rebalances."""
+    from pipelines.batch import build_batch
+    from pipelines.config import load_config
+
+    results = []
+    for ex in excerpts:
+        if not ex.label.cause:
+            continue
+        work = Path(tempfile.mkdtemp(prefix="excerpt-"))
+        try:
+            for f in ex.files:
+                target = work / "landing" / _instance(f.name) / f.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(f, target)
+            rules = [{"instances": "*", "tz": "UTC", **({"date": ex.label.date.isoformat()} if ex.label.date else {})}]
+            cfg = load_config(None, {"landing": work / "landing", "lakehouse": work / "lakehouse",
+                                     "sources": rules})
+            tables = build_batch(spark, cfg)
+            verdicts = sorted({r["cause"] for r in tables["gold_rebalances"].select("cause").collect()})
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        results.append(CauseResult(ex.name, ex.label.family, ex.label.cause, verdicts))
+    return results
+
+
+def _table(title: str, rows: dict[str, list[bool]]) -> list[str]:
+    out = [f"| {title} | n | right | share |", "|---|---:|---:|---:|"]
+    for key in sorted(rows):
+        oks = rows[key]
+        out.append(f"| {key} | {len(oks)} | {sum(oks)} | {sum(oks) / len(oks):.0%} |")
+    total = [ok for oks in rows.values() for ok in oks]
+    if total:
+        out.append(f"| **all** | {len(total)} | {sum(total)} | {sum(total) / len(total):.1%} |")
+    return out
+
+
+def report(lines: list[LineResult], causes: list[CauseResult] | None, *, show_misses: bool = False) -> str:
+    """Markdown: line coverage per layout family, verdict agreement per cause and per family."""
+    per_family: dict[str, list[bool]] = defaultdict(list)
+    for r in lines:
+        per_family[r.family].append(r.outcome == "event")
+    out = ["## Group-related lines that became typed events with the right group", ""]
+    out += _table("layout family", per_family)
+    outcomes: dict[str, int] = defaultdict(int)
+    for r in lines:
+        outcomes[r.outcome] += 1
+    out += ["", "Outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))]
+    if causes is not None:
+        per_cause: dict[str, list[bool]] = defaultdict(list)
+        per_cfam: dict[str, list[bool]] = defaultdict(list)
+        for c in causes:
+            per_cause[c.cause].append(c.agrees)
+            per_cfam[c.family].append(c.agrees)
+        out += ["", "## Excerpts whose labelled cause is among the pipeline's verdicts", ""]
+        out += _table("labelled cause", per_cause) + [""] + _table("layout family", per_cfam)
+        found = sum(1 for c in causes if c.verdicts)
+        out += ["", f"A rebalance found for {found} of {len(causes)} excerpts."]
+    if show_misses:
+        out += ["", "## Misses", ""]
+        out += [f"- {r.excerpt}/{r.file}:{r.line} {r.outcome} (want {r.group}, got {r.got_group}): `{r.raw[:200]}`"
+                for r in lines if r.outcome != "event"]
+        if causes:
+            out += [f"- {c.excerpt}: want {c.cause}, got {c.verdicts}" for c in causes if not c.agrees]
+    return "\n".join(out)
+
+
+def line_share(lines: list[LineResult]) -> float:
+    """The share of labelled lines that became events with the right group."""
+    return sum(r.outcome == "event" for r in lines) / len(lines) if lines else 0.0
+
+
+def cause_share(causes: list[CauseResult]) -> float:
+    """The share of cause-labelled excerpts whose cause is among the verdicts."""
+    return sum(c.agrees for c in causes) / len(causes) if causes else 0.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure the corpus and print (or write) the report."""
+    parser = argparse.ArgumentParser(prog="python -m bench.excerpts", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="corpus folder")
+    parser.add_argument("--no-causes", action="store_true", help="measure lines only (one batch; fast)")
+    parser.add_argument("--show-misses", action="store_true", help="list every line and excerpt that missed")
+    parser.add_argument("--only", help="comma-separated excerpt folder prefixes to measure")
+    parser.add_argument("--out", type=Path, help="also write the report to this markdown file")
+    args = parser.parse_args(argv)
+    from pipelines.config import load_config
+    from pipelines.spark import get_spark
+
+    excerpts = load_corpus(args.root)
+    if args.only:
+        prefixes = tuple(args.only.split(","))
+        excerpts = [e for e in excerpts if e.name.startswith(prefixes)]
+    if not excerpts:
+        print(f"no labelled excerpts under {args.root}", file=sys.stderr)
+        return 2
+    spark = get_spark(load_config())
+    print(f"{len(excerpts)} excerpts, {sum(len(e.label.lines) for e in excerpts)} labelled lines", file=sys.stderr)
+    lines = measure_lines(spark, excerpts)
+    causes = None if args.no_causes else measure_causes(spark, excerpts)
+    text = report(lines, causes, show_misses=args.show_misses)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
