@@ -7,6 +7,7 @@ from pydantic import ValidationError
 
 from pipelines.silver.templates import (
     COMPONENTS,
+    SEARCH_MARK,
     Template,
     build_alternation,
     compile_template,
@@ -56,7 +57,8 @@ def test_component_files_hold_every_row_once_in_match_order():
     rows = [t for component in COMPONENTS for t in load_rows(component)]
     assert [t.template.id for t in load_templates()] == [t.id for t in rows]
     assert {t.kind for t in load_rows("broker_classic") + load_rows("broker_new")} == {"broker"}
-    assert {t.kind for t in load_rows("client_classic") + load_rows("client_kip848")} == {"client"}
+    clients = ("client_classic", "client_kip848", "client_librdkafka", "client_streams", "client_connect")
+    assert {t.kind for c in clients for t in load_rows(c)} == {"client"}
 
 
 CATALOG = SHARED / "kafka-logs" / "templates.tsv"
@@ -71,7 +73,16 @@ NOT_IN_CATALOG = {
     "k_hb_unreleased_instance", "k_leave_completed", "k_commit_without_epoch",
     # AbstractConfig.logAll's `ConsumerConfig values:` record (3.9.2 and 4.1.2 lab logs), not a group wording.
     "c_config_protocol", "c_config_static", "c_config",
+    # Checked against apache/kafka's source directly: the catalog keeps DEBUG 0.9-0.11 heartbeat lines and the
+    # 3.9 share consumer out, and no pause-flag or `Rebalance failed.` row.
+    "c_hb_rebalancing_0_9", "c_hb_generation_0_9", "c_hb_unknown_member_0_9", "c_hb_coordinator_0_9",
+    "c_hb_rebalancing_0_10", "c_hb_generation_0_10", "c_hb_unknown_member_0_10", "c_hb_coordinator_0_10",
+    "c_pause_flag_revoked", "c_pause_flag_lost", "c_rebalance_failed_2_7",
+    "k_share_poll_timeout", "k_share_non_member_fatal", "k_share_leave_completed", "k_share_leave_timeout",
 }
+# Components the catalog covers (broker and Java consumer); librdkafka, Streams and Connect rows were checked
+# against their own sources (see each file's header).
+CATALOGUED = ("broker_classic", "broker_new", "client_classic", "client_kip848")
 
 
 def _catalog_regexes() -> list[re.Pattern[str]]:
@@ -91,10 +102,119 @@ def _catalog_regexes() -> list[re.Pattern[str]]:
 def test_every_row_renders_a_wording_of_the_catalog():
     catalog = _catalog_regexes()
     orphans = []
+    catalogued = {t.id for component in CATALOGUED for t in load_rows(component)}
     for t in load_templates():
-        if t.template.id in NOT_IN_CATALOG:
+        if t.template.id in NOT_IN_CATALOG or t.template.id not in catalogued:
             continue
         sample = re.sub(r"\{(\w+)\}", lambda m: "" if m.group(1).startswith("_") else "v", t.template.text)
         if not any(c.match(sample) for c in catalog):
             orphans.append(t.template.id)
     assert orphans == []
+
+
+NEW_COMPONENTS = ("client_librdkafka", "client_streams", "client_connect")
+
+
+@pytest.mark.parametrize("component", NEW_COMPONENTS)
+def test_each_new_component_is_loaded_and_compiles(component):
+    rows = load_rows(component)
+    assert len(rows) >= 10
+    assert component in COMPONENTS
+    assert COMPONENTS.index(component) > COMPONENTS.index("client_kip848")
+    for row in rows:
+        compiled = compile_template(row)
+        re.compile(compiled.pattern)
+        assert len(compiled.literal) >= 5, row.id
+
+
+# Message bodies from tests/data/real-excerpts (after the layout and the Kafka prefix), the template the
+# alternation picks for each, and some of its fields.
+REAL_BODIES = [
+    ("Application maximum poll interval (300000ms) exceeded by 226ms (adjust max.poll.interval.ms for long-running "
+     "message processing): leaving group", "r_maxpoll", {}),
+    ("Consumer group session timed out (in join-state steady) after 10263 ms without a successful response from the "
+     "group coordinator (broker 2, last error was Local: Broker transport failure): revoking assignment and rejoining "
+     "group", "r_session_timeout", {"state": "steady", "reason": "Local: Broker transport failure"}),
+    ('Group "eta-calculator-kafka-consumer-rebalancer" heartbeat error response in state up (join-state steady, 3 '
+     "partition(s) assigned): Broker: Group rebalance in progress", "r_heartbeat_error",
+     {"group_id": "eta-calculator-kafka-consumer-rebalancer", "reason": "Broker: Group rebalance in progress"}),
+    ('Group "CONSUMER-0.redacted" heartbeat error response in state up (join state started, 3 partition(s) '
+     "assigned): Broker: Group rebalance in progress", "r_heartbeat_error_0_9", {"group_id": "CONSUMER-0.redacted"}),
+    ('Heartbeat for group "my_consumer_unique_id" generation id 22', "r_heartbeat",
+     {"group_id": "my_consumer_unique_id", "generation": "22"}),
+    ('Group "myGroup" changed state init -> query-coord (v1, join-state init)', "r_state_0_9_3",
+     {"previous_state": "init", "state": "query-coord"}),
+    ('Group "SameGroup" changed join state wait-join -> wait-metadata (v1, state up)', "r_join_state_0_9_3",
+     {"previous_state": "wait-join", "state": "wait-metadata"}),
+    ('Group "test-group" changed join state wait-metadata -> init (state up)', "r_join_state",
+     {"previous_state": "wait-metadata", "state": "init"}),
+    ('Group "g1" changed join state assigned -> wait-rebalance_cb', "r_join_state_0_9_0",
+     {"state": "wait-rebalance_cb"}),
+    ('Group "myGroup" coordinator is 10.1.1.22:9092 id 3', "r_coordinator_is", {"coordinator": "10.1.1.22:9092"}),
+    ('Group "my_consumer_unique_id": leave (in state up)', "r_leave", {"state": "up"}),
+    ('Group "test-group" initiating rebalance (NONE) in state up (join-state wait-metadata) with 0 assigned '
+     "partition(s): Metadata for subscribed topic(s) has changed", "r_initiating_rebalance",
+     {"reason": "Metadata for subscribed topic(s) has changed"}),
+    ('Group "consumer_group_name" is rebalancing (EAGER) in state up (join-state steady) with 1 assigned '
+     "partition(s): rebalance in progress", "r_is_rebalancing", {"reason": "rebalance in progress"}),
+    ('Group "CONSUMER-0.redacted" is rebalancing in state up (join-state started) with assignment: group is '
+     "rebalancing", "r_is_rebalancing_1_0", {"reason": "group is rebalancing"}),
+    ('Group "CONSUMER-0.redacted": delegating revoke of 3 partition(s) to application rebalance callback on queue '
+     "rd_kafka_cgrp_new: group is rebalancing", "r_delegating_revoke_0_9", {"reason": "group is rebalancing"}),
+    ("JoinGroup response: GenerationId 1, Protocol range, LeaderId rdkafka-a3bd (me), my MemberId rdkafka-a3bd, "
+     "member metadata count 1: (no error)", "r_joingroup_response",
+     {"generation": "1", "member_id": "rdkafka-a3bd", "protocol": "range"}),
+    ("JoinGroup response: GenerationId -1, Protocol , LeaderId , my MemberId rdkafka-6ebc, member metadata count 0: "
+     "Broker: Group member needs a valid member ID", "r_joingroup_response_error",
+     {"reason": "Broker: Group member needs a valid member ID"}),
+    ('Joining group "test_proxcon_0001" with 1 subscribed topic(s) and member id ""', "r_joining",
+     {"group_id": "test_proxcon_0001", "member_id": ""}),
+    ('Group "group": synchronization failed: Broker: Group rebalance in progress: rejoining', "r_sync_failed",
+     {"reason": "Broker: Group rebalance in progress"}),
+    ("Heartbeat failed: REBALANCE_IN_PROGRESS: group is rebalancing", "r_heartbeat_failed_0_11",
+     {"error": "REBALANCE_IN_PROGRESS", "reason": "group is rebalancing"}),
+    ("Timed out HeartbeatRequest in flight (after 31946ms, timeout #0)", "r_heartbeat_timed_out", {}),
+    ('Group "new_cons_gp": Rejoining group without an assignment: Metadata for subscribed topic(s) has changed',
+     "r_rejoining", {"reason": "Metadata for subscribed topic(s) has changed"}),
+    ('Group "RATE-0755.DZ": subscribe to new subscription of 1 topics (join state init)', "r_subscribe_0_9", {}),
+    ("stream-thread [wordcount-application-6f260d17-7347-4e80-94ad-786753f4d683-StreamThread-1] State transition "
+     "from RUNNING to PARTITIONS_REVOKED", "s_thread_state",
+     {"client_id": "wordcount-application-6f260d17-7347-4e80-94ad-786753f4d683-StreamThread-1",
+      "previous_state": "RUNNING", "state": "PARTITIONS_REVOKED"}),
+    ("stream-client [restproxy-otp-verification-c51bd44a-6b3d-4602-ae0c-cc4cdcc75bf4]State transition from RUNNING "
+     "to REBALANCING", "s_client_state_1_0", {"state": "REBALANCING"}),
+    ("stream-client [q-030e833a-12f2-43b6-a31c-1d8afb59e9a6] State transition from REBALANCING to RUNNING",
+     "s_client_state", {"client_id": "q-030e833a-12f2-43b6-a31c-1d8afb59e9a6", "state": "RUNNING"}),
+    ("stream-thread [app-StreamThread-2] Detected that the thread is being fenced. This implies that this thread "
+     "missed a rebalance and dropped out of the consumer group. Will close out all assigned tasks and rejoin the "
+     "consumer group.", "s_fenced", {"client_id": "app-StreamThread-2"}),
+    ("Decided on assignment: {030e833a=[activeTasks: ([0_0])]} with no followup probing rebalance.", "s_decided", {}),
+    ("Current config state offset -1 does not match group assignment 1. Forcing rebalance.", "w_config_forcing", {}),
+    ("Joined group at generation 4 with protocol version 2 and got assignment: Assignment{error=0, offset=7} with "
+     "rebalance delay: 0", "w_joined", {"generation": "4"}),
+    ("Rebalance started", "w_rebalance_started", {}),
+    ("Connector http-sink config removed", "w_connector_removed", {}),
+    ("The pause flag in partitions [topic-1, topic-0] will be removed due to revocation.", "c_pause_flag_revoked",
+     {"partitions": "topic-1, topic-0"}),
+    ("Attempt to heart beat failed since the group is rebalancing, try to re-join group.", "c_hb_rebalancing_0_9", {}),
+]
+
+
+@pytest.mark.parametrize(("body", "template_id", "fields"), REAL_BODIES)
+def test_real_bodies_take_their_template_and_fields(body, template_id, fields):
+    alternation = build_alternation(load_templates())
+    match = re.match(alternation.pattern, body)
+    assert match, body
+    matched = [tid for tid, g in zip(alternation.template_ids, alternation.wrap_groups, strict=True) if match.group(g)]
+    assert matched[0] == template_id
+    groups = alternation.field_groups[template_id]
+    assert {f: match.group(groups[f]) for f in fields} == fields
+
+
+def test_a_paste_that_dropped_the_streams_prefix_is_found_in_the_line():
+    alternation = build_alternation(load_templates())
+    line = SEARCH_MARK + "2022-08-31T12:03:29.197+09:00 ..... Requested to schedule probing rebalance for 1661915609131 ms."
+    match = re.match(alternation.searching, line)
+    assert match
+    matched = [tid for tid, g in zip(alternation.template_ids, alternation.wrap_groups, strict=True) if match.group(g)]
+    assert matched[0] == "s_probing_scheduled_bare"
