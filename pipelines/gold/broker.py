@@ -1,0 +1,173 @@
+"""The coordinator's log replayed: coordinator moves, members joining and leaving, and the classic protocol's
+rebalances (started, stabilized, assignment received, emptied) with the cause the broker's reason gives, refined with
+the group's context; KIP-848 epoch bumps go to epochs.EpochReplay."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from pipelines.gold.causes import Verdict, classify_reason
+from pipelines.gold.epochs import EpochReplay
+from pipelines.gold.refine import REMOVAL_CAUSES
+from pipelines.gold.replay_state import EPOCH_CAUSES, NEIGHBOUR_S, OpenRebalance, secs, stable_id, to_int
+from pipelines.gold.rows import rebalance_row
+
+_SET_ITEMS = re.compile(r"[\w.\-]+(?:-[0-9a-f-]{36})?")
+
+
+class BrokerReplay(EpochReplay):
+    """Broker events of one group, fed in time order to `_on_broker`."""
+
+    def _on_broker(self, event: dict) -> None:
+        kind, member, ts = event["event_type"], event.get("member_id"), event["event_ts"]
+        broker = to_int(event.get("broker_id"))
+        if kind == "group_loaded":
+            if broker is not None and self._coordinator is not None and broker != self._coordinator:
+                self._moves.append((ts, self._coordinator, broker))
+            self._coordinator = broker
+        elif broker is not None and kind != "group_unloaded":
+            self._coordinator = broker
+        if kind in ("member_joining", "member_loaded") and member:
+            self._join(member, event)
+        elif kind == "static_member_replaced":
+            if event.get("old_member_id"):
+                self._leave(event["old_member_id"], ts, "replaced")
+            if member:
+                self._join(member, event)
+        elif kind in ("member_failed", "member_left") and member:
+            if kind == "member_failed":
+                self._record_removal(member, ts, self._expiry_verdict(member, ts)[0].cause)
+            self._leave(member, ts, "expired" if kind == "member_failed" else "left")
+            if self._current is not None:
+                self._current.left.add(member)
+                self._current.evidence.append({"event_id": event["event_id"], "explanation": f"{kind}: {member}"})
+        elif kind == "member_fenced" and member:
+            self._leave(member, ts, "expired")
+        elif kind == "members_removed":
+            for gone in _SET_ITEMS.findall(event.get("members") or ""):
+                if gone in self._members:
+                    self._leave(gone, ts, "rebalance_timeout")
+        elif kind == "rebalance_started":
+            self._pending.clear()
+            self._start(event)
+        elif kind == "group_epoch_bumped" and to_int(event.get("group_epoch")) is not None:
+            self._bump(event)
+        elif kind == "group_stabilized" and self._current is not None:
+            current = self._current
+            current.generation_after = to_int(event.get("generation"))
+            current.stabilized_at = ts
+            count = to_int(event.get("member_count"))
+            current.members_after = count if count is not None else len(self._members)
+            self._mark_generation(current.generation_after)
+            self._transition(ts, "CompletingRebalance", current.generation_after, current.rebalance_id, event)
+        elif kind == "assignment_received" and self._current is not None:
+            if to_int(event.get("generation")) == self._current.generation_after:
+                self._transition(ts, "Stable", self._current.generation_after, self._current.rebalance_id, event)
+                self._close(ts, "stabilized")
+        elif kind == "group_emptied":
+            generation = to_int(event.get("generation"))
+            if self._current is not None:
+                self._current.generation_after = generation
+                self._current.members_after = 0
+                self._close(ts, "emptied", transition=False)
+            for gone in list(self._members):
+                self._leave(gone, ts, "left")
+            self._size = 0
+            self._transition(ts, "Empty", generation, None, event)
+        elif kind == "group_dead":
+            self._transition(ts, "Dead", to_int(event.get("generation")), None, event)
+        if kind in EPOCH_CAUSES:
+            self._pending.append(event)
+            if len(self._pending) > 64:
+                del self._pending[:32]
+        self._recent.append(event)
+        if len(self._recent) > 64:
+            del self._recent[:32]
+
+    def _start(self, event: dict) -> None:
+        ts = event["event_ts"]
+        interrupted = self._interrupted_by_move(event)
+        if self._current is not None:
+            self._close(ts, "superseded", transition=False)
+        client_reason, leave_evidence = event.get("client_reason"), []
+        verdict = classify_reason(event.get("reason"), client_reason)
+        if verdict is not None and verdict.detail == "member_leave" and not client_reason:
+            left = self._left_line(verdict.trigger_member_id, ts)
+            if left is not None:
+                client_reason = left["client_reason"]
+                verdict = classify_reason(event.get("reason"), client_reason)
+                leave_evidence = [{"event_id": left["event_id"],
+                                   "explanation": f"{left['member_id']} left; client reason: {client_reason}"}]
+        verdict = verdict or self._neighbour_verdict(ts, to_int(event.get("generation")))
+        joining = verdict.detail in ("member_join", "rejoin")
+        if interrupted is not None and verdict.cause in ("membership_change", "unknown") and verdict.detail != (
+                "member_leave"):
+            old, new, moved_at = interrupted
+            verdict = Verdict("coordinator_change", "coordinator_failover", 0.8, verdict.trigger_member_id,
+                              f"{verdict.explanation}; the rebalance in progress on coordinator {old} was cut off when "
+                              f"the group moved to coordinator {new} at {moved_at:%H:%M:%S}, and its members joined "
+                              f"again there")
+        verdict, evidence, link = self._refine(verdict, ts, client_reason=client_reason)
+        evidence = leave_evidence + evidence
+        before = self._size if self._size is not None else (0 if to_int(event.get("generation")) == 0 else None)
+        current = OpenRebalance(stable_id(self.group_id, event["event_id"]), event, verdict, before, evidence,
+                                linked_to=link)
+        self._current = current
+        trigger = verdict.trigger_member_id
+        if trigger and (joining or verdict.detail in ("member_join", "rejoin")):
+            if trigger not in self._members:
+                self._join(trigger, event)
+            current.joined.add(trigger)
+        elif trigger and verdict.cause in REMOVAL_CAUSES:
+            self._record_removal(trigger, ts, verdict.cause)
+            self._leave(trigger, ts, "poll_timeout" if verdict.cause == "poll_timeout" else "expired")
+            current.left.add(trigger)
+        elif trigger and verdict.detail == "member_leave":
+            self._leave(trigger, ts, "left")
+            current.left.add(trigger)
+        self._transition(ts, "PreparingRebalance", to_int(event.get("generation")), current.rebalance_id, event)
+
+    def _close(self, ts: pd.Timestamp, outcome: str, *, transition: bool = True) -> None:
+        current = self._current
+        assert current is not None
+        if outcome in ("stabilized", "superseded") and current.members_after is not None:
+            self._size = current.members_after
+        self.rebalances.append(rebalance_row(self.group_id, current, completed_at=ts, outcome=outcome))
+        self._current = None
+
+    def _neighbour_verdict(self, ts: pd.Timestamp, generation: int | None) -> Verdict:
+        for event in reversed(self._recent):
+            if secs(ts - event["event_ts"]) > NEIGHBOUR_S:
+                break
+            if event["event_type"] == "member_failed":
+                return Verdict("session_timeout", "heartbeat_expiration", 0.7, event["member_id"],
+                               "no reason printed; member expired just before the start")
+            if event["event_type"] == "member_left":
+                return Verdict("membership_change", "member_leave", 0.6, event["member_id"],
+                               "no reason printed; member left just before the start")
+        if generation == 0:
+            return Verdict("membership_change", "member_join", 0.6, None,
+                           "no reason printed; the group's first generation forms as its members join")
+        return Verdict("unknown", None, 0.1, None, "no reason printed and no member event just before the start")
+
+    def _left_line(self, member: str | None, ts: pd.Timestamp) -> dict | None:
+        """Kafka 4.x: the separate `has left group ...; client reason: ...` line of `member` just before `ts`."""
+        for event in reversed(self._recent):
+            if secs(ts - event["event_ts"]) > NEIGHBOUR_S:
+                break
+            if event["event_type"] == "member_left" and event.get("member_id") == member and event.get("client_reason"):
+                return event
+        return None
+
+    def _interrupted_by_move(self, event: dict) -> tuple[int | None, int, pd.Timestamp] | None:
+        """The coordinator move that cut off the open rebalance, when `event` restarts it on the new coordinator."""
+        current, broker = self._current, to_int(event.get("broker_id"))
+        if current is None or broker is None:
+            return None
+        for moved_at, old, new in reversed(self._moves):
+            if (new == broker and current.start["event_ts"] <= moved_at <= event["event_ts"]
+                    and secs(event["event_ts"] - moved_at) <= self.rules.coordinator_move_window_s):
+                return old, new, moved_at
+        return None

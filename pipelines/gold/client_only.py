@@ -1,0 +1,186 @@
+"""Rebalances of a group whose coordinator's log is absent, rebuilt from its members' own lines (never mixed with
+broker evidence, so results with broker logs stay as they are)."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from pipelines.gold.causes import Verdict, classify_client_signs, is_newcomer_sign
+from pipelines.gold.replay_state import OpenRebalance, ReplayState, secs, stable_id, to_int
+from pipelines.gold.rows import rebalance_row
+
+# The lines a member logs on its way into a rebalance, the lines that only explain one, and the lines that say its
+# part of the rebalance is over.
+_CLIENT_SIGNS = frozenset({
+    "client_joining", "client_rejoin_requested", "client_partitions_revoked", "client_partitions_lost",
+    "client_heartbeat_failed", "client_poll_timeout", "client_leaving", "client_generation_reset",
+    "client_join_failed", "client_sync_failed", "client_rebalance_failed", "client_fenced", "client_coordinator_lost",
+})
+_CLIENT_CONTEXT = frozenset({"client_subscribed", "client_coordinator_discovered", "client_unsubscribed"})
+_CLIENT_DONE = frozenset({"client_synced", "client_partitions_assigned"})
+# A member's lines more than this apart before its join belong to different episodes (a coordinator hiccup an hour
+# before is not this rebalance's start); a poll timeout or a leave always opens the rebalance its rejoin closes.
+_CLIENT_CHAIN_S = 60.0
+_ASSIGNED_MEMBER = re.compile(r"([^\s{},=]+)=Assignment\(")
+
+
+def named_chain(chain: list[dict], member: str | None) -> list[dict]:
+    """Each line of a member's chain named by the member id it was logged under: a line that prints none (the
+    poll-timeout warning) takes the id of the next line that does (its LeaveGroup), else of the join."""
+    named, carry = [], member
+    for event in reversed(chain):
+        if event.get("member_id"):
+            carry = event["member_id"]
+        named.append(event if event.get("_member") else dict(event, _member=carry))
+    return named[::-1]
+
+
+def chain_into_join(signs: list[dict]) -> list[dict]:
+    """The member's lines that led into its join: the last run with no gap over _CLIENT_CHAIN_S, and any poll
+    timeout or leave before it (its rejoin may come minutes later, when the slow batch ends)."""
+    start = 0
+    for i in range(1, len(signs)):
+        if secs(signs[i]["event_ts"] - signs[i - 1]["event_ts"]) > _CLIENT_CHAIN_S:
+            start = i
+    early = [e for e in signs[:start] if e["event_type"] in ("client_poll_timeout", "client_leaving")]
+    return early + signs[start:]
+
+
+class ClientOnlyReplay(ReplayState):
+    """Client events of a group without broker events, replayed by `_client_only`."""
+
+    def _client_only(self, events: list[dict]) -> None:
+        """Rebalances of a group whose coordinator's log is absent, from its members' own lines.
+
+        Each `Successfully joined group with generation N` is the member's side of the rebalance that made
+        generation N; members of one generation make one rebalance. Its start is the earliest line of the chain that
+        led each member into it (revoke, `(Re-)joining group`, a heartbeat answered `group is rebalancing`, a poll
+        timeout, ...), its end the last member's sync or assignment, its cause `causes.classify_client_signs` over
+        those lines. Lines after a member's last join that lead to no join make one `open` rebalance.
+        """
+        streams: dict[tuple, list[dict]] = {}
+        assignments: dict[int, tuple[dict, list[str]]] = {}
+        for event in events:
+            streams.setdefault((event.get("instance"), event.get("client_id")), []).append(event)
+            generation = to_int(event.get("generation"))
+            if event["event_type"] == "client_assignment_computed" and generation is not None:
+                assignments[generation] = (event, _ASSIGNED_MEMBER.findall(event.get("members") or ""))
+        joins: list[dict] = []
+        trailing: list[dict] = []
+        for stream in streams.values():
+            signs: list[dict] = []
+            member, last, first = None, None, True
+            for event in stream:
+                kind = event["event_type"]
+                if event.get("member_id"):
+                    member = event["member_id"]
+                if kind == "client_joined" and to_int(event.get("generation")) is not None:
+                    chain = named_chain(chain_into_join(signs), member)
+                    news = [e for e in chain
+                            if is_newcomer_sign(e) and (first or e["event_type"] == "client_subscribed")]
+                    last = {"generation": to_int(event["generation"]), "event": event, "member": member,
+                            "signs": [e for e in chain if e["event_type"] in _CLIENT_SIGNS],
+                            "newcomers": [dict(e, _member=member) for e in news], "completed": event["event_ts"]}
+                    joins.append(last)
+                    signs, first = [], False
+                elif kind in _CLIENT_DONE and last is not None and not signs:
+                    if kind == "client_partitions_assigned" or to_int(event.get("generation")) == last["generation"]:
+                        last["completed"] = max(last["completed"], event["event_ts"])
+                elif kind in _CLIENT_SIGNS or kind in _CLIENT_CONTEXT:
+                    signs.append(dict(event, _member=event.get("member_id") or member))
+            if any(e["event_type"] in _CLIENT_SIGNS for e in signs):
+                trailing += named_chain(chain_into_join(signs), member)
+        by_generation: dict[int, list[dict]] = {}
+        for join in joins:
+            by_generation.setdefault(join["generation"], []).append(join)
+        # A member's lines that lead to no join of its own belong to the next generation another member joined.
+        order = sorted(by_generation, key=lambda g: min(j["event"]["event_ts"] for j in by_generation[g]))
+        rest = []
+        for event in trailing:
+            later = [g for g in order if max(j["event"]["event_ts"] for j in by_generation[g]) >= event["event_ts"]]
+            if later and event["event_type"] in _CLIENT_SIGNS:
+                by_generation[later[0]][0]["signs"].append(event)
+            else:
+                rest.append(event)
+        previous = None
+        for generation in order:
+            self._client_rebalance(generation, by_generation[generation], assignments, previous)
+            previous = generation
+        if any(e["event_type"] in _CLIENT_SIGNS for e in rest):
+            self._client_rebalance(None, [{"generation": None, "event": None, "member": None,
+                                           "signs": [e for e in rest if e["event_type"] in _CLIENT_SIGNS],
+                                           "newcomers": [], "completed": None}], assignments, previous)
+
+    def _client_rebalance(self, generation: int | None, joins: list[dict], assignments: dict, previous) -> None:
+        signs = sorted((e for j in joins for e in j["signs"]), key=lambda e: e["event_ts"])
+        newcomers = [e for j in joins for e in j["newcomers"]]
+        verdict, decisive = classify_client_signs(signs, newcomers)
+        joined_lines = [j["event"] for j in joins if j["event"] is not None]
+        evidence = []
+        if decisive is not None:
+            evidence.append({"event_id": decisive["event_id"], "explanation": f"{decisive['event_type']} "
+                             f"({decisive.get('client_id') or decisive.get('instance')})"})
+        left: set[str] = set()
+        joined: set[str] = set()
+        if generation is not None and generation in assignments and generation - 1 in assignments:
+            line, now = assignments[generation]
+            before = set(assignments[generation - 1][1])
+            left, joined = before - set(now), set(now) - before
+            if verdict.confidence <= 0.3 and (left or joined):
+                gone, new = sorted(left), sorted(joined)
+                detail, trigger = ("member_leave", gone[0]) if gone else ("member_join", new[0])
+                verdict = Verdict("membership_change", detail, 0.5, trigger if len(gone or new) == 1 else None,
+                                  f"{verdict.explanation}; the leader's assignment of generation {generation} "
+                                  f"{'drops ' + ', '.join(gone) if gone else 'adds ' + ', '.join(new)} against "
+                                  f"generation {generation - 1}")
+                evidence.append({"event_id": line["event_id"], "explanation": f"assignment of generation {generation}"})
+        for line in joined_lines:
+            who = line.get("client_id") or line.get("instance")
+            evidence.append({"event_id": line["event_id"], "explanation": f"{who} joined generation {generation}"})
+        first = min(signs + joined_lines, key=lambda e: e["event_ts"])
+        start = dict(first, generation=previous if generation is not None and previous == generation - 1 else None,
+                     broker_id=None)
+        key = f"client-generation-{generation}" if generation is not None else first["event_id"]
+        current = OpenRebalance(stable_id(self.group_id, key), start, verdict, None, evidence,
+                                generation_after=generation)
+        members = {j["member"] for j in joins if j["member"]}
+        if generation is not None and generation in assignments:
+            current.members_after = len(assignments[generation][1])
+        elif members:
+            current.members_after = len(members)
+        current.joined, current.left = joined, left
+        for join in joins:
+            if join["member"] and join["event"] is not None:
+                self._join(join["member"], join["event"])
+        if generation is not None:
+            self._mark_generation(generation)
+        completed = [j["completed"] for j in joins if j["completed"] is not None]
+        if generation is None or not completed:
+            self.rebalances.append(rebalance_row(self.group_id, current, completed_at=None, outcome="open"))
+        else:
+            self.rebalances.append(rebalance_row(self.group_id, current, completed_at=max(completed),
+                                                 outcome="stabilized"))
+        self._client_states(current, first, joined_lines, max(completed) if generation is not None and completed
+                            else None)
+
+    def _client_states(self, current: OpenRebalance, first: dict, joined_lines: list[dict], completed_at) -> None:
+        """The classic states the members' lines imply: PreparingRebalance from the first line of the rebalance,
+        CompletingRebalance from the last member's join (the join response closes the join phase), Stable from the
+        last sync. The coordinator's own times are unknown, so a rebalance whose lines begin before the previous one
+        ended starts its states at that end (the members' clocks and logging order blur the boundary)."""
+        floor = self._transitions[-1][0] if self._transitions else None
+
+        def at(ts: pd.Timestamp) -> pd.Timestamp:
+            return ts if floor is None else max(ts, floor)
+
+        generation, rebalance_id = current.generation_after, current.rebalance_id
+        self._transition(at(first["event_ts"]), "PreparingRebalance", current.start.get("generation"), rebalance_id,
+                         first)
+        if joined_lines and generation is not None:
+            last_join = max(joined_lines, key=lambda e: e["event_ts"])
+            self._transition(at(last_join["event_ts"]), "CompletingRebalance", generation, rebalance_id, last_join)
+            if completed_at is not None:
+                self._transition(at(max(completed_at, last_join["event_ts"])), "Stable", generation, rebalance_id,
+                                 last_join)

@@ -1,0 +1,143 @@
+"""KIP-848 consumer groups (the new coordinator, Kafka 4.x): each group-epoch bump is one rebalance, caused by the
+member event just before it; its states (Assigning, Reconciling, Stable, Empty) and its completion come from the
+target-assignment line and the members' assignment states."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from pipelines.gold.causes import Verdict
+from pipelines.gold.refine import REMOVAL_CAUSES, CauseRefinement
+from pipelines.gold.replay_state import EPOCH_CAUSES, NEIGHBOUR_S, OpenRebalance, secs, stable_id, to_int
+from pipelines.gold.rows import rebalance_row
+
+
+def epoch_verdict(event: dict | None) -> Verdict:
+    """The cause the broker's member event before a KIP-848 epoch bump gives (before client-log refinement)."""
+    if event is None:
+        return Verdict("metadata_change", "partition_count_change", 0.5, None,
+                       "no member joined, left or was fenced just before the epoch bump: the metadata of the "
+                       "subscribed topics changed")
+    kind, member, line = event["event_type"], event.get("member_id"), f"broker: {event['event_type']}"
+    if kind == "member_fenced":
+        reason = event.get("reason") or ""
+        if re.search(r"session (?:expired|timeout)", reason, re.IGNORECASE):
+            return Verdict("session_timeout", "heartbeat_expiration", 0.9, member,
+                           f"{member} fenced because {reason}")
+        if re.search(r"revoke|transition from epoch|rebalance timeout", reason, re.IGNORECASE):
+            return Verdict("poll_timeout", "rebalance_timeout", 0.6, member,
+                           f"{member} fenced because {reason} (its rebalance timeout is max.poll.interval.ms)")
+        return Verdict("unknown", "fenced", 0.3, member, f"{member} fenced because {reason}")
+    if kind == "member_left":
+        return Verdict("membership_change", "member_leave", 0.85, member, f"{member} left the consumer group")
+    if kind == "static_member_replaced":
+        return Verdict("membership_change", "static_member_replaced", 0.8, member,
+                       f"static member {member} replaced {event.get('old_member_id')}")
+    if kind == "member_joining":
+        return Verdict("membership_change", "member_join", 0.85, member, f"{member} joined the consumer group")
+    return Verdict("metadata_change", "subscription_change", 0.8, member, f"{line}: {member or 'the group'} "
+                   "changed its subscription")
+
+
+class EpochReplay(CauseRefinement):
+    """Epoch bumps of KIP-848 groups replayed over the group's state (the broker replay hands them here)."""
+
+    def _bump(self, event: dict) -> None:
+        """KIP-848: a consumer group's epoch bump is one rebalance; its cause is the member event just before it."""
+        ts, epoch = event["event_ts"], to_int(event["group_epoch"])
+        pending = [e for e in self._pending if secs(ts - e["event_ts"]) <= NEIGHBOUR_S]
+        self._pending.clear()
+        decisive = min(pending, key=lambda e: EPOCH_CAUSES.index(e["event_type"]), default=None)
+        verdict = epoch_verdict(decisive)
+        verdict, evidence, link = self._refine(verdict, ts, protocol="consumer")
+        if decisive is not None:
+            line = f"{decisive['event_type']}: {decisive.get('member_id')}"
+            if decisive.get("reason"):
+                line += f" ({decisive['reason']})"
+            evidence = [{"event_id": decisive["event_id"], "explanation": line}] + evidence
+        before = self._epoch_size if self._epoch_size is not None else (0 if epoch == 1 else None)
+        current = OpenRebalance(stable_id(self.group_id, event["event_id"]), event, verdict, before, evidence,
+                        generation_after=epoch, linked_to=link, protocol="consumer", generation_before=epoch - 1)
+        for e in pending:
+            if e["event_type"] in ("member_joining", "static_member_replaced") and e.get("member_id"):
+                current.joined.add(e["member_id"])
+            elif e["event_type"] in ("member_left", "member_fenced") and e.get("member_id"):
+                current.left.add(e["member_id"])
+        trigger = verdict.trigger_member_id
+        if trigger and verdict.cause in REMOVAL_CAUSES and verdict.detail != "rejoin":
+            self._record_removal(trigger, ts, verdict.cause, current.rebalance_id)
+        current.members_after = len(self._members)
+        self._epoch_size = current.members_after
+        self._mark_generation(epoch)
+        completed_at, outcome = self._epoch_completion(current, ts)
+        self.rebalances.append(rebalance_row(self.group_id, current, completed_at=completed_at, outcome=outcome))
+        self._epoch_states(current, event, ts, completed_at, outcome)
+
+    def _epoch_states(self, current: OpenRebalance, event: dict, ts: pd.Timestamp, completed_at, outcome: str) -> None:
+        """A consumer group's states around one epoch bump, as the new coordinator derives them: Assigning until
+        the target assignment of the epoch is computed, Reconciling until every member has reached it, then Stable;
+        Empty when the bump left no member."""
+        epoch, rebalance_id = current.generation_after, current.rebalance_id
+        if outcome == "emptied":
+            self._transition(ts, "Empty", epoch, rebalance_id, event)
+            return
+        self._transition(ts, "Assigning", epoch, rebalance_id, event)
+        targeted = self._targets.get(epoch)
+        later = [b for b in self._bumps if b > ts]
+        settled_from = ts
+        if targeted is not None and targeted >= ts and (not later or targeted < later[0]):
+            self._transition(targeted, "Reconciling", epoch, rebalance_id, event)
+            settled_from = targeted
+        if outcome == "stabilized" and completed_at is not None:
+            self._transition(max(completed_at, settled_from), "Stable", epoch, rebalance_id, event)
+
+    def _epoch_completion(self, current: OpenRebalance, ts: pd.Timestamp) -> tuple[pd.Timestamp | None, str]:
+        """When the members reached the epoch's target assignment: their clients' STABLE transitions, else the
+        broker's target-assignment line; `superseded` when the next bump came first, `open` when nothing says."""
+        later = [b for b in self._bumps if b > ts]
+        end = later[0] if later else None
+        if not current.members_after:
+            return ts, "emptied"
+        done = [t for t in (self._targets.get(current.generation_after),) if t is not None and (end is None or t < end)]
+        for member in self._members:
+            seen, stable_at = self.ctx.reached_stable(member, ts, end)
+            if not seen:
+                continue
+            if stable_at is None:
+                return (end, "superseded") if end is not None else (None, "open")
+            done.append(stable_at)
+        if done:
+            return max(done), "stabilized"
+        return (end, "superseded") if end is not None else (None, "open")
+
+    def _target_only_epochs(self, events: list[dict]) -> None:
+        """KIP-848 broker logs with `Computed a new target assignment for epoch N` but no `Bumped group epoch` line at
+        all (an excerpt, or a log level that hides it): epoch N was bumped, for a reason the missing lines would have
+        named, so the cause is unknown. Done when the members' assignment states last turned STABLE before the next
+        target."""
+        targets = sorted((e for e in events if e.get("source_kind") == "broker"
+                          and e["event_type"] == "target_assignment_computed" and to_int(e.get("target_epoch"))),
+                         key=lambda e: e["event_ts"])
+        seen: set[int] = set()
+        for index, event in enumerate(targets):
+            epoch = to_int(event["target_epoch"])
+            if epoch in seen:
+                continue
+            seen.add(epoch)
+            ts, end = event["event_ts"], targets[index + 1]["event_ts"] if index + 1 < len(targets) else None
+            stable = [e["event_ts"] for e in events if e.get("source_kind") == "broker"
+                      and e["event_type"] == "member_epoch_updated" and (e.get("state") or "").upper() == "STABLE"
+                      and e["event_ts"] >= ts and (end is None or e["event_ts"] < end)]
+            verdict = Verdict("unknown", None, 0.2, None,
+                              f"the coordinator computed the target assignment of group epoch {epoch}, but its log "
+                              "holds neither the `Bumped group epoch` line nor the member event that caused it")
+            current = OpenRebalance(stable_id(self.group_id, event["event_id"]), event, verdict, None, [],
+                            generation_after=epoch, protocol="consumer", generation_before=epoch - 1)
+            completed = max(stable) if stable else None
+            self.rebalances.append(rebalance_row(self.group_id, current, completed_at=completed,
+                                             outcome="stabilized" if completed is not None else "open"))
+            self._transition(ts, "Reconciling", epoch, current.rebalance_id, event)
+            if completed is not None:
+                self._transition(completed, "Stable", epoch, current.rebalance_id, event)

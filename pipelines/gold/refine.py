@@ -1,0 +1,111 @@
+"""Causes refined with the group's context: a session expiry explained by a GC pause or a coordinator move, a leave
+by the client's poll timeout, a join traced back to the removal it returns from, a leader's metadata rejoin traced to
+a member's leave."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pipelines.gold.causes import Verdict
+from pipelines.gold.replay_state import Removal, ReplayState, secs
+
+# A leader's "cached metadata has changed" rejoin this soon after a member left is the leave's consequence when the
+# leaver alone subscribed to some topic: the group's subscription shrank, so the leader's metadata snapshot changed.
+_CASCADE_S = 30.0
+# Causes that remove a member against its will; its return from the same process is a `rejoin` of that cause.
+REMOVAL_CAUSES = ("session_timeout", "gc_pause", "poll_timeout", "coordinator_change")
+
+
+class CauseRefinement(ReplayState):
+    """The refinement rules over the replay's state (its members, departures, removals and coordinator moves)."""
+
+    def _expiry_verdict(self, member: str, at: pd.Timestamp) -> tuple[Verdict, list[dict]]:
+        """Why a member's session expired: its own GC pause, a coordinator move, or plain session timeout."""
+        rules = self.rules
+        instance = self.ctx.instance_of(member)
+        pause = self.ctx.pause_covering(instance, at, tolerance_s=rules.heartbeat_tolerance_s,
+                                        min_ms=rules.gc_pause_min_ms)
+        if pause is not None:
+            text = (f"the JVM of {member} ({instance}) was stopped {pause['pause_ms'] / 1000:.1f} s by a GC pause "
+                    f"from {pause['event_ts']:%H:%M:%S} to {pause['pause_end_ts']:%H:%M:%S}, through the session "
+                    f"expiry at {at:%H:%M:%S}")
+            return (Verdict("gc_pause", "heartbeat_expiration", 0.9, member, text),
+                    [{"event_id": pause["event_id"], "explanation": text}])
+        for moved_at, old, new in reversed(self._moves):
+            if 0 <= secs(at - moved_at) <= rules.coordinator_move_window_s:
+                text = (f"the group moved from coordinator {old} to {new} at {moved_at:%H:%M:%S}; {member} expired "
+                        f"{secs(at - moved_at):.0f} s later without reaching the new coordinator")
+                return Verdict("coordinator_change", "coordinator_failover", 0.75, member, text), []
+        return Verdict("session_timeout", "heartbeat_expiration", 0.9, member,
+                       f"{member} sent no heartbeat within its session timeout"), []
+
+    def _refine(self, verdict: Verdict, ts: pd.Timestamp, *, client_reason: str | None = None,
+                protocol: str = "classic") -> tuple[Verdict, list[dict], str | None]:
+        if verdict.cause == "metadata_change" and verdict.detail in ("partition_count_change", "leader_rejoin"):
+            cascade = self._leave_cascade(verdict, ts)
+            if cascade is not None:
+                return cascade, [], None
+        trigger = verdict.trigger_member_id
+        if not trigger:
+            return verdict, [], None
+        rules = self.rules
+        if verdict.cause == "session_timeout":
+            refined, evidence = self._expiry_verdict(trigger, ts)
+            explanation = verdict.explanation + "; " + refined.explanation
+            return Verdict(refined.cause, refined.detail, refined.confidence, trigger, explanation), evidence, None
+        # A client reason the leaver sent itself ("the consumer is being closed") outranks a poll-timeout line in
+        # its log.
+        if verdict.detail == "member_leave" and not client_reason:
+            instance = self.ctx.instance_of(trigger)
+            line = self.ctx.poll_timeout_near(instance, ts, window_s=rules.poll_timeout_window_s)
+            if line is not None:
+                text = f"{verdict.explanation}; the client of {trigger} ({instance}) logged a poll timeout first"
+                return (Verdict("poll_timeout", "leave_on_poll_timeout", 0.9, trigger, text),
+                        [{"event_id": line["event_id"], "explanation": "client poll timeout"}], None)
+        if verdict.detail in ("member_join", "member_rejoin"):
+            instance = self.ctx.instance_of(trigger)
+            removal = self._removals.get(instance or "")
+            if (
+                removal is not None
+                # A KIP-848 member keeps its id across a leave and rejoin; a classic one gets a new id.
+                and (removal.member != trigger or protocol == "consumer")
+                and 0 <= secs(ts - removal.at) <= rules.rejoin_window_s
+                and not self.ctx.started_between(instance, removal.at, ts)
+            ):
+                text = (f"{verdict.explanation}; {trigger} is the same process ({instance}) as {removal.member}, "
+                        f"removed at {removal.at:%H:%M:%S} by {removal.cause}, joining again")
+                self._removals.pop(instance, None)
+                return Verdict(removal.cause, "rejoin", 0.85, trigger, text), [], removal.rebalance_id
+        return verdict, [], None
+
+    def _record_removal(self, member: str, at: pd.Timestamp, cause: str, rebalance: str | None = None) -> None:
+        instance = self.ctx.instance_of(member)
+        if not instance or cause not in REMOVAL_CAUSES:
+            return
+        if rebalance is None and self._current is not None:
+            rebalance = self._current.rebalance_id
+        existing = self._removals.get(instance)
+        if existing is not None and existing.member == member:
+            existing.rebalance_id = existing.rebalance_id or rebalance
+            return
+        self._removals[instance] = Removal(member, at, cause, rebalance)
+
+    def _leave_cascade(self, verdict: Verdict, ts: pd.Timestamp) -> Verdict | None:
+        """A leader's metadata rejoin caused by a member's leave: the leaver alone subscribed to some topic."""
+        remaining = set()
+        for member in self._members:
+            topics = self.ctx.subscription_at(self.ctx.instance_of(member), ts)
+            if topics is None:
+                return None
+            remaining |= topics
+        for left_at, gone in reversed(self._departures):
+            if secs(ts - left_at) > _CASCADE_S:
+                break
+            topics = self.ctx.subscription_at(self.ctx.instance_of(gone), left_at)
+            only_theirs = sorted((topics or frozenset()) - remaining)
+            if only_theirs:
+                return Verdict("membership_change", "member_leave", 0.75, verdict.trigger_member_id,
+                               f"{verdict.explanation}; {gone} left {secs(ts - left_at):.0f} s before and was the "
+                               f"only member subscribed to {', '.join(only_theirs)}, so the group's subscription "
+                               f"shrank and the leader's metadata changed with it")
+        return None

@@ -1,0 +1,144 @@
+"""What the replay of one group's events keeps: the rules, the rebalance in progress, the members and their
+sessions, the removals a rejoin may be traced to, and the state transitions seen so far.
+
+The replay itself is split by concern (broker.py, epochs.py, client_only.py, refine.py); each part is a class over
+this state, and timeline.Timeline puts them together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from pipelines.gold.causes import Verdict
+from pipelines.gold.context import GroupContext
+
+NEIGHBOUR_S = 5.0  # member events this close before a reason-less start (brokers before 2.1) explain it
+# KIP-848: broker events that bump a consumer group's epoch, most decisive first (a fence or leave explains the bump
+# better than a join logged in the same instant).
+EPOCH_CAUSES = ("member_fenced", "member_left", "static_member_replaced", "member_joining",
+                "member_subscription_changed", "subscription_metadata_changed")
+# A state transition: when, which state, generation, rebalance id (None between rebalances), id of the event.
+Transition = tuple[pd.Timestamp, str, int | None, str | None, str]
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Thresholds of the refinement rules (from the configuration's `thresholds`)."""
+
+    coordinator_move_window_s: float = 120
+    heartbeat_tolerance_s: float = 3
+    gc_pause_min_ms: float = 1000
+    poll_timeout_window_s: float = 30
+    rejoin_window_s: float = 900
+    incident_gap_s: float = 300
+
+
+@dataclass
+class Removal:
+    """A member removed against its will (expiry, GC pause, poll timeout, coordinator move), kept per process so
+    that its return can be told apart from a fresh start."""
+
+    member: str
+    at: pd.Timestamp
+    cause: str
+    rebalance_id: str | None
+
+
+@dataclass
+class OpenRebalance:
+    """A rebalance being replayed: its first event, its verdict and what is known so far of its outcome."""
+
+    rebalance_id: str
+    start: dict
+    verdict: Verdict
+    members_before: int | None
+    evidence: list[dict] = field(default_factory=list)
+    generation_after: int | None = None
+    stabilized_at: pd.Timestamp | None = None
+    members_after: int | None = None
+    joined: set[str] = field(default_factory=set)
+    left: set[str] = field(default_factory=set)
+    linked_to: str | None = None
+    protocol: str = "classic"
+    generation_before: int | None = None
+
+
+def stable_id(*parts: object) -> str:
+    """A deterministic id from the parts (24 hex characters)."""
+    return hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()[:24]
+
+
+def to_int(value) -> int | None:
+    """`value` as an int, None for a missing value (None or a pandas NA)."""
+    return None if value is None or pd.isna(value) else int(value)
+
+
+def secs(delta: pd.Timedelta) -> float:
+    """A time difference in seconds."""
+    return delta.total_seconds()
+
+
+class ReplayState:
+    """The state of one group's replay (see the module docstring), and the bookkeeping every part shares."""
+
+    def __init__(self, group_id: str, events: list[dict], rules: Rules | None = None) -> None:
+        self.group_id = group_id
+        self.rules = rules or Rules()
+        self.ctx = GroupContext.build(events)
+        self.rebalances: list[dict] = []
+        self.states: list[dict] = []
+        self.sessions: dict[str, dict] = {}
+        self._members: set[str] = set()
+        self._size: int | None = None
+        self._current: OpenRebalance | None = None
+        self._recent: list[dict] = []
+        self._removals: dict[str, Removal] = {}
+        self._coordinator: int | None = None
+        self._moves: list[tuple[pd.Timestamp, int | None, int]] = []
+        self._transitions: list[Transition] = []
+        self._departures: list[tuple[pd.Timestamp, str]] = []
+        self._pending: list[dict] = []
+        self._epoch_size: int | None = None
+        self._bumps = [e["event_ts"] for e in events
+                       if e.get("source_kind") == "broker" and e["event_type"] == "group_epoch_bumped"]
+        self._targets: dict[int, pd.Timestamp] = {}
+        for e in events:
+            if e["event_type"] == "target_assignment_computed" and to_int(e.get("target_epoch")) is not None:
+                self._targets.setdefault(to_int(e["target_epoch"]), e["event_ts"])
+
+    def _join(self, member: str, event: dict) -> None:
+        self._members.add(member)
+        if member not in self.sessions:
+            self.sessions[member] = {
+                "session_id": stable_id(self.group_id, member), "group_id": self.group_id, "member_id": member,
+                "client_id": event.get("client_id"), "group_instance_id": event.get("group_instance_id"),
+                "instance": self.ctx.instance_of(member), "client_host": event.get("client_host"),
+                "joined_at": event["event_ts"], "left_at": None, "end_reason": "active",
+                "first_generation": None, "last_generation": None, "rebalances": 0,
+            }
+
+    def _leave(self, member: str, at: pd.Timestamp, reason: str) -> None:
+        if member in self._members:
+            self._departures.append((at, member))
+            if len(self._departures) > 64:
+                del self._departures[:32]
+        self._members.discard(member)
+        session = self.sessions.get(member)
+        if session is not None and session["left_at"] is None:
+            session["left_at"], session["end_reason"] = at, reason
+
+    def _mark_generation(self, generation: int | None) -> None:
+        for member in self._members:
+            session = self.sessions.get(member)
+            if session is None:
+                continue
+            if session["first_generation"] is None:
+                session["first_generation"] = generation
+            session["last_generation"] = generation
+            session["rebalances"] += 1
+
+    def _transition(self, ts, state: str, generation, rebalance_id, event: dict) -> None:
+        self._transitions.append((ts, state, generation, rebalance_id, event["event_id"]))
