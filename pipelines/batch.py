@@ -11,8 +11,8 @@ from pyspark.sql import functions as F
 
 from pipelines import io
 from pipelines.config import Config
-from pipelines.gold.incidents import advice_from, incidents_from
-from pipelines.gold.rebalances import rebuild_rebalances, rebuild_sessions, rebuild_states, rules_from, timeline_input
+from pipelines.gold.build import build_gold
+from pipelines.gold.rebalances import rules_from
 from pipelines.silver.build import build_silver
 from pipelines.silver.outputs import to_events, to_gc_pauses
 from pipelines.silver.privacy import hash_salt
@@ -26,16 +26,5 @@ def build_batch(spark: SparkSession, cfg: Config) -> dict[str, DataFrame]:
                           now=F.current_timestamp(), hash_salt=hash_salt(cfg))
     events = to_events(staged.parsed)
     pauses = to_gc_pauses(staged.parsed)
-    rules = rules_from(cfg.thresholds)
-    inputs = timeline_input(events, pauses, min_pause_ms=rules.gc_pause_min_ms).persist()
-    rebalances = rebuild_rebalances(inputs, rules).persist()
-    sessions = rebuild_sessions(inputs, rules).persist()
-    return {
-        "silver_events": events,
-        "silver_gc_pauses": pauses,
-        "gold_rebalances": rebalances,
-        "gold_group_states": rebuild_states(inputs, rules),
-        "gold_member_sessions": sessions,
-        "gold_incidents": incidents_from(rebalances),
-        "gold_config_advice": advice_from(rebalances, pauses, sessions, events),
-    }
+    tables = build_gold(events, pauses, rules_from(cfg.thresholds), persist=lambda df: df.persist())
+    return {"silver_events": events, "silver_gc_pauses": pauses, **tables}

@@ -11,19 +11,11 @@ from pyspark.sql import functions as F
 
 from pipelines import io
 from pipelines.config import Config
-from pipelines.gold.aggregates import health_from, hourly_stats_from
-from pipelines.gold.incidents import advice_from, incidents_from
-from pipelines.gold.rebalances import rebuild_rebalances, rebuild_sessions, rebuild_states, rules_from, timeline_input
+from pipelines.gold.build import CROSS_GROUP, build_gold, cross_group_tables
+from pipelines.gold.rebalances import rules_from
+from schemas.tables import REGISTRY
 
-GOLD_KEYS = {
-    "gold_rebalances": ["rebalance_id"],
-    "gold_group_states": ["state_id"],
-    "gold_member_sessions": ["session_id"],
-    "gold_incidents": ["incident_id"],
-    "gold_config_advice": ["group_id", "rule"],
-    "gold_group_health": ["group_id"],
-    "gold_rebalance_stats_hourly": ["hour", "group_id", "cause"],
-}
+GOLD_KEYS = {name: list(table.keys) for name, table in REGISTRY.items() if table.layer == "gold"}
 
 
 def touched_groups(files: DataFrame, events: DataFrame) -> DataFrame:
@@ -42,34 +34,32 @@ def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame) -> dict[st
     names = sorted(r.group_id for r in groups.collect())
     if not names:
         return {}
-    rules = rules_from(cfg.thresholds)
+    level = StorageLevel.MEMORY_AND_DISK
+    cached: list[DataFrame] = []
+
+    def persist(df: DataFrame) -> DataFrame:
+        cached.append(df.persist(level))
+        return df
+
     events = io.read_table(spark, cfg, "silver_events").join(F.broadcast(groups), "group_id")
     pauses = io.read_table(spark, cfg, "silver_gc_pauses")
-    level = StorageLevel.MEMORY_AND_DISK
-    inputs = timeline_input(events, pauses, min_pause_ms=rules.gc_pause_min_ms).persist(level)
-    rebalances = rebuild_rebalances(inputs, rules).persist(level)
-    sessions = rebuild_sessions(inputs, rules).persist(level)
-    states = rebuild_states(inputs, rules).persist(level)
-    outputs = {
-        "gold_rebalances": rebalances,
-        "gold_group_states": states,
-        "gold_member_sessions": sessions,
-        "gold_incidents": incidents_from(rebalances),
-        "gold_config_advice": advice_from(rebalances, pauses, sessions, events),
-        "gold_rebalance_stats_hourly": hourly_stats_from(rebalances),
-    }
+    tables = build_gold(events, pauses, rules_from(cfg.thresholds), persist=persist)
     counts = {}
     try:
-        for name, df in outputs.items():
+        for name, df in tables.items():
+            if name in CROSS_GROUP:
+                continue
             rows = df.persist(level)
             counts[name] = rows.count()
             io.replace_keys(spark, rows, cfg, name, keys=GOLD_KEYS[name], scope=F.col("t.group_id").isin(names))
             rows.unpersist()
         # Health compares every group with the newest rebalance of all groups, so it is rebuilt whole.
-        health = health_from(io.read_table(spark, cfg, "gold_rebalances"), io.read_table(spark, cfg, "gold_group_states"))
-        io.replace_keys(spark, health, cfg, "gold_group_health", keys=GOLD_KEYS["gold_group_health"], scope=F.lit(True))
+        merged = cross_group_tables(io.read_table(spark, cfg, "gold_rebalances"),
+                                    io.read_table(spark, cfg, "gold_group_states"))
+        for name, df in merged.items():
+            io.replace_keys(spark, df, cfg, name, keys=GOLD_KEYS[name], scope=F.lit(True))
     finally:
-        for df in (states, sessions, rebalances, inputs):
+        for df in reversed(cached):
             df.unpersist()
     return counts
 

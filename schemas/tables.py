@@ -1,11 +1,14 @@
-"""StructTypes of every Delta table. Column order here is the order in the tables."""
+"""The table registry: every Delta table's name, layer, StructType and key columns (`REGISTRY`), and the
+StructTypes by name (`TABLES`). Column order here is the order in the tables."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
 
 from pyspark.sql.types import ArrayType, BooleanType, MapType, StructType
 
 from schemas.gold import GOLD_TABLES, D, I, L, S, T, _schema
-
 
 BRONZE_FILES = _schema(
     ("file_fingerprint", S, False), ("source_file", S, False), ("instance", S, True), ("file_name", S, True),
@@ -73,13 +76,51 @@ GOLD_REBALANCES = _schema(
     ("cause_confidence", D, False), ("evidence", EVIDENCE, True), ("incident_id", S, True),
 )
 
-TABLES: dict[str, StructType] = {
-    "bronze_files": BRONZE_FILES,
-    "bronze_log_lines": BRONZE_LOG_LINES,
-    "silver_events": SILVER_EVENTS,
-    "silver_gc_pauses": SILVER_GC_PAUSES,
-    "silver_quarantine": SILVER_QUARANTINE,
-    "silver_accounting": SILVER_ACCOUNTING,
-    "gold_rebalances": GOLD_REBALANCES,
-    **GOLD_TABLES,
-}
+Layer = Literal["bronze", "silver", "gold"]
+
+
+@dataclass(frozen=True)
+class Table:
+    """One Delta table: its name, medallion layer, schema, and the columns whose values identify one row (the MERGE
+    key of the tables rebuilt in place, the uniqueness the quality rules check)."""
+
+    name: str
+    layer: Layer
+    schema: StructType
+    keys: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        missing = [k for k in self.keys if k not in self.schema.fieldNames()]
+        if not self.keys or missing:
+            raise ValueError(f"table {self.name}: key columns {missing or '(none)'} are not columns of its schema; "
+                             f"name at least one of {', '.join(self.schema.fieldNames())}")
+
+
+REGISTRY: dict[str, Table] = {t.name: t for t in (
+    Table("bronze_files", "bronze", BRONZE_FILES, ("source_file",)),
+    Table("bronze_log_lines", "bronze", BRONZE_LOG_LINES, ("line_id",)),
+    Table("silver_events", "silver", SILVER_EVENTS, ("event_id",)),
+    Table("silver_gc_pauses", "silver", SILVER_GC_PAUSES, ("pause_id",)),
+    Table("silver_quarantine", "silver", SILVER_QUARANTINE, ("line_id",)),
+    Table("silver_accounting", "silver", SILVER_ACCOUNTING, ("batch_id", "source_file")),
+    Table("gold_rebalances", "gold", GOLD_REBALANCES, ("rebalance_id",)),
+    Table("gold_group_states", "gold", GOLD_TABLES["gold_group_states"], ("state_id",)),
+    Table("gold_member_sessions", "gold", GOLD_TABLES["gold_member_sessions"], ("session_id",)),
+    Table("gold_incidents", "gold", GOLD_TABLES["gold_incidents"], ("incident_id",)),
+    Table("gold_config_advice", "gold", GOLD_TABLES["gold_config_advice"], ("group_id", "rule")),
+    Table("gold_group_health", "gold", GOLD_TABLES["gold_group_health"], ("group_id",)),
+    Table("gold_rebalance_stats_hourly", "gold", GOLD_TABLES["gold_rebalance_stats_hourly"],
+          ("hour", "group_id", "cause")),
+    Table("gold_alerts", "gold", GOLD_TABLES["gold_alerts"], ("alert_id",)),
+    Table("gold_alert_deliveries", "gold", GOLD_TABLES["gold_alert_deliveries"], ("alert_id", "sink")),
+    Table("gold_quality_results", "gold", GOLD_TABLES["gold_quality_results"], ("run_ts", "table_name", "rule")),
+)}
+
+TABLES: dict[str, StructType] = {name: table.schema for name, table in REGISTRY.items()}
+
+
+def keys_of(name: str) -> tuple[str, ...]:
+    """The key columns of a registered table (KeyError naming the known tables otherwise)."""
+    if name not in REGISTRY:
+        raise KeyError(f"unknown table {name!r}; known: {', '.join(REGISTRY)}")
+    return REGISTRY[name].keys

@@ -10,12 +10,22 @@ from pyspark.testing import assertDataFrameEqual
 
 from pipelines import io
 from pipelines.batch import build_batch
-from simulator.evaluate import accuracy, match_truth
 from pipelines.run import STAGES, run
 from simulator import simulate
+from simulator.evaluate import accuracy, match_truth
 from tests.conftest import make_config
 
-GOLD_TABLES = ["gold_rebalances", "gold_group_states", "gold_member_sessions", "gold_incidents", "gold_config_advice"]
+# Every table the gold build makes; the oracle must return each one (checked in _same_as_oracle).
+GOLD_TABLES = ["gold_rebalances", "gold_group_states", "gold_member_sessions", "gold_incidents", "gold_config_advice",
+               "gold_rebalance_stats_hourly", "gold_group_health"]
+
+
+def _same_as_oracle(spark, cfg) -> None:
+    oracle = build_batch(spark, cfg)
+    assert sorted(name for name in oracle if name.startswith("gold_")) == sorted(GOLD_TABLES)
+    for name in GOLD_TABLES:
+        streamed = io.read_table(spark, cfg, name)
+        assertDataFrameEqual(streamed, oracle[name].select(streamed.columns))
 
 
 def _check_accuracy(spark, cfg, truth_file):
@@ -34,11 +44,7 @@ def test_every_true_rebalance_found_with_its_cause(spark, estate):
     causes = {true for (true, _), n in result.confusion.items()}
     assert {"session_timeout", "poll_timeout", "gc_pause", "membership_change", "metadata_change",
             "coordinator_change"} <= causes
-
-    oracle = build_batch(spark, cfg)
-    for name in GOLD_TABLES:
-        streamed = io.read_table(spark, cfg, name)
-        assertDataFrameEqual(streamed, oracle[name].select(streamed.columns))
+    _same_as_oracle(spark, cfg)
 
 
 @pytest.mark.slow
@@ -66,7 +72,4 @@ def test_shuffled_arrival_gives_the_batch_result(spark, estate, tmp_path):
             target.with_name("." + target.name).rename(target)
         # A partial picture (broker logs not landed yet) may rightly fail a quality rule; the gates run at the end.
         run(spark, cfg, stages=("ingest", "reconstruct") if number < len(drops) else STAGES)
-    oracle = build_batch(spark, cfg)
-    for name in GOLD_TABLES:
-        streamed = io.read_table(spark, cfg, name)
-        assertDataFrameEqual(streamed, oracle[name].select(streamed.columns))
+    _same_as_oracle(spark, cfg)

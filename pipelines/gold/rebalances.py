@@ -9,23 +9,25 @@ from __future__ import annotations
 import dataclasses
 
 import pandas as pd
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
 from pipelines.config import Thresholds
 from pipelines.gold.timeline import Rules, Timeline
 from schemas.gold import GOLD_GROUP_STATES, GOLD_MEMBER_SESSIONS
 from schemas.tables import EVIDENCE, GOLD_REBALANCES
+from schemas.timeline import TIMELINE_INPUT
 
-TIMELINE_INPUT = (
-    "event_id string, event_ts timestamp, event_type string, source_kind string, group_id string, member_id string, "
-    "old_member_id string, generation int, reason string, client_reason string, member_count int, broker_id int, "
-    "instance string, client_id string, group_instance_id string, client_host string, members string, "
-    "source_file string, line_no long, pause_end_ts timestamp, pause_ms double, group_epoch int, target_epoch int, "
-    "state string, topics string"
-)
 _ORDER = ["event_ts", "source_file", "line_no"]
+_PAUSE_COLUMNS = ("pause_end_ts", "pause_ms")
+# A long GC pause as a timeline event of each group with a member in its process: these columns come from
+# silver_gc_pauses, event_type and source_kind are constants, the others are null.
+_FROM_PAUSE = {
+    "event_id": "pause_id", "event_ts": "started_at", "group_id": "group_id", "instance": "instance",
+    "source_file": "source_file", "line_no": "line_no", "pause_end_ts": "ended_at", "pause_ms": "duration_ms",
+}
+_PAUSE_CONSTANTS = {"event_type": "gc_pause", "source_kind": "gc"}
 
 
 def rules_from(thresholds: Thresholds) -> Rules:
@@ -35,28 +37,25 @@ def rules_from(thresholds: Thresholds) -> Rules:
 
 
 def timeline_input(events: DataFrame, pauses: DataFrame, *, min_pause_ms: float) -> DataFrame:
-    """Broker and client events of each group, plus the long GC pauses of the processes its members ran in."""
-    columns = [c.split()[0] for c in TIMELINE_INPUT.split(", ")]
+    """Broker and client events of each group, plus the long GC pauses of the processes its members ran in
+    (columns of schemas.timeline.TIMELINE_INPUT)."""
     grouped = events.filter(F.col("group_id").isNotNull())
-    ev = grouped.select(
-        *[c for c in columns if c not in ("pause_end_ts", "pause_ms")],
-        F.lit(None).cast("timestamp").alias("pause_end_ts"), F.lit(None).cast("double").alias("pause_ms"),
-    )
+    ev = grouped.select([
+        F.lit(None).cast(f.dataType).alias(f.name) if f.name in _PAUSE_COLUMNS else F.col(f.name)
+        for f in TIMELINE_INPUT.fields
+    ])
     member_instances = grouped.filter(F.col("source_kind") == "client").select("group_id", "instance").distinct()
     long_pauses = pauses.filter(F.col("duration_ms") >= min_pause_ms).join(member_instances, "instance")
-    gc = long_pauses.select(
-        F.col("pause_id").alias("event_id"), F.col("started_at").alias("event_ts"),
-        F.lit("gc_pause").alias("event_type"), F.lit("gc").alias("source_kind"), "group_id",
-        *[F.lit(None).cast(t).alias(n) for n, t in (
-            ("member_id", "string"), ("old_member_id", "string"), ("generation", "int"), ("reason", "string"),
-            ("client_reason", "string"), ("member_count", "int"), ("broker_id", "int"))],
-        "instance",
-        *[F.lit(None).cast("string").alias(n) for n in ("client_id", "group_instance_id", "client_host", "members")],
-        "source_file", "line_no", F.col("ended_at").alias("pause_end_ts"), F.col("duration_ms").alias("pause_ms"),
-        *[F.lit(None).cast(t).alias(n) for n, t in (
-            ("group_epoch", "int"), ("target_epoch", "int"), ("state", "string"), ("topics", "string"))],
-    )
+    gc = long_pauses.select([_pause_column(f).alias(f.name) for f in TIMELINE_INPUT.fields])
     return ev.unionByName(gc)
+
+
+def _pause_column(field: StructField) -> Column:
+    if field.name in _FROM_PAUSE:
+        return F.col(_FROM_PAUSE[field.name])
+    if field.name in _PAUSE_CONSTANTS:
+        return F.lit(_PAUSE_CONSTANTS[field.name])
+    return F.lit(None).cast(field.dataType)
 
 
 def _records(pdf: pd.DataFrame) -> list[dict]:
@@ -104,7 +103,7 @@ def rebuild_sessions(inputs: DataFrame, rules: Rules | None = None) -> DataFrame
 
 def _as_input(df: DataFrame) -> DataFrame:
     """Accept silver_events-shaped frames too (tests, ad-hoc use): add the timeline columns they lack."""
-    missing = [c.split() for c in TIMELINE_INPUT.split(", ") if c.split()[0] not in df.columns]
-    for name, dtype in missing:
-        df = df.withColumn(name, F.lit(None).cast(dtype))
-    return df.select([c.split()[0] for c in TIMELINE_INPUT.split(", ")])
+    for f in TIMELINE_INPUT.fields:
+        if f.name not in df.columns:
+            df = df.withColumn(f.name, F.lit(None).cast(f.dataType))
+    return df.select(TIMELINE_INPUT.fieldNames())

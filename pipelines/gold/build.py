@@ -1,0 +1,48 @@
+"""Every gold table from silver events and GC pauses, in one pure build: the reconstruct stream runs it over the
+groups a batch touched and MERGEs the rows in, the batch oracle runs it over every group."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import DataFrame
+
+from pipelines.gold.aggregates import health_from, hourly_stats_from
+from pipelines.gold.incidents import advice_from, incidents_from
+from pipelines.gold.rebalances import rebuild_rebalances, rebuild_sessions, rebuild_states, timeline_input
+from pipelines.gold.timeline import Rules
+
+# Tables that compare every group with all the others (health: the last hour and day before the newest rebalance
+# of any group), so a build of some groups cannot make them: rebuild them with `cross_group_tables` over all groups.
+CROSS_GROUP = ("gold_group_health",)
+
+
+def _as_is(df: DataFrame) -> DataFrame:
+    return df
+
+
+def build_gold(
+    events: DataFrame, pauses: DataFrame, rules: Rules, *, persist: Callable[[DataFrame], DataFrame] = _as_is
+) -> dict[str, DataFrame]:
+    """Every gold table (gold_rebalances, gold_group_states, gold_member_sessions, gold_incidents, gold_config_advice,
+    gold_rebalance_stats_hourly, gold_group_health) of the groups in `events` (silver_events rows; `pauses`:
+    silver_gc_pauses). `persist` is applied to the frames read more than once (the timeline input and the three
+    timeline tables): the caller picks the storage level and frees them."""
+    inputs = persist(timeline_input(events, pauses, min_pause_ms=rules.gc_pause_min_ms))
+    rebalances = persist(rebuild_rebalances(inputs, rules))
+    sessions = persist(rebuild_sessions(inputs, rules))
+    states = persist(rebuild_states(inputs, rules))
+    per_group = {
+        "gold_rebalances": rebalances,
+        "gold_group_states": states,
+        "gold_member_sessions": sessions,
+        "gold_incidents": incidents_from(rebalances),
+        "gold_config_advice": advice_from(rebalances, pauses, sessions, events),
+        "gold_rebalance_stats_hourly": hourly_stats_from(rebalances),
+    }
+    return {**per_group, **cross_group_tables(rebalances, states)}
+
+
+def cross_group_tables(rebalances: DataFrame, states: DataFrame) -> dict[str, DataFrame]:
+    """The CROSS_GROUP tables from gold_rebalances and gold_group_states rows of every group."""
+    return {"gold_group_health": health_from(rebalances, states)}

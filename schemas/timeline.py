@@ -1,0 +1,22 @@
+"""The input of the per-group timeline (pipelines/gold/timeline.py): the silver_events columns the replay reads, and
+the end and length of a GC pause (silver_gc_pauses `ended_at`, `duration_ms`) for the pauses it reads as events."""
+
+from __future__ import annotations
+
+from pyspark.sql.types import StructField, StructType
+
+from schemas.tables import SILVER_EVENTS, SILVER_GC_PAUSES
+
+_EVENT_COLUMNS = (
+    "event_id", "event_ts", "event_type", "source_kind", "group_id", "member_id", "old_member_id", "generation",
+    "reason", "client_reason", "member_count", "broker_id", "instance", "client_id", "group_instance_id",
+    "client_host", "members", "source_file", "line_no",
+)
+_EPOCH_COLUMNS = ("group_epoch", "target_epoch", "state", "topics")
+
+TIMELINE_INPUT = StructType([
+    *[SILVER_EVENTS[name] for name in _EVENT_COLUMNS],
+    StructField("pause_end_ts", SILVER_GC_PAUSES["ended_at"].dataType, True),
+    StructField("pause_ms", SILVER_GC_PAUSES["duration_ms"].dataType, True),
+    *[SILVER_EVENTS[name] for name in _EPOCH_COLUMNS],
+])
