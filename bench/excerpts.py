@@ -5,9 +5,9 @@ right group, and whether the pipeline's verdicts contain the cause the excerpt's
 
 Each excerpt is a folder with one file per process and a `label.yml` written before parsing (see the folder's
 README.md). Lines are measured as `rebalance parse` reads them: the whole corpus in one batch through the pipeline's
-bronze-to-silver build. Causes are measured as `rebalance run` decides them: each labelled excerpt alone, through the
-batch oracle (`pipelines.batch.build_batch`), every file of the excerpt an instance folder of its own (a `gc*` file
-joins the process of the same suffix: `gc.log` with `consumer.log`).
+bronze-to-silver build. Causes are measured as `rebalance run` decides them, through the pipeline's gold build over
+the same batch, each excerpt's groups apart from every other excerpt's (their ids are prefixed by the excerpt) and
+every file of an excerpt an instance folder of its own (a `gc*` file joins the process of the same suffix).
 """
 
 from __future__ import annotations
@@ -95,61 +95,89 @@ class LineResult:
     raw: str = ""
 
 
-def _source_rules(excerpts: list[Excerpt], instance_of: dict[str, str]) -> list[dict[str, Any]]:
+def _instance(excerpt: str, file_name: str) -> str:
+    """The instance folder of an excerpt's file: one process per file, a `gc*` file joining the process of the same
+    suffix (`gc.log` with `consumer.log`), all prefixed by the excerpt so that no two excerpts share one."""
+    stem = file_name.split(".")[0]
+    process = "consumer" + stem[2:] if stem.startswith("gc") else stem
+    return f"{excerpt}{SEP}{process}"
+
+
+SEP = "__"
+
+
+def _source_rules(excerpts: list[Excerpt]) -> list[dict[str, Any]]:
     """Source rules that give undated excerpts the date their thread implies."""
-    rules = []
-    for ex in excerpts:
-        if ex.label.date:
-            for instance in sorted({instance_of[str(f)] for f in ex.files}):
-                rules.append({"instances": instance, "date": ex.label.date.isoformat()})
+    rules: list[dict[str, Any]] = [
+        {"instances": f"{ex.name}{SEP}*", "date": ex.label.date.isoformat()} for ex in excerpts if ex.label.date
+    ]
     return rules + [{"instances": "*", "tz": "UTC"}]
 
 
-def measure_lines(spark: Any, excerpts: list[Excerpt]) -> list[LineResult]:
-    """Parse every excerpt in one batch and judge each labelled line."""
+@dataclass
+class Measured:
+    """What one run over the corpus found: the parser's outcome per labelled line and the verdicts per excerpt."""
+
+    lines: list[LineResult]
+    causes: list[CauseResult]
+
+
+def measure(spark: Any, excerpts: list[Excerpt], *, causes: bool = True) -> Measured:
+    """Parse every excerpt in one batch (as `rebalance parse` does), judge each labelled line, and (with `causes`)
+    build the gold tables of every excerpt in one batch too, its groups kept apart from other excerpts' groups of
+    the same name by prefixing them with the excerpt."""
     from pyspark.sql import functions as F
 
     from pipelines import io
     from pipelines.config import load_config
+    from pipelines.gold.build import build_gold
+    from pipelines.gold.rebalances import rules_from
     from pipelines.silver.build import build_silver
+    from pipelines.silver.outputs import to_events, to_gc_pauses
     from pipelines.sources import resolve_sources
 
     work = Path(tempfile.mkdtemp(prefix="excerpts-"))
     try:
-        instance_of: dict[str, str] = {}
-        copies: dict[tuple[str, str], Path] = {}
+        copies = []
         for ex in excerpts:
             for f in ex.files:
-                target = work / ex.name / f.name
+                target = work / _instance(ex.name, f.name) / f.name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(f, target)
-                instance_of[str(f)] = ex.name
-                copies[(ex.name, f.name)] = target
-        cfg = load_config(None, {"sources": _source_rules(excerpts, instance_of)})
-        raw = io.read_files(spark, sorted(copies.values()))
-        batch = build_silver(raw, resolve_sources(cfg), existing_files=io.empty(spark, "bronze_files"),
-                             batch_id=0, now=F.current_timestamp())
+                copies.append(target)
+        cfg = load_config(None, {"sources": _source_rules(excerpts)})
+        batch = build_silver(io.read_files(spark, sorted(copies)), resolve_sources(cfg),
+                             existing_files=io.empty(spark, "bronze_files"), batch_id=0, now=F.current_timestamp())
+        excerpt = F.element_at(F.split("instance", SEP), 1)
         rows = batch.parsed.select(
-            "instance", F.element_at(F.split("source_file", "/"), -1).alias("file"), "line_no", "record_lines",
-            "disposition", "quarantine_reason", "group_id", "event_type", "template_id",
+            excerpt.alias("excerpt"), F.element_at(F.split("source_file", "/"), -1).alias("file"), "line_no",
+            "record_lines", "disposition", "group_id", "event_type", "template_id",
         ).collect()
+        verdicts: dict[str, list[str]] = {}
+        if causes:
+            events = to_events(batch.parsed).withColumn("group_id", F.concat_ws(SEP, excerpt, "group_id"))
+            gold = build_gold(events, to_gc_pauses(batch.parsed), rules_from(cfg.thresholds))
+            for r in gold["gold_rebalances"].select(F.element_at(F.split("group_id", SEP), 1).alias("excerpt"),
+                                                    "cause").distinct().collect():
+                verdicts.setdefault(r["excerpt"], []).append(r["cause"])
         batch.unpersist()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     by_line: dict[tuple[str, str, int], Any] = {}
     for r in rows:
         for offset in range(r["record_lines"] or 1):
-            by_line.setdefault((r["instance"], r["file"], r["line_no"] + offset), r)
-    results = []
+            by_line.setdefault((r["excerpt"], r["file"], r["line_no"] + offset), r)
+    lines = []
     for ex in excerpts:
         texts = {f.name: f.read_text(errors="replace").splitlines() for f in ex.files}
         for lab in ex.label.lines:
-            row = by_line.get((ex.name, lab.file, lab.line))
-            raw = texts.get(lab.file, [""] * lab.line)[lab.line - 1] if lab.line <= len(texts.get(lab.file, [])) \
-                else ""
-            outcome, got = _judge(row, lab.group)
-            results.append(LineResult(ex.name, ex.label.family, lab.file, lab.line, lab.group, outcome, got, raw))
-    return results
+            text = texts.get(lab.file, [])
+            raw = text[lab.line - 1] if lab.line <= len(text) else ""
+            outcome, got = _judge(by_line.get((ex.name, lab.file, lab.line)), lab.group)
+            lines.append(LineResult(ex.name, ex.label.family, lab.file, lab.line, lab.group, outcome, got, raw))
+    judged = [CauseResult(ex.name, ex.label.family, ex.label.cause, sorted(verdicts.get(ex.name, [])))
+              for ex in excerpts if causes and ex.label.cause]
+    return Measured(lines, judged)
 
 
 def _judge(row: Any, group: str | None) -> tuple[str, str | None]:
@@ -182,37 +210,6 @@ class CauseResult:
     @property
     def agrees(self) -> bool:
         return self.cause in self.verdicts
-
-
-def _instance(file_name: str) -> str:
-    stem = file_name.split(".")[0]
-    return "consumer" + stem[2:] if stem.startswith("gc") else stem
-
-
-def measure_causes(spark: Any, excerpts: list[Excerpt]) -> list[CauseResult]:
-    """Run the batch pipeline over each excerpt with a labelled cause; collect the causes of its rebalances."""
-    from pipelines.batch import build_batch
-    from pipelines.config import load_config
-
-    results = []
-    for ex in excerpts:
-        if not ex.label.cause:
-            continue
-        work = Path(tempfile.mkdtemp(prefix="excerpt-"))
-        try:
-            for f in ex.files:
-                target = work / "landing" / _instance(f.name) / f.name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(f, target)
-            rules = [{"instances": "*", "tz": "UTC", **({"date": ex.label.date.isoformat()} if ex.label.date else {})}]
-            cfg = load_config(None, {"landing": work / "landing", "lakehouse": work / "lakehouse",
-                                     "sources": rules})
-            tables = build_batch(spark, cfg)
-            verdicts = sorted({r["cause"] for r in tables["gold_rebalances"].select("cause").collect()})
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        results.append(CauseResult(ex.name, ex.label.family, ex.label.cause, verdicts))
-    return results
 
 
 def _table(title: str, rows: dict[str, list[bool]]) -> list[str]:
@@ -288,9 +285,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     spark = get_spark(load_config())
     print(f"{len(excerpts)} excerpts, {sum(len(e.label.lines) for e in excerpts)} labelled lines", file=sys.stderr)
-    lines = measure_lines(spark, excerpts)
-    causes = None if args.no_causes else measure_causes(spark, excerpts)
-    text = report(lines, causes, show_misses=args.show_misses)
+    measured = measure(spark, excerpts, causes=not args.no_causes)
+    text = report(measured.lines, None if args.no_causes else measured.causes, show_misses=args.show_misses)
     print(text)
     if args.out:
         args.out.write_text(text + "\n")

@@ -26,7 +26,10 @@ def _unwrap(value: Column) -> Column:
 
 # A Kafka Streams client id is `<application.id>-<process UUID>`, its threads' `...-StreamThread-<n>`, and the group
 # of a Streams application is its application.id.
-_STREAMS_CLIENT = r"^(.+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:-StreamThread-\d+)?$"
+_STREAMS_CLIENT = (
+    r"^(.+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:-StreamThread-\d+)?"
+    r"(?:-consumer|-restore-consumer)?$"
+)
 
 
 def streams_application(client_id: Column) -> Column:

@@ -28,6 +28,8 @@ _KAFKA_PREFIX_START = (
     r"(?:\[(?:Consumer |ShareConsumer |Worker |GroupCoordinator |GroupMetadataManager |Group Metadata Manager |GroupId )"
     r"|stream-(?:thread|client) \[)"
 )
+# The broker connection a librdkafka line is about (`GroupCoordinator/3: `, `sasl_ssl://b-1:9092/1: `).
+_RDKAFKA_BROKER = r"(?:\S+?/(?:-?\d+|internal|bootstrap): )?"
 FIELDS = ("ts", "level", "thread", "logger", "msg", "pre")
 # Layouts that find the message wherever it sits: their time and level are searched in `pre`, the text before it.
 GENERAL = ("anywhere", "librdkafka", "librdkafka_bare")
@@ -53,7 +55,7 @@ LAYOUTS: tuple[Layout, ...] = (
     Layout(
         "kafka_log4j",
         r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (?P<level>[A-Z]+) (?P<msg>.*?)"
-        rf"(?: \((?P<logger>[\w.$-]+)(?::\d+)?\))?{_CLOUDWATCH}\s*$",
+        rf"(?: \((?P<logger>[\w.$-]+)(?::\d+)?\)(?: - [\w.]+=.*)?)?{_CLOUDWATCH}\s*$",
     ),
     # Strimzi's broker layout `%d{yyyy-MM-dd HH:mm:ss,SSS} %p %m (%c) [%t]`.
     Layout(
@@ -85,10 +87,10 @@ LAYOUTS: tuple[Layout, ...] = (
     # callback): the message follows `[thrd:<thread>]: ` and, for lines about one broker connection, `<broker>/<id>: `.
     Layout(
         "librdkafka",
-        r"^(?P<pre>.*?)\[thrd:(?P<thread>[^\]]*)\]: ?(?:[^\s/]+/(?:-?\d+|internal|bootstrap): )?(?P<msg>.*)$",
+        rf"^(?P<pre>.*?)\[thrd:(?P<thread>[^\]]*)\]: ?{_RDKAFKA_BROKER}(?P<msg>.*)$",
     ),
     # librdkafka before 1.0 printed no thread: `%7|<epoch>|FAC|name| msg`, and .NET's `7|<time>|name|FAC| msg`.
-    Layout("librdkafka_bare", r"^(?P<pre>.*?\|[A-Z][A-Z_]{2,}\|(?:[^|]*\|)?) (?P<msg>.*)$"),
+    Layout("librdkafka_bare", rf"^(?P<pre>.*?\|[A-Z][A-Z_]{{2,}}\|(?:[^|]*\|)?) {_RDKAFKA_BROKER}(?P<msg>.*)$"),
     # Anything else: the whole line is the message.
     Layout("plain", r"^(?P<msg>[\s\S]*)$"),
 )
