@@ -5,6 +5,7 @@ the group's context; KIP-848 epoch bumps go to epochs.EpochReplay."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pandas as pd
 
@@ -14,6 +15,10 @@ from pipelines.gold.refine import REMOVAL_CAUSES
 from pipelines.gold.replay_state import EPOCH_CAUSES, NEIGHBOUR_S, OpenRebalance, secs, stable_id, to_int
 from pipelines.gold.rows import rebalance_row
 
+# Member events that make a coordinator start a rebalance, and events that show it did (or had no need to).
+_IMPLY_REBALANCE = ("member_failed", "member_left", "member_fenced", "member_joining")
+_SHOW_REBALANCE_OR_NONE = ("rebalance_started", "group_epoch_bumped", "group_emptied", "group_stabilized",
+                           "static_member_rejoined", "group_dead", "group_unloaded")
 _SET_ITEMS = re.compile(r"[\w.\-]+(?:-[0-9a-f-]{36})?")
 
 
@@ -22,6 +27,11 @@ class BrokerReplay(EpochReplay):
 
     def _on_broker(self, event: dict) -> None:
         kind, member, ts = event["event_type"], event.get("member_id"), event["event_ts"]
+        self._flush_implied(before=ts)
+        if kind in _IMPLY_REBALANCE and member and self._current is None:
+            self._implied.append(event)
+        elif kind in _SHOW_REBALANCE_OR_NONE:
+            self._implied.clear()
         broker = to_int(event.get("broker_id"))
         if kind == "group_loaded":
             if broker is not None and self._coordinator is not None and broker != self._coordinator:
@@ -86,7 +96,21 @@ class BrokerReplay(EpochReplay):
         if len(self._recent) > 64:
             del self._recent[:32]
 
-    def _start(self, event: dict) -> None:
+    def _flush_implied(self, *, before: pd.Timestamp | None = None) -> None:
+        """Open the rebalances that member events imply when the coordinator's own line for them is missing (lost
+        or cut from the log): a member removed, fenced or joining while the group was not rebalancing makes the
+        coordinator start one, unless a line within NEIGHBOUR_S shows it started one or emptied the group.
+        `before`: only events that much older than it are settled (None: all, at the end of the log)."""
+        while self._implied and (before is None or secs(before - self._implied[0]["event_ts"]) > NEIGHBOUR_S):
+            first = self._implied[0]
+            together = [e for e in self._implied if secs(e["event_ts"] - first["event_ts"]) <= NEIGHBOUR_S]
+            del self._implied[:len(together)]
+            if self._current is not None:
+                continue
+            self._start(dict(first, event_type="rebalance_started", event_id=f"{first['event_id']}:implied",
+                             generation=None, reason=None, client_reason=None), implied=True)
+
+    def _start(self, event: dict, *, implied: bool = False) -> None:
         ts = event["event_ts"]
         interrupted = self._interrupted_by_move(event)
         if self._current is not None:
@@ -101,6 +125,10 @@ class BrokerReplay(EpochReplay):
                 leave_evidence = [{"event_id": left["event_id"],
                                    "explanation": f"{left['member_id']} left; client reason: {client_reason}"}]
         verdict = verdict or self._neighbour_verdict(ts, to_int(event.get("generation")))
+        if implied:
+            verdict = replace(verdict, confidence=round(verdict.confidence * 0.7, 2),
+                              explanation=f"{verdict.explanation}; the coordinator's `Preparing to rebalance` line is "
+                              "missing from the log: the rebalance is implied by the member event")
         joining = verdict.detail in ("member_join", "rejoin")
         if interrupted is not None and verdict.cause in ("membership_change", "unknown") and verdict.detail != (
                 "member_leave"):
@@ -147,6 +175,15 @@ class BrokerReplay(EpochReplay):
             if event["event_type"] == "member_left":
                 return Verdict("membership_change", "member_leave", 0.6, event["member_id"],
                                "no reason printed; member left just before the start")
+            if event["event_type"] == "member_fenced":
+                said = f"{event.get('reason') or ''} {event.get('message') or ''}"
+                expired = "session" in said.lower()
+                return Verdict("session_timeout" if expired else "membership_change",
+                               "heartbeat_expiration" if expired else "member_fenced", 0.6, event["member_id"],
+                               f"no reason printed; member fenced just before the start ({said.strip()[:120]})")
+            if event["event_type"] == "member_joining":
+                return Verdict("membership_change", "member_join", 0.6, event.get("member_id"),
+                               "no reason printed; a member joined just before the start")
         if generation == 0:
             return Verdict("membership_change", "member_join", 0.6, None,
                            "no reason printed; the group's first generation forms as its members join")

@@ -104,6 +104,10 @@ _CLIENT_REASONS: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (re.compile(r"subscription has changed|does not match the current subscription", re.I), "metadata_change",
      "subscription_change"),
     (re.compile(r"the consumer unsubscribed from all topics", re.I), "metadata_change", "subscription_change"),
+    # librdkafka: the subscribed topics' partition count or existence changed (`initiating rebalance`, `Rejoining
+    # group without an assignment`).
+    (re.compile(r"metadata for subscribed topic\(s\) has changed", re.I), "metadata_change",
+     "partition_count_change"),
 )
 
 
@@ -126,11 +130,32 @@ def classify_reason(reason: str | None, client_reason: str | None) -> Verdict | 
     return Verdict("unknown", None, 0.2, None, f"broker reason not recognised: {reason}")
 
 
-_POLL_TIMEOUT = re.compile(r"poll timeout has expired", re.I)
+_POLL_TIMEOUT = re.compile(r"poll timeout has expired|maximum poll interval .* exceeded", re.I)
+_POLL_TIMEOUT_EVENTS = ("client_poll_timeout", "connect_poll_timeout")
 _COORDINATOR_LOST = ("client_coordinator_lost",)
+# The lines that carry the coordinator's answer to a member (its error) or the member's own view of its session.
+_EXPIRY_ANSWERS = ("client_heartbeat_failed", "client_join_failed", "client_sync_failed", "client_fenced",
+                   "client_coordinator_lost", "client_rejoin_requested", "client_generation_reset",
+                   "client_rebalance_failed")
+# What a member hears when the coordinator no longer knows it: its session expired there (Java's UNKNOWN_MEMBER_ID
+# and `member id ... is not valid`, librdkafka's `Broker: Unknown member`), or what it sees itself when its own
+# session runs out (librdkafka's SESSTMOUT, the Java client's `session timed out without receiving a heartbeat
+# response`).
+_EXPIRED = re.compile(r"UNKNOWN_MEMBER_ID|unknown member|member id .* is not valid|is not aware of this member"
+                      r"|session timed out", re.I)
+# What a member hears when its coordinator moved or is gone: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a load.
+_COORDINATOR_GONE = re.compile(r"NOT_COORDINATOR|not coordinator|not the correct coordinator|NotCoordinator"
+                               r"|COORDINATOR_NOT_AVAILABLE|coordinator not available|coordinator load in progress",
+                               re.I)
 _NEW_MEMBER_SIGNS = re.compile(r"need to re-join with the given member-id", re.I)
 CLIENT_ONLY_CONFIDENCE = {"poll_timeout": 0.7, "metadata_change": 0.7, "coordinator_change": 0.5,
-                          "member_join": 0.6, "member_leave": 0.6, "seen_rebalancing": 0.3}
+                          "session_timeout": 0.6, "member_join": 0.6, "member_leave": 0.6, "seen_rebalancing": 0.3}
+# What a verdict from members' lines alone cannot see, said in its explanation.
+_MISSING = "; the coordinator's log is missing, so its own reason is unknown"
+
+
+def _said(event: dict) -> str:
+    return " ".join(str(event.get(k) or "") for k in ("error", "reason", "message"))
 
 
 def _who(event: dict) -> str:
@@ -144,12 +169,24 @@ def classify_client_signs(signs: list[dict], newcomers: list[dict]) -> tuple[Ver
     conf = CLIENT_ONLY_CONFIDENCE
     for event in signs:
         reason = event.get("reason") or ""
-        if event["event_type"] == "client_poll_timeout" or (
+        if event["event_type"] in _POLL_TIMEOUT_EVENTS or (
             event["event_type"] in ("client_leaving", "client_generation_reset") and _POLL_TIMEOUT.search(reason)
         ):
             return Verdict("poll_timeout", "leave_on_poll_timeout", conf["poll_timeout"], event.get("_member"),
                            f"client log only: {_who(event)} logged that its consumer poll timeout expired "
-                           "(max.poll.interval.ms) and left the group"), event
+                           "(max.poll.interval.ms) and left the group" + _MISSING), event
+    for event in signs:
+        expired = event["event_type"] == "client_session_timeout" or (
+            event["event_type"] in _EXPIRY_ANSWERS and _EXPIRED.search(_said(event)))
+        if expired:
+            return Verdict("session_timeout", "heartbeat_expiration", conf["session_timeout"], event.get("_member"),
+                           f"client log only: {_who(event)} was no longer a member when it next reached the "
+                           f"coordinator ({_said(event).strip()[:160]}): its session had expired" + _MISSING), event
+    for event in signs:
+        if event["event_type"] in _EXPIRY_ANSWERS and _COORDINATOR_GONE.search(_said(event)):
+            return Verdict("coordinator_change", "coordinator_lost", conf["coordinator_change"], event.get("_member"),
+                           f"client log only: {_who(event)} was told its coordinator had moved or was unavailable "
+                           f"({_said(event).strip()[:160]})" + _MISSING), event
     for event in signs:
         if event["event_type"] != "client_rejoin_requested":
             continue

@@ -17,7 +17,12 @@ _CLIENT_SIGNS = frozenset({
     "client_joining", "client_rejoin_requested", "client_partitions_revoked", "client_partitions_lost",
     "client_heartbeat_failed", "client_poll_timeout", "client_leaving", "client_generation_reset",
     "client_join_failed", "client_sync_failed", "client_rebalance_failed", "client_fenced", "client_coordinator_lost",
+    # librdkafka's own session timer, Kafka Streams threads that found themselves out of the group, Connect workers.
+    "client_session_timeout", "streams_thread_fenced", "streams_rebalance_requested", "connect_rebalance_started",
+    "connect_rebalance_failed", "connect_poll_timeout", "connect_config_mismatch", "connect_connector_changed",
 })
+# A Connect worker's `Joined group at generation N` is its join, as a consumer's `Successfully joined group`.
+_JOINED = frozenset({"client_joined", "connect_joined"})
 _CLIENT_CONTEXT = frozenset({"client_subscribed", "client_coordinator_discovered", "client_unsubscribed"})
 _CLIENT_DONE = frozenset({"client_synced", "client_partitions_assigned"})
 # A member's lines more than this apart before its join belong to different episodes (a coordinator hiccup an hour
@@ -76,7 +81,7 @@ class ClientOnlyReplay(ReplayState):
                 kind = event["event_type"]
                 if event.get("member_id"):
                     member = event["member_id"]
-                if kind == "client_joined" and to_int(event.get("generation")) is not None:
+                if kind in _JOINED and to_int(event.get("generation")) is not None:
                     chain = named_chain(chain_into_join(signs), member)
                     news = [e for e in chain
                             if is_newcomer_sign(e) and (first or e["event_type"] == "client_subscribed")]

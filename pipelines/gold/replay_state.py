@@ -101,6 +101,7 @@ class ReplayState:
         self._transitions: list[Transition] = []
         self._departures: list[tuple[pd.Timestamp, str]] = []
         self._pending: list[dict] = []
+        self._implied: list[dict] = []
         self._epoch_size: int | None = None
         self._bumps = [e["event_ts"] for e in events
                        if e.get("source_kind") == "broker" and e["event_type"] == "group_epoch_bumped"]

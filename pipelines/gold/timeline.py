@@ -35,6 +35,7 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
         self._finish()
 
     def _finish(self) -> None:
+        self._flush_implied()
         current = self._current
         if current is not None:
             if current.stabilized_at is not None:
