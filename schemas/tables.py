@@ -38,8 +38,8 @@ SILVER_EVENTS = _schema(
     # (event client_config) sets for its group membership, key -> value as printed (session.timeout.ms,
     # heartbeat.interval.ms, max.poll.interval.ms, partition.assignment.strategy, group.protocol, ...).
     ("settings", MapType(S, S), True),
-    # Added in 0.3.0: true when the line printed no time and event_ts is that of the nearest timestamped line of
-    # its file (java.util.logging's message line, slf4j-simple, a stripped excerpt).
+    # Added in 0.3.0: true (else null) when the line printed no time and event_ts is that of the nearest timestamped
+    # line of its file (java.util.logging's message line, slf4j-simple, a stripped excerpt).
     ("ts_inferred", BooleanType(), True),
 )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 
 import pytest
@@ -81,3 +82,26 @@ def test_lost_checkpoint_is_refused_then_rebuilt_to_the_same_tables(spark, works
     after = io.read_table(spark, cfg, "gold_rebalances").select(GOLD + ["rebalance_id"])
     assertDataFrameEqual(after, spark.createDataFrame(before, after.schema))
     assert io.read_table(spark, cfg, "silver_events").count() == 16
+
+
+def test_a_sources_own_layout_reaches_the_parser_of_the_stream(spark, workspace):
+    # A layout that prints the time after the message: no built-in layout and no general path reads its time, so only
+    # the source's own pattern (sources[].pattern) turns these lines into events.
+    pattern = r"^(?P<msg>.*) @@ (?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) (?P<level>[A-Z]+)$"
+    cfg = make_config(workspace, sources=[{"instances": "legacy-*", "pattern": pattern}, {"instances": "*"}])
+    prefix = "[Consumer clientId=consumer-billing-1, groupId=billing] "
+    lines = [
+        prefix + "(Re-)joining group @@ 2024-05-14 08:21:07.100 INFO",
+        prefix + "Successfully joined group with generation Generation{generationId=7, memberId='m-1', "
+        "protocol='range'} @@ 2024-05-14 08:21:07.520 INFO",
+    ]
+    (cfg.landing / "legacy-7").mkdir(parents=True)
+    (cfg.landing / "legacy-7" / "app.log").write_text("\n".join(lines) + "\n")
+    run(spark, cfg, stages=("ingest",))
+    events = io.read_table(spark, cfg, "silver_events").select("line_no", "event_type", "group_id", "generation",
+                                                               "event_ts", "level")
+    expected = spark.createDataFrame([
+        (1, "client_joining", "billing", None, dt.datetime(2024, 5, 14, 8, 21, 7, 100000), "INFO"),
+        (2, "client_joined", "billing", 7, dt.datetime(2024, 5, 14, 8, 21, 7, 520000), "INFO"),
+    ], events.schema)
+    assertDataFrameEqual(events, expected)

@@ -176,7 +176,8 @@ def _with_inferred_time(parsed: DataFrame) -> DataFrame:
     inferred = F.when(own.isNull() & F.col("template_id").isNotNull(), agreed)
     return parsed.withColumns({
         "event_ts": F.coalesce(own, inferred),
-        "ts_inferred": F.when(F.col("template_id").isNotNull(), own.isNull() & inferred.isNotNull()),
+        # True, or null for a line with a time of its own (as in rows written before the column existed).
+        "ts_inferred": F.when(own.isNull() & inferred.isNotNull(), F.lit(True)),
     })
 
 
