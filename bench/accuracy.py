@@ -54,8 +54,8 @@ def evaluate_version(spark, version: str, root: Path, *, seed: int, groups: int,
 
     from pipelines.batch import build_batch
     from pipelines.config import load_config
-    from simulator.evaluate import accuracy, match_truth
     from simulator import simulate
+    from simulator.evaluate import accuracy, match_truth
 
     t0 = time.monotonic()
     extra = {} if group_protocol == "classic" else {"group_protocol": group_protocol}

@@ -186,7 +186,7 @@ def _judge(row: Any, group: str | None) -> tuple[str, str | None]:
         return "noise", None
     typed = row["template_id"] is not None and row["event_type"] != "noise"
     if typed:
-        if group is None or row["group_id"] == group or row["group_id"] is None and _redacted(group):
+        if group is None or row["group_id"] == group or (row["group_id"] is None and _redacted(group)):
             return "event", row["group_id"]
         return "wrong_group", row["group_id"]
     if row["disposition"] == "quarantine":

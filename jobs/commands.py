@@ -171,10 +171,10 @@ def print_table(columns: list[str], rows: list[list[Any]], *, out=sys.stdout, ma
     cells = [[_format_cell(v) for v in row] for row in rows]
     cells = [[c if len(c) <= max_width else c[: max_width - 1] + "…" for c in row] for row in cells]
     widths = [max([len(col)] + [len(row[i]) for row in cells]) for i, col in enumerate(columns)]
-    out.write("  ".join(col.ljust(w) for col, w in zip(columns, widths)).rstrip() + "\n")
+    out.write("  ".join(col.ljust(w) for col, w in zip(columns, widths, strict=True)).rstrip() + "\n")
     out.write("  ".join("-" * w for w in widths) + "\n")
     for row in cells:
-        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
+        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip() + "\n")
 
 
 def _open_lakehouse(args: argparse.Namespace, app: str):
@@ -196,7 +196,7 @@ def cmd_sql(args: argparse.Namespace, *, progress: Progress) -> int:
     """Run one SQL query over the tables and print the result."""
     from pyspark.errors import AnalysisException, ParseException
 
-    cfg, spark, views = _open_lakehouse(args, "rebalance-sql")
+    _cfg, spark, views = _open_lakehouse(args, "rebalance-sql")
     try:
         df = spark.sql(args.query)
     except (AnalysisException, ParseException) as exc:
@@ -248,9 +248,9 @@ def cmd_demo(args: argparse.Namespace, *, progress: Progress) -> int:
     from pyspark.sql import functions as F
 
     from pipelines import io
-    from simulator.evaluate import accuracy, match_truth
     from pipelines.run import run
     from simulator import simulate
+    from simulator.evaluate import accuracy, match_truth
 
     workdir: Path = args.workdir
     for sub in ("landing", "truth", "lakehouse"):

@@ -57,7 +57,7 @@ class BrokerLogs:
 
     def __init__(self, logs: dict[int, Path]) -> None:
         self.logs = logs
-        self.offsets = {b: 0 for b in logs}
+        self.offsets = dict.fromkeys(logs, 0)
         self.lines: list[GroupLine] = []
 
     def refresh(self) -> None:

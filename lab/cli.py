@@ -28,9 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the scenarios against real brokers for one or all versions")
     run.add_argument("--version", default="all",
-                     help=f"Kafka version: x.y (newest x.y.z on Maven Central), x.y.z, or all ({', '.join(DEFAULT_LINES)})")
+                     help="Kafka version: x.y (newest x.y.z on Maven Central), x.y.z, "
+                          f"or all ({', '.join(DEFAULT_LINES)})")
     run.add_argument("--out", type=Path, default=CACHE / "out",
-                     help="output directory; each version writes <out>/<version>/landing and truth (default: %(default)s)")
+                     help="output directory; each version writes <out>/<version>/landing and truth "
+                          "(default: %(default)s)")
     run.add_argument("--scenario", action="append", dest="scenarios", help="run only this scenario (repeatable)")
     run.add_argument("--short", action="store_true", help="the short scenario set (what the kafka test tier runs)")
     run.add_argument("--commit-corpus", action="store_true",

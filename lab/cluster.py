@@ -119,7 +119,8 @@ class Cluster:
             logging = f"-Dlog4j2.configurationFile={CONF / 'broker-log4j2.yaml'}"
         else:
             logging = f"-Dlog4j.configuration=file:{CONF / 'broker-log4j.properties'}"
-        return ["java", "-Xms64m", BROKER_HEAP, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:+ExitOnOutOfMemoryError",
+        return ["java", "-Xms64m", BROKER_HEAP, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                "-XX:+ExitOnOutOfMemoryError",
                 "-Djava.awt.headless=true", "-Duser.timezone=UTC", f"-Dkafka.logs.dir={logs}",
                 f"-Dlab.aux.dir={aux}", logging, "-cp", self.kit.classpath("broker")]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import re
 import signal
@@ -90,10 +91,8 @@ class Proc:
     def signal(self, sig: int) -> None:
         """Send a signal to the whole process group (no-op once it has exited)."""
         if self.alive():
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.pid, sig)
-            except ProcessLookupError:
-                pass
 
     def stop(self, timeout: float = 20.0) -> int | None:
         """SIGCONT (a frozen process cannot exit), SIGTERM, then SIGKILL after `timeout`; returns the exit code."""
@@ -110,10 +109,8 @@ class Proc:
     def kill(self) -> int | None:
         """SIGKILL the process group and reap it."""
         self.signal(signal.SIGKILL)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.popen.wait(10)
-        except subprocess.TimeoutExpired:
-            pass
         return self.finish()
 
     def wait_exit(self, timeout: float) -> int:
@@ -129,10 +126,8 @@ class Proc:
         """Close pipes and forget the process (after it exited)."""
         self._reader.join(5)
         if self.popen.stdin is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self.popen.stdin.close()
-            except OSError:
-                pass
         self._out.close()
         REGISTRY.discard(self)
         return self.popen.returncode
@@ -171,10 +166,8 @@ class _Registry:
                 proc.popen.wait(max(0.1, deadline - time.time()))
             except subprocess.TimeoutExpired:
                 proc.signal(signal.SIGKILL)
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.popen.wait(5)
-                except subprocess.TimeoutExpired:
-                    pass
             proc.finish()
 
 

@@ -81,7 +81,8 @@ class Thresholds(_Frozen):
     """Limits used by reconstruction and classification (see pipelines/gold/causes.py for the rules)."""
 
     coordinator_move_window_s: float = Field(
-        default=120, ge=0, description="a session expiry this soon after the group moved coordinator is blamed on the move"
+        default=120, ge=0,
+        description="a session expiry this soon after the group moved coordinator is blamed on the move",
     )
     heartbeat_tolerance_s: float = Field(
         default=3, ge=0, description="a GC pause must reach this close to the expiry (one heartbeat interval)"
@@ -114,7 +115,8 @@ class AlertSettings(_Frozen):
     long_rebalance_s: float = Field(default=60, gt=0, description="a rebalance longer than this is an alert")
     stuck_after_min: float = Field(default=5, gt=0, description="a group rebalancing longer than this is stuck")
     poll_timeouts_per_hour: int = Field(default=2, ge=1, description="poll timeouts of one process within an hour")
-    jsonl_path: Path | None = Field(default=None, description="JSON-lines feed (default <lakehouse>/_alerts/alerts.jsonl)")
+    jsonl_path: Path | None = Field(default=None,
+                                    description="JSON-lines feed (default <lakehouse>/_alerts/alerts.jsonl)")
     webhook_url_env: str = Field(default="REBALANCE_ALERT_WEBHOOK_URL",
                                  description="environment variable holding the Slack-compatible webhook URL")
     webhook_attempts: int = Field(default=5, ge=1, description="delivery attempts per alert and run")

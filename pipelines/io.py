@@ -142,7 +142,7 @@ def with_conflict_retries(name: str, commit: Callable[[], _T]) -> _T:
     for attempt in range(1, CONFLICT_ATTEMPTS + 1):
         try:
             return commit()
-        except Exception as exc:  # noqa: BLE001 - only a commit conflict is retried; anything else is re-raised
+        except Exception as exc:  # only a commit conflict is retried; anything else is re-raised
             if not is_commit_conflict(exc) or attempt == CONFLICT_ATTEMPTS:
                 raise
             conflicts_retried[name] = conflicts_retried.get(name, 0) + 1

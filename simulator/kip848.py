@@ -31,7 +31,6 @@ from simulator.model import (
 from simulator.render import HB, ClientLine
 
 
-
 class ClassicSide(Protocol):
     """What the consumer-protocol side needs of the classic consumers: the cluster id and the application log."""
 

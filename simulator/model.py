@@ -15,8 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simulator.javautil import seeded_uuid
-from simulator.javautil import OFFSETS_TOPIC
+from simulator.javautil import OFFSETS_TOPIC, seeded_uuid
 from simulator.render import GROUP_COORDINATOR, GROUP_METADATA_MANAGER, NEW_GROUP_METADATA_MANAGER, Wording
 
 HEARTBEAT_MS = 3000

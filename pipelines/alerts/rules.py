@@ -119,7 +119,8 @@ def poll_timeout_alerts(rebalances: DataFrame, sessions: DataFrame, *, settings:
     order = Window.partitionBy("group_id", "process").orderBy("started_at")
     qualifying = qualifying.withColumn("_prev", F.lag("started_at").over(order)).filter(
         F.col("_prev").isNull() | (F.col("started_at") > F.col("_prev") + F.expr("INTERVAL 1 HOUR")))
-    summary = F.format_string("%s: consumer process %s exceeded max.poll.interval.ms %d times within an hour from %s UTC",
+    summary = F.format_string("%s: consumer process %s exceeded max.poll.interval.ms %d times within an hour "
+                              "from %s UTC",
                               "group_id", "process", "n", F.date_format("started_at", "yyyy-MM-dd HH:mm"))
     return _shape(qualifying.select(
         _alert_id(F.lit("poll_timeouts"), "group_id", "process", F.col("started_at").cast("string")).alias("alert_id"),

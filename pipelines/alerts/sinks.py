@@ -76,7 +76,7 @@ def post_webhook(url: str, alerts: list[dict], *, settings: AlertSettings,
         body = json.dumps(slack_payload(alert)).encode()
         delay, last = settings.webhook_backoff_s, ""
         for attempt in range(1, settings.webhook_attempts + 1):
-            request = urllib.request.Request(url, data=body, method="POST", headers={
+            request = urllib.request.Request(url, data=body, method="POST", headers={  # noqa: S310 - operator's URL
                 "Content-Type": "application/json", "Idempotency-Key": alert["alert_id"]})
             try:
                 with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - operator's URL

@@ -120,7 +120,7 @@ def _validate(spark: SparkSession, cfg: Config, table_checks: tuple[TableCheck, 
     until = _judged_until(spark, cfg, versions.get("silver_events"))
     frames = [_checked(spark, cfg, c.table, versions[c.table]).persist() for c in table_checks]
     parts: list[tuple[TableCheck, DataFrame]] = []
-    for check, frame in zip(table_checks, frames):
+    for check, frame in zip(table_checks, frames, strict=True):
         if check.part("pipeline").rules:
             parts.append((check.part("pipeline"), frame))
         if check.part("input").rules:

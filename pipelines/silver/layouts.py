@@ -25,7 +25,8 @@ _TIME = r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})?"
 # What a CloudWatch export appends after the logger: `,<ingest timestamp>`.
 _CLOUDWATCH = r"(?:,\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})?"
 _KAFKA_PREFIX_START = (
-    r"(?:\[(?:Consumer |ShareConsumer |Worker |GroupCoordinator |GroupMetadataManager |Group Metadata Manager |GroupId )"
+    r"(?:\[(?:Consumer |ShareConsumer |Worker |GroupCoordinator |GroupMetadataManager |Group Metadata Manager "
+    r"|GroupId )"
     r"|stream-(?:thread|client) \[)"
 )
 # The broker connection a librdkafka line is about (`GroupCoordinator/3: `, `sasl_ssl://b-1:9092/1: `).

@@ -61,7 +61,10 @@ def event_time(ts_text: Column, *, tz: Column, day: Column) -> Column:
     )
 
 
-_LEVEL_WORDS = r"(?i)(?<![\w-])(trace|trce|finest|finer|debug|dbug|fine|config|info|information|notice|warn|warning|error|fail|severe|crit|critical|fatal)(?![\w-])"
+_LEVEL_WORDS = (
+    r"(?i)(?<![\w-])(trace|trce|finest|finer|debug|dbug|fine|config|info|information|notice|warn|warning|error|fail"
+    r"|severe|crit|critical|fatal)(?![\w-])"
+)
 _SYSLOG_DIGIT = r"(?:^|[^\d])%(\d)\||\b[A-Z_]+-(\d)-[A-Z_]+:|\bLevel: (\d)\b|^\[(\d)\] "
 _LEVELS = {
     "TRACE": "TRACE", "TRCE": "TRACE", "FINEST": "TRACE", "FINER": "TRACE", "DEBUG": "DEBUG", "DBUG": "DEBUG",
