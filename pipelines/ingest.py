@@ -21,10 +21,12 @@ WRITER_ID = "ingest"
 def late_cutoff(spark: SparkSession, cfg: Config, batch_id: int) -> Column:
     """The time before which an event of this batch is late: the newest event of the earlier batches minus the
     allowed lateness (null before the first event)."""
-    newest = (
+    row = (
         io.read_table(spark, cfg, "silver_accounting").filter(F.col("batch_id") < batch_id)
-        .agg(F.max(F.unix_micros("last_event_ts"))).first()[0]
+        .agg(F.max(F.unix_micros("last_event_ts"))).first()
     )
+    assert row is not None  # an aggregate without grouping has exactly one row
+    newest = row[0]
     if newest is None:
         return F.lit(None).cast("timestamp")
     return F.timestamp_micros(F.lit(newest - int(cfg.thresholds.allowed_lateness_s * 1_000_000)))
@@ -35,14 +37,16 @@ BatchObserver = Callable[[str, dict[str, int]], None]
 
 def make_ingest_batch(
     cfg: Config, *, on_progress: Callable[[str], None] | None = None, on_batch: BatchObserver | None = None
-):
+) -> Callable[[DataFrame, int], None]:
     """The foreachBatch function of the ingest stream: raw landing lines to bronze and silver tables."""
 
     sources, salt = resolve_sources(cfg), hash_salt(cfg)
 
     def ingest_batch(batch_df: DataFrame, batch_id: int) -> None:
         spark = batch_df.sparkSession
-        now = F.lit(spark.sql("SELECT current_timestamp() AS t").first()["t"])
+        clock = spark.sql("SELECT current_timestamp() AS t").first()
+        assert clock is not None  # a SELECT without FROM has exactly one row
+        now = F.lit(clock["t"])
         existing = io.read_table(spark, cfg, "bronze_files").filter(F.col("duplicate_of").isNull())
         damaged = damaged_gzips(io.landing_batch_files(cfg, batch_id) or [])
         if on_progress is not None:
@@ -59,13 +63,17 @@ def make_ingest_batch(
             if on_batch is not None:
                 on_batch("ingest", counts)
             if on_progress is not None:
-                lines = staged.files.agg(F.sum("lines_read")).first()[0] or 0
+                read = staged.files.agg(F.sum("lines_read")).first()
+                assert read is not None  # an aggregate without grouping has exactly one row
+                lines = read[0] or 0
                 on_progress(
                     f"ingest batch {batch_id}: {counts['bronze_files']} files, {lines} lines, "
                     f"{counts['silver_events']} events, {counts['silver_quarantine']} quarantined"
                 )
-                late = io.read_table(spark, cfg, "silver_accounting").filter(F.col("batch_id") == batch_id) \
-                    .agg(F.sum("late_events")).first()[0]
+                late_row = io.read_table(spark, cfg, "silver_accounting").filter(F.col("batch_id") == batch_id) \
+                    .agg(F.sum("late_events")).first()
+                assert late_row is not None  # an aggregate without grouping has exactly one row
+                late = late_row[0]
                 if late:
                     on_progress(f"ingest batch {batch_id}: {late} events arrived later than the allowed lateness "
                                 f"({cfg.thresholds.allowed_lateness_s:g} s); their groups are rebuilt")

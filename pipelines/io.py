@@ -42,11 +42,13 @@ class TableRef:
     def delta(self, spark: SparkSession) -> DeltaTable:
         if self.full_name:
             return DeltaTable.forName(spark, self.full_name)
+        assert self.path is not None  # a table without a catalog name has a path (TableRef)
         return DeltaTable.forPath(spark, self.path)
 
     def exists(self, spark: SparkSession) -> bool:
         if self.full_name:
             return spark.catalog.tableExists(self.full_name)
+        assert self.path is not None  # a table without a catalog name has a path (TableRef)
         return DeltaTable.isDeltaTable(spark, self.path)
 
 
@@ -68,7 +70,11 @@ def ensure_tables(spark: SparkSession, cfg: Config, names: list[str] | None = No
             _upgrade(spark, ref, TABLES[name])
             continue
         builder = DeltaTable.createIfNotExists(spark).addColumns(TABLES[name])
-        builder = builder.tableName(ref.full_name) if ref.full_name else builder.location(ref.path)
+        if ref.full_name:
+            builder = builder.tableName(ref.full_name)
+        else:
+            assert ref.path is not None  # a table without a catalog name has a path (TableRef)
+            builder = builder.location(ref.path)
         builder.execute()
 
 
@@ -105,7 +111,9 @@ def read_table(spark: SparkSession, cfg: Config, name: str, *, version: int | No
 
 def table_version(spark: SparkSession, cfg: Config, name: str) -> int:
     """The latest Delta version of one table."""
-    return int(table(cfg, name).delta(spark).history(1).select("version").first()[0])
+    row = table(cfg, name).delta(spark).history(1).select("version").first()
+    assert row is not None  # a Delta table's history holds at least the commit that created it
+    return int(row[0])
 
 
 def read_table_stream(spark: SparkSession, cfg: Config, name: str) -> DataFrame:
@@ -184,7 +192,8 @@ def append_once(df: DataFrame, cfg: Config, name: str, *, batch_id: int, writer_
         .option("txnAppId", f"{TXN_APP_PREFIX}.{writer_id}.{name}").option("txnVersion", batch_id)
     )
     if ref.full_name:
-        with_conflict_retries(name, lambda: writer.saveAsTable(ref.full_name))
+        full_name = ref.full_name  # narrowed to str, which a lambda does not see through `ref`
+        with_conflict_retries(name, lambda: writer.saveAsTable(full_name))
     else:
         with_conflict_retries(name, lambda: writer.save(ref.path))
     return count
@@ -195,7 +204,8 @@ def append(df: DataFrame, cfg: Config, name: str) -> None:
     ref = table(cfg, name)
     writer = df.select([c.name for c in TABLES[name].fields]).write.format("delta").mode("append")
     if ref.full_name:
-        with_conflict_retries(name, lambda: writer.saveAsTable(ref.full_name))
+        full_name = ref.full_name  # narrowed to str, which a lambda does not see through `ref`
+        with_conflict_retries(name, lambda: writer.saveAsTable(full_name))
     else:
         with_conflict_retries(name, lambda: writer.save(ref.path))
 

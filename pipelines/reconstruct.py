@@ -69,7 +69,7 @@ def make_reconstruct_batch(
     *,
     on_progress: Callable[[str], None] | None = None,
     on_batch: Callable[[str, dict[str, int]], None] | None = None,
-):
+) -> Callable[[DataFrame, int], None]:
     """The foreachBatch function of the reconstruct stream (silver_accounting rows of new ingest batches in)."""
 
     def reconstruct_batch(batch_df: DataFrame, batch_id: int) -> None:

@@ -13,7 +13,7 @@ from pipelines.config import AlertSettings
 from schemas.gold import GOLD_ALERTS
 
 
-def _alert_id(*parts: Column) -> Column:
+def _alert_id(*parts: Column | str) -> Column:
     return F.substring(F.sha2(F.concat_ws("|", *parts), 256), 1, 24)
 
 

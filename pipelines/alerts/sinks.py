@@ -16,6 +16,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pipelines.config import AlertSettings
 
@@ -37,7 +38,7 @@ class DeliveryError(RuntimeError):
         self.delivered = delivered or []
 
 
-def append_jsonl(path: Path, alerts: list[dict]) -> list[Delivery]:
+def append_jsonl(path: Path, alerts: list[dict[str, Any]]) -> list[Delivery]:
     """Append alerts to a JSON-lines file, skipping ids the file already has."""
     path.parent.mkdir(parents=True, exist_ok=True)
     present = set()
@@ -61,13 +62,13 @@ def append_jsonl(path: Path, alerts: list[dict]) -> list[Delivery]:
     return [Delivery(a["alert_id"], "jsonl", 1) for a in alerts]
 
 
-def slack_payload(alert: dict) -> dict:
+def slack_payload(alert: dict[str, Any]) -> dict[str, Any]:
     """A Slack-compatible message: `text` for Slack, the alert's fields beside it for other receivers."""
     icon = {"critical": ":rotating_light:", "warning": ":warning:"}.get(alert["severity"], ":information_source:")
     return {"text": f"{icon} [{alert['severity']}] {alert['summary']}", "alert": alert}
 
 
-def post_webhook(url: str, alerts: list[dict], *, settings: AlertSettings,
+def post_webhook(url: str, alerts: list[dict[str, Any]], *, settings: AlertSettings,
                  sleep: Callable[[float], None] = time.sleep) -> list[Delivery]:
     """POST each alert; retry connection errors, 429 and 5xx with exponential backoff. Stops at the first alert
     that still fails (the rest wait for the next run) and raises DeliveryError after recording what got through."""

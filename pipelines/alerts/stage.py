@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
+from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import io
@@ -19,7 +20,7 @@ from schemas.gold import GOLD_ALERT_DELIVERIES
 _CONTENT = ["rule", "severity", "group_id", "opened_at", "closed_at", "summary", "rebalance_ids", "incident_id"]
 
 
-def _to_json(row) -> dict:
+def _to_json(row: Row) -> dict[str, Any]:
     out = {}
     for key, value in row.asDict().items():
         if isinstance(value, dt.datetime):
@@ -30,7 +31,9 @@ def _to_json(row) -> dict:
 
 def _found(quality: DataFrame, input_rules: set[tuple[str, str]]) -> set[tuple[str, str]]:
     """The input rules whose latest verdict found rows breaking them: only their rows are looked up (GX decides)."""
-    latest = quality.agg(F.max("run_ts")).first()[0]
+    row = quality.agg(F.max("run_ts")).first()
+    assert row is not None  # an aggregate without grouping has exactly one row
+    latest = row[0]
     rows = quality.filter((F.col("run_ts") == F.lit(latest)) & ~F.col("success") & F.col("error").isNull()).collect()
     return {(r.table_name, r.rule) for r in rows} & input_rules
 
@@ -73,7 +76,7 @@ def run_alerts(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
 
 
 def _deliver(spark: SparkSession, cfg: Config, *, on_progress: Callable[[str], None] | None) -> dict[str, int]:
-    sinks: dict[str, Callable[[list[dict]], list[Delivery]]] = {
+    sinks: dict[str, Callable[[list[dict[str, Any]]], list[Delivery]]] = {
         "jsonl": lambda alerts: append_jsonl(cfg.alerts_jsonl, alerts)}
     url = webhook_url(cfg.alerts)
     if url:

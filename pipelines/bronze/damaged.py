@@ -15,6 +15,7 @@ import datetime as dt
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 from urllib.parse import quote, unquote, urlparse
 
 from pyspark.sql import DataFrame, SparkSession
@@ -71,8 +72,8 @@ def check_gzip(path: Path) -> DamagedGzip | None:
         problem = f"the gzip stream stops after {lines} complete lines, before its end (the file was cut short)"
     if problem is None:
         return None
-    text = tail.decode("utf-8", errors="replace")[:MAX_LINE_CHARS]
-    return DamagedGzip(path=str(path), tail=text, complete_lines=lines, problem=problem)
+    last = tail.decode("utf-8", errors="replace")[:MAX_LINE_CHARS]
+    return DamagedGzip(path=str(path), tail=last, complete_lines=lines, problem=problem)
 
 
 def spark_file_uri(path: Path) -> str:
@@ -113,7 +114,8 @@ def with_torn_rows(spark: SparkSession, raw: DataFrame, damaged: list[DamagedGzi
         meta = {"file_path": spark_file_uri(path), "file_name": path.name, "file_size": stat.st_size,
                 "file_block_start": stat.st_size, "file_block_length": 0,
                 "file_modification_time": _modified(stat.st_mtime_ns)}
-        rows.append((d.tail, {k: meta[k] for k in raw.schema["_metadata"].dataType.names}, True))
+        # Spark's `_metadata` column is a struct.
+        rows.append((d.tail, {k: meta[k] for k in cast(StructType, raw.schema["_metadata"].dataType).names}, True))
     schema = StructType([*raw.schema.fields, StructField("torn", BooleanType(), False)])
     return marked.unionByName(spark.createDataFrame(rows, schema))
 

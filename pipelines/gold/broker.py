@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import Any
 
 import pandas as pd
 
@@ -25,7 +26,7 @@ _SET_ITEMS = re.compile(r"[\w.\-]+(?:-[0-9a-f-]{36})?")
 class BrokerReplay(EpochReplay):
     """Broker events of one group, fed in time order to `_on_broker`."""
 
-    def _on_broker(self, event: dict) -> None:
+    def _on_broker(self, event: dict[str, Any]) -> None:
         kind, member, ts = event["event_type"], event.get("member_id"), event["event_ts"]
         self._flush_implied(before=ts)
         if kind in _IMPLY_REBALANCE and member and self._current is None:
@@ -110,7 +111,7 @@ class BrokerReplay(EpochReplay):
             self._start(dict(first, event_type="rebalance_started", event_id=f"{first['event_id']}:implied",
                              generation=None, reason=None, client_reason=None), implied=True)
 
-    def _start(self, event: dict, *, implied: bool = False) -> None:
+    def _start(self, event: dict[str, Any], *, implied: bool = False) -> None:
         ts = event["event_ts"]
         interrupted = self._interrupted_by_move(event)
         if self._current is not None:
@@ -189,8 +190,9 @@ class BrokerReplay(EpochReplay):
                            "no reason printed; the group's first generation forms as its members join")
         return Verdict("unknown", None, 0.1, None, "no reason printed and no member event just before the start")
 
-    def _left_line(self, member: str | None, ts: pd.Timestamp) -> dict | None:
+    def _left_line(self, member: str | None, ts: pd.Timestamp) -> dict[str, Any] | None:
         """Kafka 4.x: the separate `has left group ...; client reason: ...` line of `member` just before `ts`."""
+        event: dict[str, Any]  # reversed() of a list of dicts with Any values is Any to mypy
         for event in reversed(self._recent):
             if secs(ts - event["event_ts"]) > NEIGHBOUR_S:
                 break
@@ -198,7 +200,7 @@ class BrokerReplay(EpochReplay):
                 return event
         return None
 
-    def _interrupted_by_move(self, event: dict) -> tuple[int | None, int, pd.Timestamp] | None:
+    def _interrupted_by_move(self, event: dict[str, Any]) -> tuple[int | None, int, pd.Timestamp] | None:
         """The coordinator move that cut off the open rebalance, when `event` restarts it on the new coordinator."""
         current, broker = self._current, to_int(event.get("broker_id"))
         if current is None or broker is None:

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 CAUSES = (
     "session_timeout", "poll_timeout", "gc_pause", "membership_change", "metadata_change", "coordinator_change",
@@ -154,15 +155,16 @@ CLIENT_ONLY_CONFIDENCE = {"poll_timeout": 0.7, "metadata_change": 0.7, "coordina
 _MISSING = "; the coordinator's log is missing, so its own reason is unknown"
 
 
-def _said(event: dict) -> str:
+def _said(event: dict[str, Any]) -> str:
     return " ".join(str(event.get(k) or "") for k in ("error", "reason", "message"))
 
 
-def _who(event: dict) -> str:
+def _who(event: dict[str, Any]) -> str:
     return event.get("_member") or event.get("client_id") or event.get("instance") or "a member"
 
 
-def classify_client_signs(signs: list[dict], newcomers: list[dict]) -> tuple[Verdict, dict | None]:
+def classify_client_signs(signs: list[dict[str, Any]],
+                          newcomers: list[dict[str, Any]]) -> tuple[Verdict, dict[str, Any] | None]:
     """The verdict of a rebalance seen only in client logs: `signs` are the members' lines since their previous
     join (each with `_member`, the member id of its process where known), `newcomers` the first lines of processes
     that joined for the first time. Returns the verdict and the line that decided it (None when none did)."""
@@ -211,13 +213,13 @@ def classify_client_signs(signs: list[dict], newcomers: list[dict]) -> tuple[Ver
             return Verdict("membership_change", "member_leave", conf["member_leave"], event.get("_member"),
                            f"client log only: {_who(event)} left the group "
                            f"({event.get('reason') or 'LeaveGroup'})"), event
-    event = signs[0] if signs else None
+    first = signs[0] if signs else None
     return Verdict("membership_change", None, conf["seen_rebalancing"], None,
                    "client log only: the members saw the group rebalancing (heartbeat or join answered "
-                   "REBALANCE_IN_PROGRESS) but not who started it"), event
+                   "REBALANCE_IN_PROGRESS) but not who started it"), first
 
 
-def is_newcomer_sign(event: dict) -> bool:
+def is_newcomer_sign(event: dict[str, Any]) -> bool:
     """A line a process logs on its way into the group for the first time (subscribe, coordinator discovery, the
     MemberIdRequired round trip of a new member)."""
     if event["event_type"] in ("client_subscribed", "client_coordinator_discovered"):

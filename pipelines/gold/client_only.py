@@ -4,6 +4,7 @@ broker evidence, so results with broker logs stay as they are)."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pandas as pd
 
@@ -31,7 +32,7 @@ _CLIENT_CHAIN_S = 60.0
 _ASSIGNED_MEMBER = re.compile(r"([^\s{},=]+)=Assignment\(")
 
 
-def named_chain(chain: list[dict], member: str | None) -> list[dict]:
+def named_chain(chain: list[dict[str, Any]], member: str | None) -> list[dict[str, Any]]:
     """Each line of a member's chain named by the member id it was logged under: a line that prints none (the
     poll-timeout warning) takes the id of the next line that does (its LeaveGroup), else of the join."""
     named, carry = [], member
@@ -42,7 +43,7 @@ def named_chain(chain: list[dict], member: str | None) -> list[dict]:
     return named[::-1]
 
 
-def chain_into_join(signs: list[dict]) -> list[dict]:
+def chain_into_join(signs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The member's lines that led into its join: the last run with no gap over _CLIENT_CHAIN_S, and any poll
     timeout or leave before it (its rejoin may come minutes later, when the slow batch ends)."""
     start = 0
@@ -56,7 +57,7 @@ def chain_into_join(signs: list[dict]) -> list[dict]:
 class ClientOnlyReplay(ReplayState):
     """Client events of a group without broker events, replayed by `_client_only`."""
 
-    def _client_only(self, events: list[dict]) -> None:
+    def _client_only(self, events: list[dict[str, Any]]) -> None:
         """Rebalances of a group whose coordinator's log is absent, from its members' own lines.
 
         Each `Successfully joined group with generation N` is the member's side of the rebalance that made
@@ -65,17 +66,17 @@ class ClientOnlyReplay(ReplayState):
         timeout, ...), its end the last member's sync or assignment, its cause `causes.classify_client_signs` over
         those lines. Lines after a member's last join that lead to no join make one `open` rebalance.
         """
-        streams: dict[tuple, list[dict]] = {}
-        assignments: dict[int, tuple[dict, list[str]]] = {}
+        streams: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+        assignments: dict[int, tuple[dict[str, Any], list[str]]] = {}
         for event in events:
             streams.setdefault((event.get("instance"), event.get("client_id")), []).append(event)
             generation = to_int(event.get("generation"))
             if event["event_type"] == "client_assignment_computed" and generation is not None:
                 assignments[generation] = (event, _ASSIGNED_MEMBER.findall(event.get("members") or ""))
-        joins: list[dict] = []
-        trailing: list[dict] = []
+        joins: list[dict[str, Any]] = []
+        trailing: list[dict[str, Any]] = []
         for stream in streams.values():
-            signs: list[dict] = []
+            signs: list[dict[str, Any]] = []
             member, last, first = None, None, True
             for event in stream:
                 kind = event["event_type"]
@@ -97,7 +98,7 @@ class ClientOnlyReplay(ReplayState):
                     signs.append(dict(event, _member=event.get("member_id") or member))
             if any(e["event_type"] in _CLIENT_SIGNS for e in signs):
                 trailing += named_chain(chain_into_join(signs), member)
-        by_generation: dict[int, list[dict]] = {}
+        by_generation: dict[int, list[dict[str, Any]]] = {}
         for join in joins:
             by_generation.setdefault(join["generation"], []).append(join)
         # A member's lines that lead to no join of its own belong to the next generation another member joined.
@@ -118,7 +119,8 @@ class ClientOnlyReplay(ReplayState):
                                            "signs": [e for e in rest if e["event_type"] in _CLIENT_SIGNS],
                                            "newcomers": [], "completed": None}], assignments, previous)
 
-    def _client_rebalance(self, generation: int | None, joins: list[dict], assignments: dict, previous) -> None:
+    def _client_rebalance(self, generation: int | None, joins: list[dict[str, Any]],
+                          assignments: dict[int, tuple[dict[str, Any], list[str]]], previous: int | None) -> None:
         signs = sorted((e for j in joins for e in j["signs"]), key=lambda e: e["event_ts"])
         newcomers = [e for j in joins for e in j["newcomers"]]
         verdict, decisive = classify_client_signs(signs, newcomers)
@@ -170,7 +172,8 @@ class ClientOnlyReplay(ReplayState):
         self._client_states(current, first, joined_lines, max(completed) if generation is not None and completed
                             else None)
 
-    def _client_states(self, current: OpenRebalance, first: dict, joined_lines: list[dict], completed_at) -> None:
+    def _client_states(self, current: OpenRebalance, first: dict[str, Any], joined_lines: list[dict[str, Any]],
+                       completed_at: pd.Timestamp | None) -> None:
         """The classic states the members' lines imply: PreparingRebalance from the first line of the rebalance,
         CompletingRebalance from the last member's join (the join response closes the join phase), Stable from the
         last sync. The coordinator's own times are unknown, so a rebalance whose lines begin before the previous one

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -22,15 +23,15 @@ class GroupContext:
     member_instance: dict[str, str] = field(default_factory=dict)
     client_instances: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     process_starts: dict[str, list[pd.Timestamp]] = field(default_factory=lambda: defaultdict(list))
-    pauses: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))
-    poll_timeouts: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))
+    pauses: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    poll_timeouts: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
     subscriptions: dict[str, list[tuple[pd.Timestamp, frozenset[str]]]] = field(
         default_factory=lambda: defaultdict(list))
     member_states: dict[str, list[tuple[pd.Timestamp, str]]] = field(default_factory=lambda: defaultdict(list))
     _used_poll_timeouts: set[str] = field(default_factory=set)
 
     @classmethod
-    def build(cls, events: list[dict]) -> GroupContext:
+    def build(cls, events: list[dict[str, Any]]) -> GroupContext:
         """Index the client events (`source_kind` client) and GC pauses (`source_kind` gc) of one group."""
         ctx = cls()
         for event in events:
@@ -78,7 +79,7 @@ class GroupContext:
         return None
 
     def pause_covering(self, instance: str | None, expiry: pd.Timestamp, *, tolerance_s: float,
-                       min_ms: float) -> dict | None:
+                       min_ms: float) -> dict[str, Any] | None:
         """The longest pause of `instance` that started before `expiry` and lasted until (nearly) the expiry.
 
         The coordinator expires a member a session timeout after its last heartbeat; a stop-the-world pause that
@@ -98,7 +99,7 @@ class GroupContext:
         """True when the process in `instance` was (re)started between the two times."""
         return any(start < t <= end for t in self.process_starts.get(instance or "", ()))
 
-    def poll_timeout_near(self, instance: str | None, at: pd.Timestamp, *, window_s: float) -> dict | None:
+    def poll_timeout_near(self, instance: str | None, at: pd.Timestamp, *, window_s: float) -> dict[str, Any] | None:
         """A client poll-timeout line of `instance` within `window_s` before (or just after) `at`, not yet used.
 
         The line is marked used: one poll timeout makes one leave, so a clean close a few seconds after the member
@@ -121,7 +122,8 @@ class GroupContext:
                 latest = topics
         return latest
 
-    def reached_stable(self, member: str, start: pd.Timestamp, end: pd.Timestamp | None) -> tuple[bool, object]:
+    def reached_stable(self, member: str, start: pd.Timestamp,
+                       end: pd.Timestamp | None) -> tuple[bool, pd.Timestamp | None]:
         """KIP-848: whether `member` logged any state transition in [start, end), and when it became STABLE.
 
         Returns (seen, stable_at); stable_at is None when the member was still joining or reconciling at the end of

@@ -5,6 +5,7 @@ target-assignment line and the members' assignment states."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pandas as pd
 
@@ -14,7 +15,7 @@ from pipelines.gold.replay_state import EPOCH_CAUSES, NEIGHBOUR_S, OpenRebalance
 from pipelines.gold.rows import rebalance_row
 
 
-def epoch_verdict(event: dict | None) -> Verdict:
+def epoch_verdict(event: dict[str, Any] | None) -> Verdict:
     """The cause the broker's member event before a KIP-848 epoch bump gives (before client-log refinement)."""
     if event is None:
         return Verdict("metadata_change", "partition_count_change", 0.5, None,
@@ -44,9 +45,10 @@ def epoch_verdict(event: dict | None) -> Verdict:
 class EpochReplay(CauseRefinement):
     """Epoch bumps of KIP-848 groups replayed over the group's state (the broker replay hands them here)."""
 
-    def _bump(self, event: dict) -> None:
+    def _bump(self, event: dict[str, Any]) -> None:
         """KIP-848: a consumer group's epoch bump is one rebalance; its cause is the member event just before it."""
         ts, epoch = event["event_ts"], to_int(event["group_epoch"])
+        assert epoch is not None  # the bump templates capture {group_epoch} as digits
         pending = [e for e in self._pending if secs(ts - e["event_ts"]) <= NEIGHBOUR_S]
         self._pending.clear()
         decisive = min(pending, key=lambda e: EPOCH_CAUSES.index(e["event_type"]), default=None)
@@ -75,7 +77,8 @@ class EpochReplay(CauseRefinement):
         self.rebalances.append(rebalance_row(self.group_id, current, completed_at=completed_at, outcome=outcome))
         self._epoch_states(current, event, ts, completed_at, outcome)
 
-    def _epoch_states(self, current: OpenRebalance, event: dict, ts: pd.Timestamp, completed_at, outcome: str) -> None:
+    def _epoch_states(self, current: OpenRebalance, event: dict[str, Any], ts: pd.Timestamp,
+                      completed_at: pd.Timestamp | None, outcome: str) -> None:
         """A consumer group's states around one epoch bump, as the new coordinator derives them: Assigning until
         the target assignment of the epoch is computed, Reconciling until every member has reached it, then Stable;
         Empty when the bump left no member."""
@@ -84,7 +87,7 @@ class EpochReplay(CauseRefinement):
             self._transition(ts, "Empty", epoch, rebalance_id, event)
             return
         self._transition(ts, "Assigning", epoch, rebalance_id, event)
-        targeted = self._targets.get(epoch)
+        targeted = self._targets.get(epoch) if epoch is not None else None
         later = [b for b in self._bumps if b > ts]
         settled_from = ts
         if targeted is not None and targeted >= ts and (not later or targeted < later[0]):
@@ -100,7 +103,9 @@ class EpochReplay(CauseRefinement):
         end = later[0] if later else None
         if not current.members_after:
             return ts, "emptied"
-        done = [t for t in (self._targets.get(current.generation_after),) if t is not None and (end is None or t < end)]
+        epoch = current.generation_after
+        targeted = self._targets.get(epoch) if epoch is not None else None
+        done = [t for t in (targeted,) if t is not None and (end is None or t < end)]
         for member in self._members:
             seen, stable_at = self.ctx.reached_stable(member, ts, end)
             if not seen:
@@ -112,7 +117,7 @@ class EpochReplay(CauseRefinement):
             return max(done), "stabilized"
         return (end, "superseded") if end is not None else (None, "open")
 
-    def _target_only_epochs(self, events: list[dict]) -> None:
+    def _target_only_epochs(self, events: list[dict[str, Any]]) -> None:
         """KIP-848 broker logs with `Computed a new target assignment for epoch N` but no `Bumped group epoch` line at
         all (an excerpt, or a log level that hides it): epoch N was bumped, for a reason the missing lines would have
         named, so the cause is unknown. Done when the members' assignment states last turned STABLE before the next
@@ -123,6 +128,7 @@ class EpochReplay(CauseRefinement):
         seen: set[int] = set()
         for index, event in enumerate(targets):
             epoch = to_int(event["target_epoch"])
+            assert epoch is not None  # `targets` keeps only events with a target epoch
             if epoch in seen:
                 continue
             seen.add(epoch)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from schemas.gold import GOLD_CONFIG_ADVICE, GOLD_INCIDENTS
@@ -53,7 +53,7 @@ def configured_from(events: DataFrame) -> DataFrame:
     strategy = F.regexp_replace(F.col("c.settings")["partition.assignment.strategy"],
                                 r"(?:class )?org\.apache\.kafka\.clients\.consumer\.", "")
 
-    def value(key: str):
+    def value(key: str) -> Column:
         if key == "group.instance.id":
             # One id per static member: whether it is set is what the group shares.
             return F.when(F.col("c.group_instance_id").isNull(), F.lit("null")).otherwise(F.lit("<set>"))
@@ -61,7 +61,7 @@ def configured_from(events: DataFrame) -> DataFrame:
             return strategy
         return F.col("c.settings")[key]
 
-    def text(keys: tuple[str, ...]):
+    def text(keys: tuple[str, ...]) -> Column:
         return F.concat_ws(", ", *[F.when(value(k).isNotNull(), F.concat(F.lit(f"{k}="), value(k))) for k in keys])
 
     per_rule = latest.select(
@@ -104,7 +104,7 @@ def advice_from(rebalances: DataFrame, pauses: DataFrame, sessions: DataFrame,
     )
     rows = per_group.join(longest_pause, "group_id", "left")
 
-    def ids(cause: str):
+    def ids(cause: str) -> Column:
         return F.transform(F.filter("_ids", lambda x: x["cause"] == cause), lambda x: x["rebalance_id"])
 
     candidates = [
@@ -134,6 +134,7 @@ def advice_from(rebalances: DataFrame, pauses: DataFrame, sessions: DataFrame,
             F.lit(severity).alias("severity"), evidence.alias("evidence_rebalance_ids"),
         )
         advice = part if advice is None else advice.unionByName(part)
+    assert advice is not None  # `candidates` is a non-empty literal list
     if events is None:
         advice = advice.withColumn("configured", F.lit(None).cast("string"))
     else:

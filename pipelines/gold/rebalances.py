@@ -7,6 +7,7 @@ all the group's events, and every id is derived from the events themselves.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pandas as pd
 from pyspark.sql import Column, DataFrame
@@ -58,9 +59,12 @@ def _pause_column(field: StructField) -> Column:
     return F.lit(None).cast(field.dataType)
 
 
-def _records(pdf: pd.DataFrame) -> list[dict]:
+def _records(pdf: pd.DataFrame) -> list[dict[str, Any]]:
     pdf = pdf.sort_values(_ORDER, kind="mergesort")
-    return pdf.astype(object).where(pdf.notna(), None).to_dict("records")
+    # The ignore: pandas-stubs leaves None out of `where`'s `other`, which pandas takes (object columns keep it).
+    cells = pdf.astype(object).where(pdf.notna(), None)  # type: ignore[call-overload]
+    records: list[dict[str, Any]] = cells.to_dict("records")
+    return records
 
 
 def _pandas_schema(schema: StructType) -> str:

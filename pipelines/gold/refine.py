@@ -4,6 +4,8 @@ a member's leave."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from pipelines.gold.causes import Verdict
@@ -19,7 +21,7 @@ REMOVAL_CAUSES = ("session_timeout", "gc_pause", "poll_timeout", "coordinator_ch
 class CauseRefinement(ReplayState):
     """The refinement rules over the replay's state (its members, departures, removals and coordinator moves)."""
 
-    def _expiry_verdict(self, member: str, at: pd.Timestamp) -> tuple[Verdict, list[dict]]:
+    def _expiry_verdict(self, member: str, at: pd.Timestamp) -> tuple[Verdict, list[dict[str, Any]]]:
         """Why a member's session expired: its own GC pause, a coordinator move, or plain session timeout."""
         rules = self.rules
         instance = self.ctx.instance_of(member)
@@ -40,7 +42,7 @@ class CauseRefinement(ReplayState):
                        f"{member} sent no heartbeat within its session timeout"), []
 
     def _refine(self, verdict: Verdict, ts: pd.Timestamp, *, client_reason: str | None = None,
-                protocol: str = "classic") -> tuple[Verdict, list[dict], str | None]:
+                protocol: str = "classic") -> tuple[Verdict, list[dict[str, Any]], str | None]:
         if verdict.cause == "metadata_change" and verdict.detail in ("partition_count_change", "leader_rejoin"):
             cascade = self._leave_cascade(verdict, ts)
             if cascade is not None:
@@ -74,7 +76,7 @@ class CauseRefinement(ReplayState):
             ):
                 text = (f"{verdict.explanation}; {trigger} is the same process ({instance}) as {removal.member}, "
                         f"removed at {removal.at:%H:%M:%S} by {removal.cause}, joining again")
-                self._removals.pop(instance, None)
+                self._removals.pop(instance or "", None)
                 return Verdict(removal.cause, "rejoin", 0.85, trigger, text), [], removal.rebalance_id
         return verdict, [], None
 
@@ -92,7 +94,7 @@ class CauseRefinement(ReplayState):
 
     def _leave_cascade(self, verdict: Verdict, ts: pd.Timestamp) -> Verdict | None:
         """A leader's metadata rejoin caused by a member's leave: the leaver alone subscribed to some topic."""
-        remaining = set()
+        remaining: set[str] = set()
         for member in self._members:
             topics = self.ctx.subscription_at(self.ctx.instance_of(member), ts)
             if topics is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -52,10 +53,10 @@ class OpenRebalance:
     """A rebalance being replayed: its first event, its verdict and what is known so far of its outcome."""
 
     rebalance_id: str
-    start: dict
+    start: dict[str, Any]
     verdict: Verdict
     members_before: int | None
-    evidence: list[dict] = field(default_factory=list)
+    evidence: list[dict[str, Any]] = field(default_factory=list)
     generation_after: int | None = None
     stabilized_at: pd.Timestamp | None = None
     members_after: int | None = None
@@ -71,7 +72,7 @@ def stable_id(*parts: object) -> str:
     return hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()[:24]
 
 
-def to_int(value) -> int | None:
+def to_int(value: Any) -> int | None:
     """`value` as an int, None for a missing value (None or a pandas NA)."""
     return None if value is None or pd.isna(value) else int(value)
 
@@ -84,33 +85,35 @@ def secs(delta: pd.Timedelta) -> float:
 class ReplayState:
     """The state of one group's replay (see the module docstring), and the bookkeeping every part shares."""
 
-    def __init__(self, group_id: str, events: list[dict], rules: Rules | None = None) -> None:
+    def __init__(self, group_id: str, events: list[dict[str, Any]], rules: Rules | None = None) -> None:
         self.group_id = group_id
         self.rules = rules or Rules()
         self.ctx = GroupContext.build(events)
-        self.rebalances: list[dict] = []
-        self.states: list[dict] = []
-        self.sessions: dict[str, dict] = {}
+        self.rebalances: list[dict[str, Any]] = []
+        self.states: list[dict[str, Any]] = []
+        self.sessions: dict[str, dict[str, Any]] = {}
         self._members: set[str] = set()
         self._size: int | None = None
         self._current: OpenRebalance | None = None
-        self._recent: list[dict] = []
+        self._recent: list[dict[str, Any]] = []
         self._removals: dict[str, Removal] = {}
         self._coordinator: int | None = None
         self._moves: list[tuple[pd.Timestamp, int | None, int]] = []
         self._transitions: list[Transition] = []
         self._departures: list[tuple[pd.Timestamp, str]] = []
-        self._pending: list[dict] = []
-        self._implied: list[dict] = []
+        self._pending: list[dict[str, Any]] = []
+        self._implied: list[dict[str, Any]] = []
         self._epoch_size: int | None = None
         self._bumps = [e["event_ts"] for e in events
                        if e.get("source_kind") == "broker" and e["event_type"] == "group_epoch_bumped"]
         self._targets: dict[int, pd.Timestamp] = {}
         for e in events:
-            if e["event_type"] == "target_assignment_computed" and to_int(e.get("target_epoch")) is not None:
-                self._targets.setdefault(to_int(e["target_epoch"]), e["event_ts"])
+            if e["event_type"] == "target_assignment_computed":
+                epoch = to_int(e.get("target_epoch"))
+                if epoch is not None:
+                    self._targets.setdefault(epoch, e["event_ts"])
 
-    def _join(self, member: str, event: dict) -> None:
+    def _join(self, member: str, event: dict[str, Any]) -> None:
         self._members.add(member)
         if member not in self.sessions:
             self.sessions[member] = {
@@ -141,5 +144,6 @@ class ReplayState:
             session["last_generation"] = generation
             session["rebalances"] += 1
 
-    def _transition(self, ts, state: str, generation, rebalance_id, event: dict) -> None:
+    def _transition(self, ts: pd.Timestamp, state: str, generation: int | None, rebalance_id: str | None,
+                    event: dict[str, Any]) -> None:
         self._transitions.append((ts, state, generation, rebalance_id, event["event_id"]))

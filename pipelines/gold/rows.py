@@ -4,11 +4,15 @@ gold_group_states intervals between state transitions."""
 from __future__ import annotations
 
 import json
+from typing import Any
+
+import pandas as pd
 
 from pipelines.gold.replay_state import OpenRebalance, Transition, secs, stable_id, to_int
 
 
-def rebalance_row(group_id: str, current: OpenRebalance, *, completed_at, outcome: str) -> dict:
+def rebalance_row(group_id: str, current: OpenRebalance, *, completed_at: pd.Timestamp | None,
+                  outcome: str) -> dict[str, Any]:
     """The gold_rebalances row of `current`, ended at `completed_at` (None while open) with `outcome`; `incident_id`
     is set later by `assign_incidents`, which also drops the `_linked_to` helper column."""
     start, verdict = current.start, current.verdict
@@ -31,10 +35,10 @@ def rebalance_row(group_id: str, current: OpenRebalance, *, completed_at, outcom
     }
 
 
-def assign_incidents(rebalances: list[dict], *, gap_s: float) -> None:
+def assign_incidents(rebalances: list[dict[str, Any]], *, gap_s: float) -> None:
     """Set `incident_id` on each row in place: a rejoin joins the incident of the removal it returns from, a
     rebalance starting within `gap_s` of the previous one's end joins its incident, any other opens its own."""
-    by_id: dict[str, dict] = {}
+    by_id: dict[str, dict[str, Any]] = {}
     previous = None
     for row in sorted(rebalances, key=lambda r: r["started_at"]):
         linked = by_id.get(row.pop("_linked_to") or "")
@@ -50,7 +54,7 @@ def assign_incidents(rebalances: list[dict], *, gap_s: float) -> None:
         previous = row
 
 
-def state_rows(group_id: str, transitions: list[Transition], rebalances: list[dict]) -> list[dict]:
+def state_rows(group_id: str, transitions: list[Transition], rebalances: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """gold_group_states rows: one interval per transition, ended by the next one (the last stays open)."""
     states = []
     transitions = sorted(transitions, key=lambda t: t[0])

@@ -8,6 +8,8 @@ output rows); replay_state.py holds the state they share.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pipelines.gold.broker import BrokerReplay
 from pipelines.gold.client_only import ClientOnlyReplay
 from pipelines.gold.replay_state import Rules, stable_id
@@ -19,7 +21,7 @@ __all__ = ["Rules", "Timeline", "reconstruct_group", "stable_id"]
 class Timeline(BrokerReplay, ClientOnlyReplay):
     """Replays one group's events; `rebalances`, `states` and `sessions` hold the resulting rows."""
 
-    def __init__(self, group_id: str, events: list[dict], rules: Rules | None = None) -> None:
+    def __init__(self, group_id: str, events: list[dict[str, Any]], rules: Rules | None = None) -> None:
         super().__init__(group_id, events, rules)
         has_broker = False
         for event in events:
@@ -47,6 +49,6 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
         self.states.extend(state_rows(self.group_id, self._transitions, self.rebalances))
 
 
-def reconstruct_group(group_id: str, events: list[dict], rules: Rules | None = None) -> list[dict]:
+def reconstruct_group(group_id: str, events: list[dict[str, Any]], rules: Rules | None = None) -> list[dict[str, Any]]:
     """The rebalances of one group (rows shaped like gold_rebalances, evidence as `evidence_json`)."""
     return Timeline(group_id, events, rules).rebalances

@@ -80,7 +80,9 @@ def _previous(spark: SparkSession, cfg: Config, rules: dict[tuple[str, str], Sco
               versions: dict[str, int]) -> QualityReport | None:
     """The last stored run, if it checked the same rules on the same table versions."""
     stored = io.read_table(spark, cfg, "gold_quality_results")
-    latest = stored.agg(F.max("run_ts")).first()[0]
+    row = stored.agg(F.max("run_ts")).first()
+    assert row is not None  # an aggregate without grouping has exactly one row
+    latest = row[0]
     if latest is None:
         return None
     rows = stored.filter(F.col("run_ts") == F.lit(latest)).collect()
@@ -105,13 +107,16 @@ def _store(spark: SparkSession, cfg: Config, report: QualityReport, versions: di
 
 
 def _checked(spark: SparkSession, cfg: Config, table: str, version: int | None = None) -> DataFrame:
-    return DERIVED.get(table, lambda df: df)(io.read_table(spark, cfg, table, version=version))
+    derive: Callable[[DataFrame], DataFrame] = DERIVED.get(table, lambda df: df)
+    return derive(io.read_table(spark, cfg, table, version=version))
 
 
 def _judged_until(spark: SparkSession, cfg: Config, version: int | None = None) -> dt.datetime | None:
     """The newest row time input rules judge: the newest event of silver_events (at `version`) minus the allowed
     lateness."""
-    newest = io.read_table(spark, cfg, "silver_events", version=version).agg(F.max("event_ts")).first()[0]
+    row = io.read_table(spark, cfg, "silver_events", version=version).agg(F.max("event_ts")).first()
+    assert row is not None  # an aggregate without grouping has exactly one row
+    newest = row[0]
     return judged_until(newest, allowed_lateness_s=cfg.thresholds.allowed_lateness_s)
 
 

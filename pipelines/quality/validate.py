@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame
 
 from pipelines.quality.rules import Rule, TableCheck
+
+if TYPE_CHECKING:  # GX is imported when a validation runs (it is slow to import)
+    from great_expectations.core.expectation_validation_result import ExpectationValidationResult
+    from great_expectations.data_context import EphemeralDataContext
+    from great_expectations.expectations import Expectation
 
 SAMPLES = 5
 
@@ -32,7 +38,7 @@ class RuleResult:
         return f"{self.table}.{self.rule}"
 
 
-def _context():
+def _context() -> EphemeralDataContext:
     import great_expectations as gx
     from great_expectations.data_context.types.base import (
         DataContextConfig,
@@ -47,7 +53,7 @@ def _context():
     return gx.get_context(mode="ephemeral", project_config=config)
 
 
-def expectation(rule: Rule):
+def expectation(rule: Rule) -> Expectation:
     """The GX expectation that states `rule`; its `meta` carries the rule name back into the result."""
     import great_expectations.expectations as gxe
 
@@ -68,7 +74,7 @@ def expectation(rule: Rule):
     raise ValueError(f"rule {rule.name}: unknown kind {rule.kind!r}")
 
 
-def _samples(result: dict) -> str | None:
+def _samples(result: dict[str, Any]) -> str | None:
     rows = result.get("partial_unexpected_index_list") or result.get("partial_unexpected_list") or []
     if not rows:
         return None
@@ -99,16 +105,20 @@ def validate(parts: list[tuple[TableCheck, DataFrame]]) -> list[RuleResult]:
             result_format={"result_format": "SUMMARY", "partial_unexpected_count": SAMPLES,
                            "unexpected_index_column_names": list(check.key)},
         )
-        by_rule = {r.expectation_config.meta["rule"]: r for r in outcome.results}
+        by_rule: dict[str, ExpectationValidationResult] = {}
+        for r in outcome.results:
+            assert r.expectation_config is not None  # a suite's results carry the expectation they checked
+            by_rule[r.expectation_config.meta["rule"]] = r
         for rule in check.rules:
             results.append(_result(check.table, rule, by_rule.get(rule.name)))
     return results
 
 
-def _result(table: str, rule: Rule, gx_result) -> RuleResult:
+def _result(table: str, rule: Rule, gx_result: ExpectationValidationResult | None) -> RuleResult:
     if gx_result is None:
         return RuleResult(table, rule.name, rule.kind, False, None, None, None, "GX returned no result for the rule",
                           rule.scope)
+    assert gx_result.expectation_config is not None  # `validate` keys results by their expectation's meta
     info = gx_result.exception_info or {}
     # A validation of one expectation reports its exception flat; keep whichever shape GX used.
     if "raised_exception" not in info and info:

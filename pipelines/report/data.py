@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import io
@@ -12,11 +14,11 @@ MAX_GROUPS = 30
 MAX_ROWS = 200
 
 
-def _rows(df) -> list[dict]:
+def _rows(df: DataFrame) -> list[dict[str, Any]]:
     return [r.asDict(recursive=True) for r in df.collect()]
 
 
-def collect(spark: SparkSession, cfg: Config) -> dict[str, list[dict]]:
+def collect(spark: SparkSession, cfg: Config) -> dict[str, list[dict[str, Any]]]:
     """Rows for each section of the report, bounded so that the page stays light."""
     rebalances = io.read_table(spark, cfg, "gold_rebalances")
     lost = (

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 from collections import defaultdict
+from typing import Any
 
 CAUSE_COLOURS = {
     "session_timeout": "#d62728", "poll_timeout": "#ff7f0e", "gc_pause": "#9467bd", "membership_change": "#1f77b4",
@@ -23,19 +24,19 @@ def esc(value: object) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def _ts(value) -> str:
+def _ts(value: object) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") if isinstance(value, dt.datetime) else esc(value)
 
 
-def _timeline(groups: list[dict], states: list[dict], rebalances: list[dict]) -> str:
-    times = [s["started_at"] for s in states] + [s["ended_at"] for s in states if s["ended_at"]]
+def _timeline(groups: list[dict[str, Any]], states: list[dict[str, Any]], rebalances: list[dict[str, Any]]) -> str:
+    times: list[dt.datetime] = [s["started_at"] for s in states] + [s["ended_at"] for s in states if s["ended_at"]]
     times += [r["started_at"] for r in rebalances]
     if not times:
         return "<p>No group states yet.</p>"
     start, end = min(times), max(times)
     span = max((end - start).total_seconds(), 1.0)
 
-    def x(t) -> float:
+    def x(t: dt.datetime) -> float:
         return LABEL + (WIDTH - LABEL - 10) * (t - start).total_seconds() / span
 
     by_group_states, by_group_rebalances = defaultdict(list), defaultdict(list)
@@ -67,11 +68,11 @@ def _timeline(groups: list[dict], states: list[dict], rebalances: list[dict]) ->
     return "".join(parts)
 
 
-def _hourly(hourly: list[dict]) -> str:
+def _hourly(hourly: list[dict[str, Any]]) -> str:
     if not hourly:
         return "<p>No rebalances yet.</p>"
     hours = sorted({h["hour"] for h in hourly})
-    totals = defaultdict(int)
+    totals: defaultdict[dt.datetime, int] = defaultdict(int)
     for h in hourly:
         totals[h["hour"]] += h["rebalances"]
     peak = max(totals.values())
@@ -92,7 +93,7 @@ def _hourly(hourly: list[dict]) -> str:
     return "".join(parts)
 
 
-def _table(rows: list[dict], columns: list[tuple[str, str]], css: str) -> str:
+def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str]], css: str) -> str:
     if not rows:
         return "<p>None.</p>"
     head = "".join(f"<th>{esc(title)}</th>" for _, title in columns)
@@ -108,7 +109,7 @@ def _table(rows: list[dict], columns: list[tuple[str, str]], css: str) -> str:
     return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
-def _incidents(incidents: list[dict], evidence: list[dict]) -> str:
+def _incidents(incidents: list[dict[str, Any]], evidence: list[dict[str, Any]]) -> str:
     if not incidents:
         return "<p>No incidents.</p>"
     by_incident = defaultdict(list)
@@ -145,7 +146,7 @@ code{font-size:11px;color:#555}
 """
 
 
-def render(data: dict[str, list[dict]], *, title: str = "Kafka rebalance report") -> str:
+def render(data: dict[str, list[dict[str, Any]]], *, title: str = "Kafka rebalance report") -> str:
     """The whole page."""
     groups = data["groups"]
     lost = _table(groups, [("group_id", "group"), ("rebalances", "rebalances"),
