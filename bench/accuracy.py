@@ -21,6 +21,7 @@ import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from pipelines.gold.causes import CAUSES
 
@@ -58,7 +59,7 @@ def evaluate_version(spark, version: str, root: Path, *, seed: int, groups: int,
     from simulator.evaluate import accuracy, match_truth
 
     t0 = time.monotonic()
-    extra = {} if group_protocol == "classic" else {"group_protocol": group_protocol}
+    extra: dict[str, Any] = {} if group_protocol == "classic" else {"group_protocol": group_protocol}
     sim = simulate(root / version, seed=seed, groups=groups, hours=hours, lines=lines, kafka_version=version,
                    **extra)
     t_sim = time.monotonic() - t0

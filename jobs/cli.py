@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import NoReturn
 
 from pipelines.config import ConfigError
 
@@ -13,7 +14,7 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse exits 2 on usage errors; keep its message, add the hint
+    def error(self, message: str) -> NoReturn:  # argparse exits 2 on usage errors; keep its message, add the hint
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n(see `{self.prog} --help`)\n")
 
@@ -120,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return EXIT_FAILURE
     except Exception as exc:  # noqa: BLE001 - the last line of defence prints one line, not a JVM trace
+        from pipelines.errors import PipelineStateError
         from pipelines.quality.stage import QualityError
-        from pipelines.run import PipelineStateError
 
         if isinstance(exc, PipelineStateError):
             print(f"rebalance {args.command}: {exc}", file=sys.stderr)

@@ -11,9 +11,12 @@ import sys
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines.config import Config, ConfigError, load_config
+
+if TYPE_CHECKING:  # pyspark is imported by the commands that need it, so that `--help` stays instant
+    from pyspark.sql import DataFrame
 
 Progress = Callable[[str], None]
 
@@ -112,6 +115,8 @@ def cmd_parse(args: argparse.Namespace, *, progress: Progress) -> int:
     staged = build_silver(raw, resolve_sources(cfg), existing_files=io.empty(spark, "bronze_files"), batch_id=0,
                           now=now, hash_salt=hash_salt(cfg))
     try:
+        events: DataFrame | None
+        pauses: DataFrame | None  # --kind drops one of the two
         events = to_events(staged.parsed, untimed=True).select(*_PARSE_FIELDS)
         pauses = to_gc_pauses(staged.parsed).select(
             "source_file", "line_no", F.lit("gc_pause").alias("event_type"), F.col("ended_at").alias("event_ts"),

@@ -71,7 +71,7 @@ class Lab:
             m.wait_assigned()
         return m
 
-    def step(self, group: str, expects: list[Expect], action: Callable[[], None], *, timeout: float = 90.0,
+    def step(self, group: str, expects: list[Expect], action: Callable[[], object], *, timeout: float = 90.0,
              settle: float = 3.0, title: str = "") -> list[Rebalance]:
         """Run `action`, wait for the rebalances `expects` describes, confirm them and record their truth rows."""
         self.logs.refresh()

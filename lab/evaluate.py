@@ -12,9 +12,13 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+
+if TYPE_CHECKING:
+    from simulator.evaluate import Accuracy
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,7 @@ def gold_for(spark: SparkSession, corpus: Path, work: Path) -> DataFrame:
     return io.read_table(spark, cfg, "gold_rebalances")
 
 
-def score(spark: SparkSession, rebalances: DataFrame, truth_file: Path) -> tuple[list[ScenarioScore], object]:
+def score(spark: SparkSession, rebalances: DataFrame, truth_file: Path) -> tuple[list[ScenarioScore], Accuracy]:
     """Per-scenario scores and the overall `simulator.evaluate.Accuracy`."""
     from simulator.evaluate import accuracy, match_truth
 
@@ -64,7 +68,7 @@ def score(spark: SparkSession, rebalances: DataFrame, truth_file: Path) -> tuple
     return scores, overall
 
 
-def print_scores(version: str, scores: list[ScenarioScore], overall) -> None:
+def print_scores(version: str, scores: list[ScenarioScore], overall: Accuracy) -> None:
     """The per-scenario table and the overall line."""
     print(f"\nKafka {version}")
     print(f"  {'scenario':20} {'truth':>5} {'found':>5} {'right':>5} {'accuracy':>8}  wrong (true->ours)")
@@ -73,7 +77,7 @@ def print_scores(version: str, scores: list[ScenarioScore], overall) -> None:
     print(f"  overall: {overall.line()}")
 
 
-def evaluate(spark: SparkSession, corpus: Path) -> tuple[list[ScenarioScore], object]:
+def evaluate(spark: SparkSession, corpus: Path) -> tuple[list[ScenarioScore], Accuracy]:
     """Run the pipeline on one corpus directory (landing/ + truth/) and score it."""
     work = Path(tempfile.mkdtemp(prefix="kafka-lab-eval-"))
     try:

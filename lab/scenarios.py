@@ -251,8 +251,13 @@ def static(lab: Lab) -> None:
                         trigger=lambda: s2.member_id)], restart, title="static member back")
     # Static members do not leave on close: remove them by session expiry, the way a scale-down of pods does.
     last = [s2.member_id, s1.member_id]
+
+    def stop_both() -> None:
+        s2.close()
+        s1.close()
+
     lab.step(g, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=lambda: last[0], count=(1, 2))],
-             lambda: (s2.close(), s1.close()), title="static members stopped", timeout=60)
+             stop_both, title="static members stopped", timeout=60)
 
 
 def coordinator(lab: Lab) -> None:

@@ -203,6 +203,7 @@ class CoordinatorBase:
     world: World
     spec: GroupSpec
     members: dict
+    expire: Callable[[int, str, int], None]  # defined by each protocol's coordinator
 
     @property
     def broker(self) -> int:

@@ -10,7 +10,7 @@ consumer's background thread).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from simulator.javautil import OFFSETS_TOPIC, hash_order, string_hash, topic_partition_hash
 
@@ -498,7 +498,7 @@ class Wording:
     def cg_reconciling(self, local_epoch: int, member_id: str, topic: str, assigned: Sequence[int],
                        owned: Sequence[int]) -> ClientLine:
         """The multi-line record the membership manager logs before it reconciles an assignment."""
-        def shown(parts: Sequence[int]) -> str:
+        def shown(parts: Iterable[int]) -> str:
             return "[" + ", ".join(f"{topic}-{p}" for p in sorted(parts)) + "]"
 
         rows = [("Member:", member_id), ("Assigned partitions:", shown(assigned)),
