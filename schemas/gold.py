@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 from pyspark.sql.types import (
-    ArrayType, BooleanType, DoubleType, IntegerType, LongType, StringType, StructField, StructType, TimestampType,
+    ArrayType,
+    BooleanType,
+    DataType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
 )
 
-S, I, L, D, T, B = StringType(), IntegerType(), LongType(), DoubleType(), TimestampType(), BooleanType()
+# One letter each, so that a table's columns read as one line per few fields.
+S, I, L, D, T, B = StringType(), IntegerType(), LongType(), DoubleType(), TimestampType(), BooleanType()  # noqa: E741
 
 
-def _schema(*fields: tuple[str, object, bool]) -> StructType:
-    return StructType([StructField(name, dtype, nullable) for name, dtype, nullable in fields])  # type: ignore[arg-type]
+def _schema(*fields: tuple[str, DataType, bool]) -> StructType:
+    return StructType([StructField(name, dtype, nullable) for name, dtype, nullable in fields])
 
 
 GOLD_GROUP_STATES = _schema(
