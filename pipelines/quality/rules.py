@@ -1,4 +1,4 @@
-"""The quality rules as data: per checked table, the columns that identify a row and what must hold.
+"""The quality rules as data: per checked table, what must hold (its key columns come from schemas.tables.REGISTRY).
 
 Each rule becomes one Great Expectations expectation (validate.py). Rules GX cannot state directly (legal state
 transitions, generations that grow) are computed as a boolean column by a transform in derived.py, and the rule
@@ -18,6 +18,7 @@ from typing import Literal
 from pipelines.gold.causes import CAUSES
 from pipelines.quality.derived import STATES
 from pipelines.silver.templates import load_templates
+from schemas.tables import keys_of
 
 Kind = Literal["not_null", "unique", "compound_unique", "in_set", "between", "is_true"]
 Scope = Literal["pipeline", "input"]
@@ -74,6 +75,12 @@ def key_rules(key: tuple[str, ...]) -> tuple[Rule, ...]:
     return (*present, Rule("key_unique", "compound_unique", key))
 
 
+def keyed(table: str, *rules: Rule, time_column: str | None = None) -> TableCheck:
+    """The check of a registered table: its key columns (schemas.tables.REGISTRY) present and unique, then `rules`."""
+    key = keys_of(table)
+    return TableCheck(table, key, (*key_rules(key), *rules), time_column)
+
+
 def non_negative(column: str) -> Rule:
     """A duration (or other amount) that is never below zero."""
     return Rule(f"{column}_non_negative", "between", (column,), low=0)
@@ -102,25 +109,21 @@ def template_ids() -> tuple[str, ...]:
 def checks() -> tuple[TableCheck, ...]:
     """The checked tables, in validation order, with their rules."""
     return (
-        TableCheck("silver_events", ("event_id",), (
-            *key_rules(("event_id",)),
-            Rule("event_type_known", "in_set", ("event_type",), values=event_types()),
-            Rule("template_id_known", "in_set", ("template_id",), values=template_ids()),
-        )),
-        TableCheck("silver_gc_pauses", ("pause_id",), (
-            *key_rules(("pause_id",)),
-            non_negative("duration_ms"),
-        )),
-        TableCheck("gold_group_states", ("state_id",), (
-            *key_rules(("state_id",)),
+        keyed("silver_events",
+              Rule("event_type_known", "in_set", ("event_type",), values=event_types()),
+              Rule("template_id_known", "in_set", ("template_id",), values=template_ids())),
+        keyed("silver_gc_pauses", non_negative("duration_ms")),
+        keyed(
+            "gold_group_states",
             Rule("group_id_not_null", "not_null", ("group_id",)),
             Rule("state_known", "in_set", ("state",), values=STATES),
             non_negative("duration_ms"),
             input_rule("legal_transition", "legal_transition",
                        shown=("group_id", "started_at", "previous_state", "state", "generation")),
-        ), time_column="started_at"),
-        TableCheck("gold_rebalances", ("rebalance_id",), (
-            *key_rules(("rebalance_id",)),
+            time_column="started_at",
+        ),
+        keyed(
+            "gold_rebalances",
             Rule("group_id_not_null", "not_null", ("group_id",)),
             Rule("cause_known", "in_set", ("cause",), values=CAUSES),
             Rule("outcome_known", "in_set", ("outcome",), values=OUTCOMES),
@@ -129,14 +132,10 @@ def checks() -> tuple[TableCheck, ...]:
             Rule("cause_confidence_in_range", "between", ("cause_confidence",), low=0, high=1),
             input_rule("generation_grows", "generation_grows",
                        shown=("group_id", "started_at", "generation_before", "generation_after")),
-        ), time_column="started_at"),
-        TableCheck("gold_incidents", ("incident_id",), (
-            *key_rules(("incident_id",)),
-            Rule("root_cause_known", "in_set", ("root_cause",), values=CAUSES),
-            non_negative("unavailable_ms"),
-        )),
-        TableCheck("gold_rebalance_stats_hourly", ("hour", "group_id", "cause"), (
-            *key_rules(("hour", "group_id", "cause")),
-            Rule("cause_known", "in_set", ("cause",), values=CAUSES),
-        )),
+            time_column="started_at",
+        ),
+        keyed("gold_incidents",
+              Rule("root_cause_known", "in_set", ("root_cause",), values=CAUSES),
+              non_negative("unavailable_ms")),
+        keyed("gold_rebalance_stats_hourly", Rule("cause_known", "in_set", ("cause",), values=CAUSES)),
     )
