@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-slow lab lab-eval clean
+.PHONY: setup demo lint test test-slow lab lab-eval clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ setup: $(STAMP)  ## create .venv with the package, Spark, Delta and the test too
 
 demo: $(STAMP)   ## simulate a small Kafka estate, run the pipeline locally, print the summary
 	$(BIN)/rebalance demo
+
+lint: $(STAMP)   ## ruff over the repository, then mypy (strict on pipelines/) as pyproject.toml configures them
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 test: $(STAMP)   ## run the test suite (one Spark session for the whole run): default and browser tiers
 	$(BIN)/python -m pytest -m "not slow and not kafka" $(PYTEST_ARGS)
