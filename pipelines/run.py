@@ -18,6 +18,7 @@ from pipelines.ingest import make_ingest_batch
 from pipelines.quality.stage import QualityReport, run_quality
 from pipelines.reconstruct import make_reconstruct_batch
 from pipelines.release import check_release
+from pipelines.streams import AVAILABLE_NOW, start_stream
 from schemas.tables import TABLES
 
 Trigger = Literal["available-now", "continuous"]
@@ -25,6 +26,8 @@ Stage = Literal["ingest", "reconstruct", "quality", "alerts"]
 STAGES: tuple[Stage, ...] = ("ingest", "reconstruct", "quality", "alerts")
 INGEST_QUERY = io.INGEST_QUERY
 RECONSTRUCT_QUERY = "reconstruct"
+# The processing-time trigger of `--trigger continuous`.
+CONTINUOUS_INTERVAL = "5 seconds"
 
 
 @dataclass
@@ -106,23 +109,17 @@ def run(
     io.ensure_tables(spark, cfg)
     check_checkpoints(spark, cfg)
     summary = RunSummary()
-    ingest = (
-        io.read_landing(spark, cfg)
-        .writeStream.queryName(INGEST_QUERY)
-        .foreachBatch(make_ingest_batch(cfg, on_progress=on_progress, on_batch=summary.record))
-        .option("checkpointLocation", str(io.checkpoint_dir(cfg, INGEST_QUERY)))
-    )
-    reconstruct = (
-        io.read_table_stream(spark, cfg, "silver_accounting")
-        .writeStream.queryName(RECONSTRUCT_QUERY)
-        .foreachBatch(make_reconstruct_batch(cfg, on_progress=on_progress, on_batch=summary.record))
-        .option("checkpointLocation", str(io.checkpoint_dir(cfg, RECONSTRUCT_QUERY)))
-    )
-    writers = {"ingest": ingest, "reconstruct": reconstruct}
+    streams = {
+        "ingest": (io.read_landing(spark, cfg), INGEST_QUERY,
+                   make_ingest_batch(cfg, on_progress=on_progress, on_batch=summary.record)),
+        "reconstruct": (io.read_table_stream(spark, cfg, "silver_accounting"), RECONSTRUCT_QUERY,
+                        make_reconstruct_batch(cfg, on_progress=on_progress, on_batch=summary.record)),
+    }
+    started = [s for s in ("ingest", "reconstruct") if s in stages]
     if trigger == "available-now":
-        for stage in ("ingest", "reconstruct"):
-            if stage in stages:
-                writers[stage].trigger(availableNow=True).start().awaitTermination()
+        for stage in started:
+            df, name, batch_fn = streams[stage]
+            start_stream(df, cfg, name, batch_fn, AVAILABLE_NOW).awaitTermination()
         now = run_ts or dt.datetime.now(dt.timezone.utc)
         if "quality" in stages:
             summary.quality = run_quality(spark, cfg, run_ts=now, on_progress=on_progress)
@@ -137,8 +134,8 @@ def run(
             raise failed
     else:
         # Continuous mode keeps the streams running; alerts are evaluated by scheduled available-now runs.
-        queries = [writers[s].trigger(processingTime="5 seconds").start() for s in ("ingest", "reconstruct")
-                   if s in stages]
+        queries = [start_stream(df, cfg, name, batch_fn, CONTINUOUS_INTERVAL)
+                   for df, name, batch_fn in (streams[s] for s in started)]
         try:
             spark.streams.awaitAnyTermination()
         finally:
