@@ -10,6 +10,11 @@ from pyspark.sql.types import StringType, StructField, StructType
 _S = StringType()
 JSON_SCHEMA = StructType([
     StructField("@timestamp", _S), StructField("timestamp", _S), StructField("message", _S),
+    # Other exporters' names: `ts`/`time`/`@t` (Serilog, zap, Loki and Datadog exports), `msg`/`content`/`@m`,
+    # `severity`/`loglevel`/`@l`.
+    StructField("ts", _S), StructField("time", _S), StructField("@t", _S), StructField("msg", _S),
+    StructField("content", _S), StructField("@m", _S), StructField("severity", _S), StructField("loglevel", _S),
+    StructField("@l", _S),
     StructField("level", _S), StructField("logger_name", _S), StructField("thread_name", _S),
     StructField("log.level", _S), StructField("log.logger", _S), StructField("process.thread.name", _S),
     StructField("log", StructType([StructField("level", _S), StructField("logger", _S)])),
@@ -44,15 +49,16 @@ def json_fields(doc: Column, line: Column) -> dict[str, Column]:
     """`ts`, `level`, `thread`, `logger`, `msg` of a JSON log line from its parsed `doc` (null where absent), read
     from the raw `line` when the document is cut short."""
     parsed = {
-        "ts": F.coalesce(doc["@timestamp"], doc["timestamp"]),
-        "level": F.coalesce(doc["level"], doc["log.level"], doc["log"]["level"]),
+        "ts": F.coalesce(doc["@timestamp"], doc["timestamp"], doc["ts"], doc["time"], doc["@t"]),
+        "level": F.coalesce(doc["level"], doc["log.level"], doc["log"]["level"], doc["severity"], doc["loglevel"],
+                            doc["@l"]),
         "thread": F.coalesce(doc["thread_name"], doc["process.thread.name"], doc["process"]["thread"]["name"]),
         "logger": F.coalesce(doc["logger_name"], doc["log.logger"], doc["log"]["logger"]),
-        "msg": doc["message"],
+        "msg": F.coalesce(doc["message"], doc["msg"], doc["content"], doc["@m"]),
     }
-    whole = doc["message"].isNotNull()
+    whole = parsed["msg"].isNotNull()
     fallback = {
-        "ts": _raw_string(line, "@timestamp"),
+        "ts": F.coalesce(_raw_string(line, "@timestamp"), _raw_string(line, "timestamp"), _raw_string(line, "ts")),
         "level": F.coalesce(_raw_string(line, "level"), _raw_string(line, "log.level")),
         "thread": F.coalesce(_raw_string(line, "thread_name"), _raw_string(line, "process.thread.name")),
         "logger": F.coalesce(_raw_string(line, "logger_name"), _raw_string(line, "log.logger")),
