@@ -6,7 +6,7 @@ import datetime as dt
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 from pyspark.sql import SparkSession
 
@@ -35,7 +35,7 @@ class RunSummary:
     """What a run wrote: rows appended (or upserted, for gold) per table, micro-batches per query, and the
     verdicts of the quality step (when it ran)."""
 
-    added: dict[str, int] = field(default_factory=lambda: {name: 0 for name in TABLES})
+    added: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
     batches: dict[str, int] = field(default_factory=dict)
     quality: QualityReport | None = None
 
@@ -148,8 +148,10 @@ def register_views(spark: SparkSession, cfg: Config) -> list[str]:
     """Make every existing table queryable by its own name, so that `SHOW TABLES` lists exactly them: temporary
     views over the Delta paths, or, with Unity Catalog, the configured catalog and schema made current."""
     if cfg.uses_catalog:
+        assert cfg.catalog is not None  # uses_catalog is `catalog is not None`
         spark.catalog.setCurrentCatalog(cfg.catalog)
-        spark.catalog.setCurrentDatabase(cfg.schema_name)
+        # Config does not require `schema` beside `catalog` (the job's CLI does); without one Spark rejects None here.
+        spark.catalog.setCurrentDatabase(cast(str, cfg.schema_name))
         return [name for name in TABLES if io.table(cfg, name).exists(spark)]
     names = []
     for name in TABLES:
