@@ -22,6 +22,7 @@ from pipelines.config import Config
 from pipelines.ingest import make_ingest_batch
 from pipelines.reconstruct import make_reconstruct_batch
 from pipelines.run import INGEST_QUERY, RECONSTRUCT_QUERY
+from pipelines.streams import start_stream
 
 COORDINATOR = "(kafka.coordinator.group.GroupCoordinator)"
 
@@ -79,22 +80,11 @@ def probe_text(group: str, at: datetime, rng: random.Random) -> str:
 def start_queries(spark: SparkSession, cfg: Config, *, trigger: str) -> list[StreamingQuery]:
     """The two queries of `pipelines.run.run` (same functions, same checkpoints) with a `processingTime` trigger."""
     io.ensure_tables(spark, cfg)
-    ingest = (
-        io.read_landing(spark, cfg)
-        .writeStream.queryName(f"bench-{INGEST_QUERY}")
-        .foreachBatch(make_ingest_batch(cfg))
-        .option("checkpointLocation", str(io.checkpoint_dir(cfg, INGEST_QUERY)))
-        .trigger(processingTime=trigger)
-        .start()
-    )
-    reconstruct = (
-        io.read_table_stream(spark, cfg, "silver_accounting")
-        .writeStream.queryName(f"bench-{RECONSTRUCT_QUERY}")
-        .foreachBatch(make_reconstruct_batch(cfg))
-        .option("checkpointLocation", str(io.checkpoint_dir(cfg, RECONSTRUCT_QUERY)))
-        .trigger(processingTime=trigger)
-        .start()
-    )
+    ingest = start_stream(io.read_landing(spark, cfg), cfg, f"bench-{INGEST_QUERY}", make_ingest_batch(cfg), trigger,
+                          checkpoint=io.checkpoint_dir(cfg, INGEST_QUERY))
+    reconstruct = start_stream(io.read_table_stream(spark, cfg, "silver_accounting"), cfg,
+                               f"bench-{RECONSTRUCT_QUERY}", make_reconstruct_batch(cfg), trigger,
+                               checkpoint=io.checkpoint_dir(cfg, RECONSTRUCT_QUERY))
     return [ingest, reconstruct]
 
 

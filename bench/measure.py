@@ -10,13 +10,14 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.streaming import DataStreamWriter
+from pyspark.sql.streaming import StreamingQuery
 
 from bench import timeline
 from pipelines import io
 from pipelines.config import Config, load_config
 from pipelines.ingest import make_ingest_batch
 from pipelines.run import INGEST_QUERY, run
+from pipelines.streams import AVAILABLE_NOW, start_stream
 
 Say = Callable[[str], None]
 
@@ -64,10 +65,10 @@ def _prepare(spark: SparkSession, cfg: Config) -> float:
     return time.perf_counter() - start
 
 
-def _run_to_end(query: DataStreamWriter) -> float:
+def _run_to_end(start_query: Callable[[], StreamingQuery]) -> float:
     """Start an `availableNow` query, wait until it has processed everything, and return the seconds it took."""
     start = time.perf_counter()
-    handle = query.start()
+    handle = start_query()
     try:
         handle.awaitTermination()
     finally:
@@ -79,15 +80,11 @@ def ingest_only(spark: SparkSession, cfg: Config, *, lines: int) -> Timing:
     """Landing to bronze and silver: the ingest query of `pipelines.run.run` alone, `availableNow`, fresh tables."""
     created = _prepare(spark, cfg)
     batches: list[dict[str, int]] = []
-    query = (
-        io.read_landing(spark, cfg)
-        .writeStream.queryName(f"bench-{INGEST_QUERY}")
-        .foreachBatch(make_ingest_batch(cfg, on_batch=lambda _q, counts: batches.append(counts)))
-        .option("checkpointLocation", str(io.checkpoint_dir(cfg, INGEST_QUERY)))
-        .trigger(availableNow=True)
-    )
+    stream = io.read_landing(spark, cfg)
+    batch_fn = make_ingest_batch(cfg, on_batch=lambda _q, counts: batches.append(counts))
     start_ms = int(time.time() * 1000)
-    seconds = _run_to_end(query)
+    seconds = _run_to_end(lambda: start_stream(stream, cfg, f"bench-{INGEST_QUERY}", batch_fn, AVAILABLE_NOW,
+                                               checkpoint=io.checkpoint_dir(cfg, INGEST_QUERY)))
     events = sum(b.get("silver_events", 0) for b in batches)
     return Timing(seconds, lines, {"batches": len(batches), "silver_events": events,
                                    "table_creation_s": round(created, 3),
@@ -115,11 +112,9 @@ def ingest_floor(spark: SparkSession, cfg: Config, *, lines: int) -> Timing:
             rows.write.format("delta").mode("append").option("txnAppId", "bench.floor") \
                 .option("txnVersion", batch_id).save(str(path))
 
-    query = (
-        io.read_landing(spark, cfg).writeStream.queryName("bench-floor").foreachBatch(floor_batch)
-        .option("checkpointLocation", str(cfg.lakehouse / "_floor" / "_checkpoint")).trigger(availableNow=True)
-    )
-    seconds = _run_to_end(query)
+    stream = io.read_landing(spark, cfg)
+    seconds = _run_to_end(lambda: start_stream(stream, cfg, "bench-floor", floor_batch, AVAILABLE_NOW,
+                                               checkpoint=cfg.lakehouse / "_floor" / "_checkpoint"))
     counted = spark.read.format("delta").load(str(tables[0])).agg(F.sum("lines")).first()[0] or 0
     return Timing(seconds, lines, {"lines_counted": int(counted), "tables": FLOOR_TABLES})
 
