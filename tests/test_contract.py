@@ -22,8 +22,8 @@ def json_type(dtype: DataType) -> dict[str, object]:
     """The JSON schema of one Spark column type, as pydantic writes it for the model's field."""
     if isinstance(dtype, MapType):
         return {"type": "object", "additionalProperties": json_type(dtype.valueType)}
-    return {StringType(): {"type": "string"}, IntegerType(): INT32, LongType(): INT64, BooleanType(): {"type": "boolean"},
-            TimestampType(): {"type": "string", "format": "date-time"}}[dtype]
+    return {StringType(): {"type": "string"}, IntegerType(): INT32, LongType(): INT64,
+            BooleanType(): {"type": "boolean"}, TimestampType(): {"type": "string", "format": "date-time"}}[dtype]
 
 
 def model_columns() -> dict[str, tuple[dict[str, object], bool]]:
