@@ -37,8 +37,15 @@ class BrokerReplay(EpochReplay):
         if kind == "group_loaded":
             if broker is not None and self._coordinator is not None and broker != self._coordinator:
                 self._moves.append((ts, self._coordinator, broker))
-            self._coordinator = broker
-        elif broker is not None and kind != "group_unloaded":
+            elif broker is not None and self._unloaded_from is not None:
+                # Unloaded, then loaded again (on the same broker after a leader re-election, or on one whose own
+                # earlier lines are missing): the group's in-memory state was rebuilt, as after any move.
+                self._moves.append((ts, self._unloaded_from, broker))
+            self._coordinator, self._unloaded_from = broker, None
+        elif kind == "group_unloaded" and (broker is None or self._coordinator in (None, broker)):
+            # Only the current coordinator's unload counts: an old one's, logged after the group moved, says nothing.
+            self._unloaded_from = broker if broker is not None else self._coordinator
+        elif broker is not None:
             self._coordinator = broker
         if kind in ("member_joining", "member_loaded") and member:
             self._join(member, event)
