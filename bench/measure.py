@@ -115,7 +115,9 @@ def ingest_floor(spark: SparkSession, cfg: Config, *, lines: int) -> Timing:
     stream = io.read_landing(spark, cfg)
     seconds = _run_to_end(lambda: start_stream(stream, cfg, "bench-floor", floor_batch, AVAILABLE_NOW,
                                                checkpoint=cfg.lakehouse / "_floor" / "_checkpoint"))
-    counted = spark.read.format("delta").load(str(tables[0])).agg(F.sum("lines")).first()[0] or 0
+    total = spark.read.format("delta").load(str(tables[0])).agg(F.sum("lines")).first()
+    assert total is not None  # an aggregate without grouping has exactly one row
+    counted = total[0] or 0
     return Timing(seconds, lines, {"lines_counted": int(counted), "tables": FLOOR_TABLES})
 
 
