@@ -9,8 +9,8 @@ from pyspark.testing import assertDataFrameEqual
 
 from pipelines import io
 from pipelines.config import load_config
-from tests.conftest import silver_batch
 from pipelines.silver.outputs import accounting
+from tests.conftest import silver_batch
 
 BROKER = (
     "[2026-11-20 08:00:0{n},000] INFO [GroupCoordinator 1]: Stabilized group g{n} generation {n} "
@@ -33,7 +33,9 @@ def test_line_numbers_duplicates_and_accounting(spark, tmp_path):
     with gzip.open(broker / "server.log.2.gz", "wt") as f:
         f.write("\n".join([NOISE, BROKER.format(n=3)]))  # no final newline
     (broker / "empty.log").write_text("")
-    (broker / "junk.bin").write_bytes(b"\x00\xff\xfe GroupCoordinator \x80\x81\n\x1b[31m" + bytes(range(14, 256)) + b"\n")
+    (broker / "junk.bin").write_bytes(
+        b"\x00\xff\xfe GroupCoordinator \x80\x81\n\x1b[31m" + bytes(range(14, 256)) + b"\n"
+    )
     staged = _stage(spark, sorted(broker.iterdir()))
     try:
         bronze = staged.bronze.select(F.element_at(F.split("source_file", "/"), -1).alias("file"), "line_no")

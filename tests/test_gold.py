@@ -170,11 +170,13 @@ def test_kip848_one_rebalance_per_group_epoch_with_its_cause():
         ("Assigning", 3, 20.01), ("Reconciling", 3, 20.5), ("Stable", 3, 20.5),
         ("Empty", 4, 30.01), ("Assigning", 5, 36.01), ("Empty", 6, 40.01),
     ]
-    assert all(pair in CONSUMER_TRANSITIONS for pair in zip([s[0] for s in states], [s[0] for s in states[1:]]))
+    assert all(pair in CONSUMER_TRANSITIONS
+               for pair in zip([s[0] for s in states], [s[0] for s in states[1:]], strict=False))
 
 
 def test_kip848_bump_without_member_event_is_a_metadata_change():
-    rows = reconstruct_group("g", [ev(0, "member_joining", member_id="A"), ev(0.01, "group_epoch_bumped", group_epoch=1),
+    rows = reconstruct_group("g", [ev(0, "member_joining", member_id="A"),
+                                   ev(0.01, "group_epoch_bumped", group_epoch=1),
                                    ev(60, "group_epoch_bumped", group_epoch=2)])
     assert [(r["generation_after"], r["cause"]) for r in rows] == [(1, "membership_change"), (2, "metadata_change")]
 
@@ -218,7 +220,8 @@ def test_a_rebalance_cut_off_by_a_coordinator_move_restarts_as_coordinator_failo
         ev(1.1, "assignment_received", generation=1, member_id="m1"),
         ev(10, "rebalance_started", generation=1, reason="Adding new member m2 with group instance id None"),
         ev(11, "group_loaded", broker_id=2, generation=1),
-        ev(11.5, "rebalance_started", broker_id=2, generation=1, reason="Adding new member m3 with group instance id None"),
+        ev(11.5, "rebalance_started", broker_id=2, generation=1,
+           reason="Adding new member m3 with group instance id None"),
         ev(20, "group_stabilized", broker_id=2, generation=2, member_count=2),
     ]
     rows = reconstruct_group("g", events)
@@ -307,7 +310,8 @@ def test_client_only_one_rebalance_per_generation_with_the_members_own_reason():
         ("PreparingRebalance", None, 900), ("CompletingRebalance", 4, 930.5), ("Stable", 4, 930.5),
         ("PreparingRebalance", None, 1200),
     ]
-    assert all(pair in LEGAL_TRANSITIONS for pair in zip([s[0] for s in states], [s[0] for s in states[1:]]))
+    assert all(pair in LEGAL_TRANSITIONS
+               for pair in zip([s[0] for s in states], [s[0] for s in states[1:]], strict=False))
     assert len({r["rebalance_id"] for r in rows}) == 4
     assert "client log only" in rows[1]["evidence_json"]
 

@@ -15,8 +15,8 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines.config import load_config
-from tests.conftest import parse_with
 from pipelines.silver.templates import load_templates
+from tests.conftest import parse_with
 
 GOLDEN = Path(__file__).parent / "data" / "golden_lines.tsv"
 FIELDS = [

@@ -15,8 +15,8 @@ from pyspark.testing import assertDataFrameEqual
 from pipelines import io
 from pipelines.bronze.damaged import check_gzip, spark_file_uri
 from pipelines.config import load_config
-from tests.conftest import silver_batch
 from pipelines.silver.outputs import accounting, to_quarantine
+from tests.conftest import silver_batch
 
 TS = "[2024-05-14 10:21:07,482]"
 BROKER = (f"{TS} INFO [GroupCoordinator 1]: Stabilized group orders generation 7 (__consumer_offsets-3) with 2 "

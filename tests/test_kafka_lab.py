@@ -21,9 +21,9 @@ from lab.corpus import RECORD_START, is_group_related
 from pipelines import io
 from pipelines.batch import build_batch
 from pipelines.config import load_config
+from pipelines.quality.derived import with_transition_check
 from simulator.evaluate import accuracy, match_truth
 from tests.conftest import silver_batch
-from pipelines.quality.derived import with_transition_check
 
 CORPUS = Path(__file__).parent / "data" / "kafka-lab"
 VERSIONS = sorted(p.name for p in CORPUS.glob("*") if (p / "truth" / "rebalances.jsonl").is_file())
@@ -162,6 +162,7 @@ def test_lab_runs_live(spark, tmp_path):
     assert consumers and all(any(p.glob("gc-*.log")) for p in consumers)
     assert all(any(f for f in p.iterdir() if not f.name.startswith("gc")) for p in consumers)
     rows = parse_landing(spark, landing)
-    logged = {(r["group_id"], r["generation"]) for r in rows if r["event_type"] in ("group_stabilized", "group_emptied")}
+    logged = {(r["group_id"], r["generation"]) for r in rows
+              if r["event_type"] in ("group_stabilized", "group_emptied")}
     classic = [t for t in truth if t["protocol"] == "classic"]
     assert classic and all((t["group_id"], t["generation_after"]) in logged for t in classic)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pipelines import io
-from tests.conftest import silver_batch
 from pipelines.silver.outputs import to_events, to_quarantine
-from tests.conftest import make_config
+from tests.conftest import make_config, silver_batch
 
 MEMBER = "consumer-orders-app-1-9b0d1c3e-2f4a-4b6c-8d7e-1a2b3c4d5e6f"
 OTHER = "consumer-orders-app-2-5f0c2a8e-1b7d-4c3e-9a61-0d2f4b6e8a01"
@@ -20,7 +19,8 @@ BROKER = [
     f"PreparingRebalance with old generation 42 (__consumer_offsets-17) (reason: removing member {MEMBER} on "
     "heartbeat expiration) (kafka.coordinator.group.GroupCoordinator)",
     f"[2024-05-14 10:21:08,000] INFO [GroupCoordinator 1]: Member {METADATA} has left group orders-app through "
-    "explicit `LeaveGroup`; client reason: consumer poll timeout has expired. (kafka.coordinator.group.GroupCoordinator)",
+    "explicit `LeaveGroup`; client reason: consumer poll timeout has expired. "
+    "(kafka.coordinator.group.GroupCoordinator)",
     # No template knows this one: quarantined, and it names a member and a host.
     f"[2024-05-14 10:21:09,000] WARN [GroupCoordinator 1]: Odd member {OTHER} from /10.9.8.7 in group orders-app "
     "(kafka.coordinator.group.GroupCoordinator)",

@@ -10,9 +10,8 @@ from pyspark.testing import assertDataFrameEqual
 from pipelines import io
 from pipelines.config import load_config
 from pipelines.gold.rebalances import rebuild_rebalances, timeline_input
-from tests.conftest import silver_batch
 from pipelines.silver.outputs import accounting, to_events, to_gc_pauses
-from tests.conftest import SHARED
+from tests.conftest import SHARED, silver_batch
 
 SAMPLES = SHARED / "kafka-logs" / "public-samples"
 if not SAMPLES.is_dir():

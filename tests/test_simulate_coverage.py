@@ -13,12 +13,12 @@ from pyspark.sql import functions as F
 from pipelines import io
 from pipelines.config import load_config
 from pipelines.gold.incidents import advice_from
-from tests.conftest import silver_batch
 from pipelines.silver.outputs import accounting, to_events
+from schemas.tables import SILVER_EVENTS
 from simulator import SimulationSummary, simulate
 from simulator.model import HEARTBEAT_MS, REBALANCE_TIMEOUT_MS
 from simulator.render import Wording
-from schemas.tables import SILVER_EVENTS
+from tests.conftest import silver_batch
 
 VERSIONS = ("2.4", "3.6", "4.1")  # the oldest and newest classic wordings (2.8's record differs only in defaults), 4.x
 # 4.1 runs classic and KIP-848 consumer groups side by side: orders-processor classic (log4j), payments-ledger

@@ -213,7 +213,8 @@ def test_real_bodies_take_their_template_and_fields(body, template_id, fields):
 
 def test_a_paste_that_dropped_the_streams_prefix_is_found_in_the_line():
     alternation = build_alternation(load_templates())
-    line = SEARCH_MARK + "2022-08-31T12:03:29.197+09:00 ..... Requested to schedule probing rebalance for 1661915609131 ms."
+    line = (SEARCH_MARK + "2022-08-31T12:03:29.197+09:00 ..... Requested to schedule probing rebalance for "
+            "1661915609131 ms.")
     match = re.match(alternation.searching, line)
     assert match
     matched = [tid for tid, g in zip(alternation.template_ids, alternation.wrap_groups, strict=True) if match.group(g)]
