@@ -11,6 +11,9 @@ _EVENT_COLUMNS = (
     "event_id", "event_ts", "event_type", "source_kind", "group_id", "member_id", "old_member_id", "generation",
     "reason", "client_reason", "member_count", "broker_id", "instance", "client_id", "group_instance_id",
     "client_host", "members", "source_file", "line_no",
+    # What a member was told or saw, for verdicts from client lines alone (an UNKNOWN_MEMBER_ID answer, a
+    # NOT_COORDINATOR error, a rejoin whose wording carries its reason).
+    "error", "message",
 )
 _EPOCH_COLUMNS = ("group_epoch", "target_epoch", "state", "topics")
 

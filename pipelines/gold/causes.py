@@ -109,6 +109,8 @@ _CLIENT_REASONS: tuple[tuple[re.Pattern[str], str, str], ...] = (
     # group without an assignment`).
     (re.compile(r"metadata for subscribed topic\(s\) has changed", re.I), "metadata_change",
      "partition_count_change"),
+    # librdkafka: a pattern subscription now matches other topics.
+    (re.compile(r"subscription updated from metadata change", re.I), "metadata_change", "subscription_change"),
 )
 
 
@@ -192,8 +194,10 @@ def classify_client_signs(signs: list[dict[str, Any]],
     for event in signs:
         if event["event_type"] != "client_rejoin_requested":
             continue
-        reason = event.get("reason") or ""
-        if not reason and event.get("topics"):
+        # A wording without a reason field says it in its message (librdkafka's `subscription updated from metadata
+        # change: rejoining group`).
+        reason = event.get("reason") or event.get("message") or ""
+        if not event.get("reason") and event.get("topics"):
             reason = "assignment does not match the current subscription"
         for pattern, cause, detail in _CLIENT_REASONS:
             if cause == "metadata_change" and pattern.search(reason):

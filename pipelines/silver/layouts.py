@@ -31,6 +31,7 @@ _KAFKA_PREFIX_START = (
 )
 # The broker connection a librdkafka line is about (`GroupCoordinator/3: `, `sasl_ssl://b-1:9092/1: `).
 _RDKAFKA_BROKER = r"(?:\S+?/(?:-?\d+|internal|bootstrap): )?"
+_RDKAFKA_TAG = rf"^\[thrd:[^\]]*\]: ?{_RDKAFKA_BROKER}"
 FIELDS = ("ts", "level", "thread", "logger", "msg", "pre")
 # Layouts that find the message wherever it sits: their time and level are searched in `pre`, the text before it.
 GENERAL = ("anywhere", "librdkafka", "librdkafka_bare")
@@ -199,7 +200,9 @@ def with_layout(
         F.when(level == "WARNING", "WARN").otherwise(level).alias("level"),
         F.trim(fields["thread"]).alias("thread"),
         fields["logger"].alias("logger"),
-        F.coalesce(fields["msg"], F.lit("")).alias("msg"),
+        # A JSON log callback's message may still carry librdkafka's thread tag (and broker) before the text.
+        F.when(json_line, F.regexp_replace(F.coalesce(fields["msg"], F.lit("")), _RDKAFKA_TAG, ""))
+        .otherwise(F.coalesce(fields["msg"], F.lit(""))).alias("msg"),
         fields["pre"].alias("_pre"),
     )
     return _read_general(df)
