@@ -9,7 +9,7 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pipelines.sources import glob_matches
 
@@ -156,6 +156,13 @@ class Config(_Frozen):
                 "such as /Volumes/<catalog>/<schema>/<volume>/landing"
             )
         return value
+
+    @model_validator(mode="after")
+    def _catalog_needs_schema(self) -> Config:
+        if self.catalog is not None and self.schema_name is None:
+            raise ValueError(f"catalog '{self.catalog}' is set but schema is not; set schema too (tables are "
+                             "<catalog>.<schema>.<name>), or remove catalog to keep tables under the lakehouse path")
+        return self
 
     @property
     def checkpoint_root(self) -> Path:

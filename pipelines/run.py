@@ -6,7 +6,7 @@ import datetime as dt
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, cast
+from typing import Literal
 
 from pyspark.sql import SparkSession
 
@@ -150,8 +150,8 @@ def register_views(spark: SparkSession, cfg: Config) -> list[str]:
     if cfg.uses_catalog:
         assert cfg.catalog is not None  # uses_catalog is `catalog is not None`
         spark.catalog.setCurrentCatalog(cfg.catalog)
-        # Config does not require `schema` beside `catalog` (the job's CLI does); without one Spark rejects None here.
-        spark.catalog.setCurrentDatabase(cast(str, cfg.schema_name))
+        assert cfg.schema_name is not None  # Config requires schema beside catalog
+        spark.catalog.setCurrentDatabase(cfg.schema_name)
         return [name for name in TABLES if io.table(cfg, name).exists(spark)]
     names = []
     for name in TABLES:
