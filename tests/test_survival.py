@@ -25,7 +25,7 @@ from pipelines.batch import build_batch
 from pipelines.errors import PipelineStateError
 from pipelines.release import CHECKPOINT_LAYOUT
 from pipelines.run import run
-from schemas.tables import TABLES
+from schemas.tables import TABLES, keys_of
 from simulator import simulate
 from tests.conftest import DATA, Receiver, land, make_config
 
@@ -42,6 +42,12 @@ def _same_as_oracle(spark, cfg) -> None:
         streamed = io.read_table(spark, cfg, name)
         columns = [c for c in streamed.columns if c not in ("batch_id", "ingested_at")]
         assertDataFrameEqual(streamed.select(columns), oracle[name].select(columns))
+
+
+def _each_key_once(spark, cfg) -> None:
+    for name in COMPARED:
+        keys = list(keys_of(name))  # composite for the hourly stats (hour, group_id, cause) and the config advice
+        assert io.read_table(spark, cfg, name).groupBy(keys).count().filter("count > 1").count() == 0, name
 
 
 def test_batch_replayed_after_its_commit_changes_nothing(spark, workspace):
@@ -157,7 +163,7 @@ def test_incompatible_checkpoints_or_tables_stop_with_a_message(spark, workspace
     # A table whose column changed type since it was written: named, before any write.
     spark.createDataFrame([("x",)], "lines_read string").write.format("delta").save(
         str(cfg.lakehouse / "silver_accounting"))
-    with pytest.raises(PipelineStateError, match="silver_accounting.*lines_read is string"):
+    with pytest.raises(PipelineStateError, match=r"silver_accounting.*lines_read is string"):
         io.ensure_tables(spark, cfg)
 
 
@@ -175,11 +181,14 @@ def test_late_sources_are_counted_and_their_groups_rebuilt(spark, workspace):
     _same_as_oracle(spark, cfg)
 
 
-def _optimize_and_vacuum_until(spark, cfg, stop: threading.Event, done: list[str]) -> None:
+def _optimize_and_vacuum_until(spark, cfg, stop: threading.Event, done: list[str], rounds: int | None = None) -> None:
     """Compact the busiest tables in a loop, as a maintenance job beside the stream would, and vacuum each once
-    (a VACUUM lists every file of the table: minutes on two busy cores, so once per table keeps the test short)."""
+    (a VACUUM lists every file of the table: minutes on two busy cores, so once per table keeps the test short);
+    with `rounds`, stop after that many passes over the tables."""
     vacuumed: set[str] = set()
-    while not stop.wait(1.0):
+    passes = 0
+    while not stop.wait(1.0) and (rounds is None or passes < rounds):
+        passes += 1
         for name in ("silver_events", "silver_accounting", "gold_rebalances"):
             path = cfg.lakehouse / name
             try:
@@ -245,15 +254,16 @@ def test_a_merge_that_loses_a_race_with_optimize_is_retried(spark, workspace):
         ("r0", "session_timeout"), ("r1", "session_timeout"), ("r2", "session_timeout")]
 
 
-@pytest.mark.slow
-def test_a_backlog_is_absorbed_in_bounded_batches(spark, workspace):
-    """Ten micro-batches' worth of files at once: each batch reads at most max_files_per_trigger files (so memory
-    is bounded by the batch, not the backlog; bench/ measures the memory), and the result is the oracle's."""
-    cfg = make_config(workspace, max_files_per_trigger=5)
+@pytest.mark.parametrize("batches", [pytest.param(3, id="compact"),
+                                     pytest.param(10, marks=pytest.mark.slow, id="full")])
+def test_a_backlog_is_absorbed_in_bounded_batches(spark, workspace, batches):
+    """`batches` micro-batches' worth of files at once: each batch reads at most max_files_per_trigger files (so
+    memory is bounded by the batch, not the backlog; bench/ measures the memory), and the result is the oracle's."""
     simulate(workspace / "sim", seed=5, groups=2, hours=1.0, lines=6_000)
+    files = sum(1 for p in (workspace / "sim" / "landing").glob("*/*") if p.is_file())
+    cfg = make_config(workspace, max_files_per_trigger=-(-files // batches))  # 50 files: 5 a batch for ten
     land(workspace / "sim" / "landing", cfg.landing)
-    files = sum(1 for p in cfg.landing.glob("*/*") if p.is_file())
-    assert files >= 9 * cfg.max_files_per_trigger  # a backlog ten times one micro-batch
+    assert files > (batches - 1) * cfg.max_files_per_trigger  # a backlog `batches` times one micro-batch
     summary = run(spark, cfg, stages=("ingest", "reconstruct"))
     assert summary.batches["ingest"] == -(-files // cfg.max_files_per_trigger)
     per_batch = io.read_table(spark, cfg, "bronze_files").groupBy("batch_id").count().collect()
@@ -261,16 +271,19 @@ def test_a_backlog_is_absorbed_in_bounded_batches(spark, workspace):
     _same_as_oracle(spark, cfg)
 
 
-@pytest.mark.slow
-def test_optimize_and_vacuum_beside_the_stream(spark, workspace):
-    """A maintenance job compacts and vacuums the tables while the streams write: the pipeline's commits that lose
-    the race are retried (io.with_conflict_retries), nothing fails, nothing is duplicated."""
+@pytest.mark.parametrize("rounds", [pytest.param(1, id="compact"),
+                                    pytest.param(None, marks=pytest.mark.slow, id="full")])
+def test_optimize_and_vacuum_beside_the_stream(spark, workspace, rounds):
+    """A maintenance job compacts and vacuums the tables while the streams write (one pass, or passes until the
+    streams end): the pipeline's commits that lose the race are retried (io.with_conflict_retries), nothing fails,
+    nothing is duplicated."""
     cfg = make_config(workspace, max_files_per_trigger=1)
     land(DATA / "landing" / "part1", cfg.landing)
     land(DATA / "landing" / "part2", cfg.landing)
     io.ensure_tables(spark, cfg)
     stop, done = threading.Event(), []
-    maintenance = threading.Thread(target=_optimize_and_vacuum_until, args=(spark, cfg, stop, done), daemon=True)
+    maintenance = threading.Thread(target=_optimize_and_vacuum_until, args=(spark, cfg, stop, done, rounds),
+                                   daemon=True)
     io.conflicts_retried.clear()
     maintenance.start()
     try:
@@ -283,9 +296,7 @@ def test_optimize_and_vacuum_beside_the_stream(spark, workspace):
     print(f"maintenance: {len(done)} operations ({sum(d.startswith('lost') for d in done)} lost a race), "
           f"pipeline conflicts retried: {io.conflicts_retried}")
     _same_as_oracle(spark, cfg)
-    for name in COMPARED:
-        key = io.read_table(spark, cfg, name).columns[0]
-        assert io.read_table(spark, cfg, name).groupBy(key).count().filter("count > 1").count() == 0, name
+    _each_key_once(spark, cfg)
 
 
 def _ship(source: Path, landing: Path, name: str) -> None:
@@ -297,15 +308,20 @@ def _ship(source: Path, landing: Path, name: str) -> None:
     partial.rename(landing / name)
 
 
-@pytest.mark.slow
-def test_hourly_rotation_and_reused_gc_names_lose_and_double_nothing(spark, workspace):
+@pytest.mark.parametrize(("hours", "run_every", "gc_every"), [
+    pytest.param(4, 2, 1, id="compact"),  # the fourth GC rotation reuses gc.log.0
+    pytest.param(24, 8, 2, marks=pytest.mark.slow, id="full"),
+])
+def test_hourly_rotation_and_reused_gc_names_lose_and_double_nothing(spark, workspace, hours, run_every, gc_every):
+    """`hours` hourly rotations of a broker log and a GC log rotated every `gc_every` hours under reused names,
+    the pipeline run every `run_every` hours: every line read once, every rebalance found once."""
     cfg = make_config(workspace)
     host = workspace / "kafka1"  # the broker's own log directory
     host.mkdir()
     written = {"broker": 0, "gc": 0}
     generation, gc_seq = 0, 0
     live, gc_live = host / "server.log", host / "gc.log"
-    for hour in range(24):
+    for hour in range(hours):
         stamp = dt.datetime(2026, 11, 20, 0) + dt.timedelta(hours=hour)
         lines = []
         for minute in (5, 35):
@@ -334,7 +350,7 @@ def test_hourly_rotation_and_reused_gc_names_lose_and_double_nothing(spark, work
         live.rename(rotated)
         _ship(rotated, cfg.landing / "kafka1", rotated.name)
         # The JVM's GC log rotation (filecount=3) reuses gc.log.0..2; the shipper adds a sequence number.
-        if hour % 2 == 1:
+        if hour % gc_every == gc_every - 1:
             reused = host / f"gc.log.{gc_seq % 3}"
             gc_live.replace(reused)
             _ship(reused, cfg.landing / "kafka1", f"{reused.name}.{gc_seq:06d}")
@@ -343,7 +359,7 @@ def test_hourly_rotation_and_reused_gc_names_lose_and_double_nothing(spark, work
         # one. Hidden names are read neither by the stream nor by the oracle, or the events would differ.
         (cfg.landing / "kafka1" / ".server.log.next.partial").write_text(
             lines[0] + "\n" + lines[1][:40], encoding="utf-8")
-        if hour % 8 == 7:
+        if hour % run_every == run_every - 1:
             run(spark, cfg, stages=("ingest", "reconstruct"))
     files = io.read_table(spark, cfg, "bronze_files")
     assert files.filter("duplicate_of IS NOT NULL").count() == 0
@@ -351,32 +367,34 @@ def test_hourly_rotation_and_reused_gc_names_lose_and_double_nothing(spark, work
     assert files.agg(F.sum("lines_read")).first()[0] == written["broker"] + written["gc"]
     assert io.read_table(spark, cfg, "silver_gc_pauses").count() == written["gc"]
     rebalances = io.read_table(spark, cfg, "gold_rebalances")
-    assert rebalances.count() == 48
-    assert sorted(r.generation_after for r in rebalances.collect()) == list(range(1, 49))
+    assert rebalances.count() == 2 * hours
+    assert sorted(r.generation_after for r in rebalances.collect()) == list(range(1, 2 * hours + 1))
     _same_as_oracle(spark, cfg)
 
 
-KILLS = 20
-
-
-@pytest.mark.slow
-def test_driver_killed_at_random_moments_loses_and_doubles_nothing(spark, workspace):
-    """`kill -9` of the whole driver (Python and its JVM) at random moments of `rebalance run`, 20 times, while
-    files keep landing; then a clean run. Every table equals the oracle and each alert reached each sink once."""
+@pytest.mark.parametrize(("kills", "files_per_trigger"), [
+    # fewer, larger batches for the clean run, which ingests what the kill cycles did not land
+    pytest.param(3, 10, id="compact"),
+    pytest.param(20, 3, marks=pytest.mark.slow, id="full"),
+])
+def test_driver_killed_at_random_moments_loses_and_doubles_nothing(spark, workspace, kills, files_per_trigger):
+    """`kill -9` of the whole driver (Python and its JVM) at random moments of `rebalance run`, `kills` times,
+    while files keep landing; then a clean run. Every table equals the oracle and each alert reached each sink
+    once."""
     sim = simulate(workspace / "sim", seed=9, groups=2, hours=2.0, lines=8_000)
     pending = sorted(p for p in (workspace / "sim" / "landing").glob("*/*") if p.is_file())
-    cfg = make_config(workspace, max_files_per_trigger=3, alerts={"webhook_backoff_s": 0.01})
+    cfg = make_config(workspace, max_files_per_trigger=files_per_trigger, alerts={"webhook_backoff_s": 0.01})
     conf = workspace / "kill.yml"
     conf.write_text(
-        f"landing: {cfg.landing}\nlakehouse: {cfg.lakehouse}\nmax_files_per_trigger: 3\n"
+        f"landing: {cfg.landing}\nlakehouse: {cfg.lakehouse}\nmax_files_per_trigger: {files_per_trigger}\n"
         "spark: {master: 'local[2]', shuffle_partitions: 2, driver_memory: 1g}\n"
         "alerts: {webhook_backoff_s: 0.01}\n", encoding="utf-8")
     receiver = Receiver()
     env = {**os.environ, cfg.alerts.webhook_url_env: receiver.url}
     rng = random.Random(20261122)
-    kills, completed, cycle = 0, 0, 0
+    killed, completed, cycle = 0, 0, 0
     try:
-        while kills < KILLS and cycle < 3 * KILLS:
+        while killed < kills and cycle < 3 * kills:
             cycle += 1
             for source in pending[:2]:
                 target = cfg.landing / source.parent.name
@@ -392,7 +410,7 @@ def test_driver_killed_at_random_moments_loses_and_doubles_nothing(spark, worksp
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-                kills += 1
+                killed += 1
         for source in pending:
             target = cfg.landing / source.parent.name
             target.mkdir(parents=True, exist_ok=True)
@@ -404,12 +422,10 @@ def test_driver_killed_at_random_moments_loses_and_doubles_nothing(spark, worksp
             os.environ.pop(cfg.alerts.webhook_url_env, None)
     finally:
         receiver.close()
-    print(f"kill -9: {kills} kills, {completed} runs completed, {cycle} cycles, {sim.rebalances} rebalances")
-    assert kills >= KILLS
+    print(f"kill -9: {killed} kills, {completed} runs completed, {cycle} cycles, {sim.rebalances} rebalances")
+    assert killed >= kills
     _same_as_oracle(spark, cfg)
-    for name in COMPARED:
-        key = io.read_table(spark, cfg, name).columns[0]
-        assert io.read_table(spark, cfg, name).groupBy(key).count().filter("count > 1").count() == 0, name
+    _each_key_once(spark, cfg)
     alerts = {r.alert_id for r in io.read_table(spark, cfg, "gold_alerts").collect()}
     assert alerts, "the simulated estate raises alerts"
     feed = [json.loads(line)["alert_id"] for line in cfg.alerts_jsonl.read_text().splitlines() if line.endswith("}")]
