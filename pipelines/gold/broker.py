@@ -29,7 +29,9 @@ class BrokerReplay(EpochReplay):
     def _on_broker(self, event: dict[str, Any]) -> None:
         kind, member, ts = event["event_type"], event.get("member_id"), event["event_ts"]
         self._flush_implied(before=ts)
-        if kind in _IMPLY_REBALANCE and member and self._current is None:
+        if kind in _IMPLY_REBALANCE and member and self._current is None and (
+                kind == "member_joining" or not self._is_empty()):
+            # A member leaving an Empty group (the last one, logged after the group emptied) starts nothing.
             self._implied.append(event)
         elif kind in _SHOW_REBALANCE_OR_NONE:
             self._implied.clear()
@@ -103,6 +105,9 @@ class BrokerReplay(EpochReplay):
         self._recent.append(event)
         if len(self._recent) > 64:
             del self._recent[:32]
+
+    def _is_empty(self) -> bool:
+        return bool(self._transitions) and self._transitions[-1][1] == "Empty"
 
     def _flush_implied(self, *, before: pd.Timestamp | None = None) -> None:
         """Open the rebalances that member events imply when the coordinator's own line for them is missing (lost
