@@ -31,7 +31,9 @@ LOST_RATE = 0.01
 DUPLICATED_RATE = 0.003
 SWAPPED_RATE = 0.01
 CLOCK_AHEAD_S = 20
-KINDS = ("none", "lines_lost", "lines_duplicated", "lines_reordered", "clock_ahead", "hour_missing", "all")
+# `shipping`: every damage a log shipper does to lines (lost, duplicated, reordered, a clock ahead), without the
+# missing hour; `all`: everything.
+KINDS = ("none", "lines_lost", "lines_duplicated", "lines_reordered", "clock_ahead", "hour_missing", "shipping", "all")
 DESCRIBED = {
     "none": "undamaged copy (baseline)",
     "lines_lost": f"{LOST_RATE:.0%} of lines lost at random (every file)",
@@ -124,10 +126,10 @@ def damage_landing(source: Path, target: Path, kind: str, targets: Targets, *, s
     if kind not in KINDS:
         raise ValueError(f"unknown damage {kind!r}; choose one of {', '.join(KINDS)}")
     shutil.copytree(source, target)
-    every = kind == "all"
+    every = kind in ("all", "shipping")
     for path in _files(target):
         rel = str(path.relative_to(target))
-        if (every or kind == "hour_missing") and rel == targets.missing_file:
+        if kind in ("all", "hour_missing") and rel == targets.missing_file:
             path.unlink()
             continue
         steps: list[Callable[[list[str]], list[str]]] = []
