@@ -29,12 +29,17 @@ class BrokerReplay(EpochReplay):
     def _on_broker(self, event: dict[str, Any]) -> None:
         kind, member, ts = event["event_type"], event.get("member_id"), event["event_ts"]
         self._flush_implied(before=ts)
-        if kind in _IMPLY_REBALANCE and member and self._current is None and (
+        recent = self._last_activity is not None and secs(ts - self._last_activity) <= NEIGHBOUR_S
+        if kind in _IMPLY_REBALANCE and member and self._current is None and not recent and (
                 kind == "member_joining" or not self._is_empty()):
-            # A member leaving an Empty group (the last one, logged after the group emptied) starts nothing.
+            # A member leaving an Empty group (the last one, logged after the group emptied) starts nothing, and a
+            # member event within NEIGHBOUR_S of a rebalance's own lines belongs to it, whatever order equal times
+            # sort in.
             self._implied.append(event)
         elif kind in _SHOW_REBALANCE_OR_NONE:
             self._implied.clear()
+        if kind in _SHOW_REBALANCE_OR_NONE or kind == "assignment_received":
+            self._last_activity = ts
         broker = to_int(event.get("broker_id"))
         if kind == "group_loaded":
             if broker is not None and self._coordinator is not None and broker != self._coordinator:
