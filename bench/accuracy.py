@@ -28,6 +28,16 @@ from pipelines.gold.causes import CAUSES
 MISSING = "-"
 
 
+def mismatch_table(wrong: list[dict[str, Any]], *, absent: str = MISSING) -> list[str]:
+    """Markdown rows of the rebalances not matched right: group, generation, the true and our cause (detail)."""
+    rows = ["| group | generation_after | true cause (detail) | our cause (detail) |", "|---|---:|---|---|"]
+    for w in wrong:
+        true = f"{w['true_cause'] or absent} ({w['true_cause_detail'] or ''})"
+        ours = f"{w['cause'] or absent} ({w['cause_detail'] or ''})"
+        rows.append(f"| {w['group_id']} | {w['generation_after']} | {true} | {ours} |")
+    return rows
+
+
 def confusion_table(confusion: dict[tuple[str, str], int]) -> list[str]:
     """Markdown rows: one per true cause (and `-` for rebalances not in the truth), one column per our cause."""
     ours = [c for c in CAUSES if any(o == c for (_, o) in confusion)]
@@ -115,12 +125,7 @@ def markdown(runs: list[dict], command: str, started: datetime, elapsed: float) 
                 f"gold_rebalances rows: {run['rebalance_rows']} ({run['rows_without_generation']} without a "
                 "generation_after: open at the end of the logs, not matched).", "", *confusion_table(r.confusion)]
         if run["wrong"]:
-            out += ["", "Mismatches (true -> ours):", "",
-                    "| group | generation_after | true cause (detail) | our cause (detail) |", "|---|---:|---|---|"]
-            for w in run["wrong"]:
-                true = f"{w['true_cause'] or MISSING} ({w['true_cause_detail'] or ''})"
-                ours = f"{w['cause'] or MISSING} ({w['cause_detail'] or ''})"
-                out.append(f"| {w['group_id']} | {w['generation_after']} | {true} | {ours} |")
+            out += ["", "Mismatches (true -> ours):", "", *mismatch_table(run["wrong"])]
     return "\n".join(out) + "\n"
 
 

@@ -27,6 +27,8 @@ from datetime import datetime, timedelta, timezone
 from functools import partial
 from pathlib import Path
 
+from bench.accuracy import mismatch_table
+
 LOST_RATE = 0.01
 DUPLICATED_RATE = 0.003
 SWAPPED_RATE = 0.01
@@ -183,12 +185,7 @@ def markdown(runs: list[dict], *, command: str, started: datetime, estate: str, 
                    f"{run['seconds']:.0f} |")
     for run in runs:
         if run["wrong"]:
-            out += ["", f"## {run['kind']}: rebalances not matched right", "",
-                    "| group | generation_after | true cause (detail) | our cause (detail) |", "|---|---:|---|---|"]
-            for w in run["wrong"]:
-                true = f"{w['true_cause'] or 'not in the truth'} ({w['true_cause_detail'] or ''})"
-                ours = f"{w['cause'] or 'not found'} ({w['cause_detail'] or ''})"
-                out.append(f"| {w['group_id']} | {w['generation_after']} | {true} | {ours} |")
+            out += ["", f"## {run['kind']}: rebalances not matched right", "", *mismatch_table(run["wrong"])]
     return "\n".join(out) + "\n"
 
 
