@@ -359,3 +359,37 @@ def test_kip848_target_assignment_without_its_epoch_bump_line_is_a_rebalance_of_
     rows = reconstruct_group("g", events)
     assert [(r["protocol"], r["generation_before"], r["generation_after"], r["cause"], r["outcome"], r["duration_ms"])
             for r in rows] == [("consumer", 3, 4, "unknown", "stabilized", 5000)]
+
+
+def test_streams_group_epochs_are_rebalances_with_their_causes():
+    """KIP-1071 streams groups (4.1+) bump their epoch like consumer groups; a changed assignment configuration or
+    topology explains a bump no member event does."""
+    events = [
+        ev(0, "member_joining", member_id="S1"),
+        ev(0.01, "group_epoch_bumped", group_epoch=1, member_id="S1"),
+        ev(30, "group_config_changed", member_id="S1", reason="{num.standby.replicas=1}"),
+        ev(30.01, "group_epoch_bumped", group_epoch=2, member_id="S1"),
+        ev(60, "member_fenced", member_id="S1", reason="the member session expired."),
+        ev(60.01, "group_epoch_bumped", group_epoch=3, member_id="S1"),
+    ]
+    rows = reconstruct_group("g", events)
+    assert [(r["generation_after"], r["cause"], r["cause_detail"]) for r in rows] == [
+        (1, "membership_change", "member_join"),
+        (2, "metadata_change", "assignment_config_change"),
+        (3, "session_timeout", "heartbeat_expiration"),
+    ]
+
+
+def test_share_group_membership_changes_are_never_rebalances():
+    """KIP-932 share groups: members join, leave and are fenced (with the consumer groups' own fence wording) without
+    stopping the group, so none of it is a rebalance, an incident or a state interval."""
+    events = [
+        ev(0, "share_member_joined", member_id="A"),
+        ev(0.5, "share_member_epoch_updated", member_id="A", member_epoch=1, state="STABLE"),
+        ev(10, "share_member_joined", member_id="B"),
+        ev(20, "member_fenced", member_id="B", reason="the member session expired."),
+        ev(20.01, "group_epoch_bumped", group_epoch=3),
+        ev(30, "share_member_left", member_id="A"),
+    ]
+    timeline = Timeline("g", events)
+    assert timeline.rebalances == [] and timeline.states == []

@@ -32,12 +32,18 @@ def epoch_verdict(event: dict[str, Any] | None) -> Verdict:
                            f"{member} fenced because {reason} (its rebalance timeout is max.poll.interval.ms)")
         return Verdict("unknown", "fenced", 0.3, member, f"{member} fenced because {reason}")
     if kind == "member_left":
-        return Verdict("membership_change", "member_leave", 0.85, member, f"{member} left the consumer group")
+        return Verdict("membership_change", "member_leave", 0.85, member, f"{member} left the group")
     if kind == "static_member_replaced":
         return Verdict("membership_change", "static_member_replaced", 0.8, member,
                        f"static member {member} replaced {event.get('old_member_id')}")
     if kind == "member_joining":
-        return Verdict("membership_change", "member_join", 0.85, member, f"{member} joined the consumer group")
+        return Verdict("membership_change", "member_join", 0.85, member, f"{member} joined the group")
+    if kind == "group_config_changed":
+        return Verdict("metadata_change", "assignment_config_change", 0.8, None,
+                       f"the group's assignment configuration changed to {event.get('reason')}")
+    if kind == "streams_topology_changed":
+        return Verdict("metadata_change", "topology_change", 0.7, member,
+                       f"{member} brought topology epoch {event.get('epoch')}")
     return Verdict("metadata_change", "subscription_change", 0.8, member, f"{line}: {member or 'the group'} "
                    "changed its subscription")
 

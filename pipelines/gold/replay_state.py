@@ -17,10 +17,11 @@ from pipelines.gold.causes import Verdict
 from pipelines.gold.context import GroupContext
 
 NEIGHBOUR_S = 5.0  # member events this close before a reason-less start (brokers before 2.1) explain it
-# KIP-848: broker events that bump a consumer group's epoch, most decisive first (a fence or leave explains the bump
-# better than a join logged in the same instant).
+# KIP-848 consumer groups and KIP-1071 streams groups: broker events that bump a group's epoch, most decisive first
+# (a fence or leave explains the bump better than a join logged in the same instant).
 EPOCH_CAUSES = ("member_fenced", "member_left", "static_member_replaced", "member_joining",
-                "member_subscription_changed", "subscription_metadata_changed")
+                "member_subscription_changed", "subscription_metadata_changed", "group_config_changed",
+                "streams_topology_changed")
 # A state transition: when, which state, generation, rebalance id (None between rebalances), id of the event.
 Transition = tuple[pd.Timestamp, str, int | None, str | None, str]
 

@@ -15,7 +15,7 @@ from pipelines.gold.client_only import ClientOnlyReplay
 from pipelines.gold.replay_state import Rules, stable_id
 from pipelines.gold.rows import assign_incidents, rebalance_row, state_rows
 
-__all__ = ["Rules", "Timeline", "reconstruct_group", "stable_id"]
+__all__ = ["Rules", "Timeline", "is_share_group", "reconstruct_group", "stable_id"]
 
 
 class Timeline(BrokerReplay, ClientOnlyReplay):
@@ -23,6 +23,8 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
 
     def __init__(self, group_id: str, events: list[dict[str, Any]], rules: Rules | None = None) -> None:
         super().__init__(group_id, events, rules)
+        if is_share_group(events):
+            return
         has_broker = False
         for event in events:
             if event.get("source_kind") == "broker":
@@ -47,6 +49,13 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
                 self.rebalances.append(rebalance_row(self.group_id, current, completed_at=None, outcome="open"))
         assign_incidents(self.rebalances, gap_s=self.rules.incident_gap_s)
         self.states.extend(state_rows(self.group_id, self._transitions, self.rebalances))
+
+
+def is_share_group(events: list[dict[str, Any]]) -> bool:
+    """A share group (KIP-932) hands records out to its members one by one: a member joining or leaving never stops
+    the others, so nothing in its history is a rebalance. Any share-group line marks one (its fence wording is the
+    consumer groups' own, so the group's other lines must tell)."""
+    return any(str(e.get("event_type") or "").startswith("share_") for e in events)
 
 
 def reconstruct_group(group_id: str, events: list[dict[str, Any]], rules: Rules | None = None) -> list[dict[str, Any]]:

@@ -54,8 +54,8 @@ FIELD_COLUMNS = {"instance_id": "group_instance_id"}
 EVENT_FIELDS = tuple(sorted(FIELD_COLUMNS.get(f, f) for f in FIELD_PATTERNS if not f.startswith("_")))
 
 # Component files, in match order (first matching row wins across all of them).
-COMPONENTS = ("broker_classic", "broker_new", "client_classic", "client_kip848", "client_librdkafka", "client_streams",
-              "client_connect")
+COMPONENTS = ("broker_classic", "broker_new", "broker_groups_4x", "client_classic", "client_kip848",
+              "client_librdkafka", "client_streams", "client_connect")
 # After a template: an optional final period, trailing blanks, and any later lines of the record (a stack trace).
 TAIL = r"\.?\s*(?:\n[\s\S]*)?$"
 
