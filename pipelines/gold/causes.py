@@ -152,7 +152,8 @@ _COORDINATOR_GONE = re.compile(r"NOT_COORDINATOR|not coordinator|not the correct
                                re.I)
 _NEW_MEMBER_SIGNS = re.compile(r"need to re-join with the given member-id", re.I)
 CLIENT_ONLY_CONFIDENCE = {"poll_timeout": 0.7, "metadata_change": 0.7, "coordinator_change": 0.5,
-                          "session_timeout": 0.6, "member_join": 0.6, "member_leave": 0.6, "seen_rebalancing": 0.3}
+                          "session_timeout": 0.6, "member_join": 0.6, "member_leave": 0.6, "seen_rebalancing": 0.3,
+                          "silent_removal": 0.4}
 # What a verdict from members' lines alone cannot see, said in its explanation.
 _MISSING = "; the coordinator's log is missing, so its own reason is unknown"
 
@@ -221,6 +222,40 @@ def classify_client_signs(signs: list[dict[str, Any]],
     return Verdict("membership_change", None, conf["seen_rebalancing"], None,
                    "client log only: the members saw the group rebalancing (heartbeat or join answered "
                    "REBALANCE_IN_PROGRESS) but not who started it"), first
+
+
+def classify_removal(member: str, lines: list[dict[str, Any]],
+                     last_line: dict[str, Any] | None) -> tuple[Verdict, dict[str, Any]] | None:
+    """Why `member`, dropped from the leader's assignment, left: its own process's `lines` around the rebalance say
+    whether it logged a poll timeout, heard that the coordinator no longer knew it (its session had expired), or
+    left on purpose. A process whose log is here (`last_line`: its last line before the rebalance) and says none of
+    these did not leave on purpose (a member always logs its LeaveGroup): it crashed or froze and the coordinator
+    expired it. None when its log is not here."""
+    conf = CLIENT_ONLY_CONFIDENCE
+    for event in lines:
+        if event["event_type"] in _POLL_TIMEOUT_EVENTS or (
+            event["event_type"] in ("client_leaving", "client_generation_reset")
+            and _POLL_TIMEOUT.search(event.get("reason") or "")
+        ):
+            return Verdict("poll_timeout", "leave_on_poll_timeout", conf["poll_timeout"], member,
+                           f"client log only: {member}, dropped from the assignment, had logged that its consumer "
+                           "poll timeout expired" + _MISSING), event
+        if event["event_type"] == "client_leaving":
+            return Verdict("membership_change", "member_leave", conf["member_leave"], member,
+                           f"client log only: {member}, dropped from the assignment, left the group "
+                           f"({event.get('reason') or 'LeaveGroup'})" + _MISSING), event
+        if event["event_type"] == "client_session_timeout" or (
+                event["event_type"] in _EXPIRY_ANSWERS and _EXPIRED.search(_said(event))):
+            return Verdict("session_timeout", "heartbeat_expiration", conf["session_timeout"], member,
+                           f"client log only: {member}, dropped from the assignment, was no longer a member when it "
+                           f"next reached the coordinator ({_said(event).strip()[:160]}): its session had expired"
+                           + _MISSING), event
+    if last_line is None:
+        return None
+    return Verdict("session_timeout", "heartbeat_expiration", conf["silent_removal"], member,
+                   f"client log only: {member}, dropped from the assignment, logged no LeaveGroup, poll timeout or "
+                   "error around the rebalance: it stopped (a crash or a freeze) and its session expired"
+                   + _MISSING), last_line
 
 
 def is_newcomer_sign(event: dict[str, Any]) -> bool:

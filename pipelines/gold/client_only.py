@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from pipelines.gold.causes import Verdict, classify_client_signs, is_newcomer_sign
+from pipelines.gold.causes import Verdict, classify_client_signs, classify_removal, is_newcomer_sign
 from pipelines.gold.replay_state import OpenRebalance, ReplayState, secs, stable_id, to_int
 from pipelines.gold.rows import rebalance_row
 
@@ -66,6 +66,7 @@ class ClientOnlyReplay(ReplayState):
         timeout, ...), its end the last member's sync or assignment, its cause `causes.classify_client_signs` over
         those lines. Lines after a member's last join that lead to no join make one `open` rebalance.
         """
+        self._client_lines = events
         streams: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
         assignments: dict[int, tuple[dict[str, Any], list[str]]] = {}
         for event in events:
@@ -119,6 +120,32 @@ class ClientOnlyReplay(ReplayState):
                                            "signs": [e for e in rest if e["event_type"] in _CLIENT_SIGNS],
                                            "newcomers": [], "completed": None}], assignments, previous)
 
+    def _removal(self, gone: list[str], since: pd.Timestamp) -> tuple[Verdict, dict[str, Any]] | None:
+        """Why the one member the leader's assignment dropped left, from its own process's lines from the rebalance
+        on (a poll timeout, an expired session, a GC pause that expired it, or a leave); None when they do not say."""
+        if len(gone) != 1:
+            return None
+        instance = self.ctx.instance_of(gone[0])
+        if instance is None:
+            return None
+        until = since + pd.Timedelta(seconds=self.rules.rejoin_window_s)
+        early = since - pd.Timedelta(seconds=_CLIENT_CHAIN_S)
+        own = [e for e in self._client_lines if e.get("instance") == instance]
+        lines = [e for e in own if early <= e["event_ts"] <= until]
+        before = [e for e in own if e["event_ts"] < early]
+        found = classify_removal(gone[0], lines, before[-1] if before else None)
+        if found is None:
+            return None
+        verdict, why = found
+        if verdict.cause == "session_timeout":
+            pause = self.ctx.pause_covering(instance, since, tolerance_s=self.rules.heartbeat_tolerance_s,
+                                            min_ms=self.rules.gc_pause_min_ms)
+            if pause is not None:
+                verdict = Verdict("gc_pause", verdict.detail, verdict.confidence, verdict.trigger_member_id,
+                                  f"{verdict.explanation}; its JVM was paused {pause['pause_ms']:.0f} ms by GC "
+                                  "until the group started rebalancing")
+        return verdict, why
+
     def _client_rebalance(self, generation: int | None, joins: list[dict[str, Any]],
                           assignments: dict[int, tuple[dict[str, Any], list[str]]], previous: int | None) -> None:
         signs = sorted((e for j in joins for e in j["signs"]), key=lambda e: e["event_ts"])
@@ -143,6 +170,10 @@ class ClientOnlyReplay(ReplayState):
                                   f"{'drops ' + ', '.join(gone) if gone else 'adds ' + ', '.join(new)} against "
                                   f"generation {generation - 1}")
                 evidence.append({"event_id": line["event_id"], "explanation": f"assignment of generation {generation}"})
+                removal = self._removal(gone, min(e["event_ts"] for e in signs + joined_lines)) if gone else None
+                if removal is not None:
+                    verdict, why = removal
+                    evidence.append({"event_id": why["event_id"], "explanation": why["event_type"]})
         for line in joined_lines:
             who = line.get("client_id") or line.get("instance")
             evidence.append({"event_id": line["event_id"], "explanation": f"{who} joined generation {generation}"})

@@ -2,8 +2,9 @@
 
 Pure Python over plain dicts (one per event, in time order) so it runs the same inside applyInPandas and in tests.
 The replay is split by concern: broker.py (the coordinator's log, classic protocol), epochs.py (KIP-848 epoch bumps),
-client_only.py (groups whose coordinator's log is absent), refine.py (causes refined with context), rows.py (the
-output rows); replay_state.py holds the state they share.
+client_only.py (groups whose coordinator's log is absent), gaps.py (generations a coordinator's log misses and its
+members' logs show), refine.py (causes refined with context), rows.py (the output rows); replay_state.py holds the
+state they share.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from pipelines.gold.broker import BrokerReplay
 from pipelines.gold.client_only import ClientOnlyReplay
+from pipelines.gold.gaps import fill_coordinator_gaps
 from pipelines.gold.replay_state import Rules, stable_id
 from pipelines.gold.rows import assign_incidents, rebalance_row, state_rows
 
@@ -25,6 +27,7 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
         super().__init__(group_id, events, rules)
         if is_share_group(events):
             return
+        self._events = events
         has_broker = False
         for event in events:
             if event.get("source_kind") == "broker":
@@ -36,6 +39,7 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
             # Only the members' logs were landed: rebuild the rebalances from their joins (never mixed with broker
             # evidence, so results with broker logs stay as they are).
             self._client_only([e for e in events if e.get("source_kind") == "client"])
+        self._has_broker = has_broker
         self._finish()
 
     def _finish(self) -> None:
@@ -47,6 +51,10 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
                                                      outcome="stabilized"))
             else:
                 self.rebalances.append(rebalance_row(self.group_id, current, completed_at=None, outcome="open"))
+        if self._has_broker:
+            # Generations the members joined that the coordinator's lines never account for (its log has a hole).
+            self.rebalances.extend(fill_coordinator_gaps(
+                self.rebalances, self._events, lambda clients: Timeline(self.group_id, clients, self.rules).rebalances))
         assign_incidents(self.rebalances, gap_s=self.rules.incident_gap_s)
         self.states.extend(state_rows(self.group_id, self._transitions, self.rebalances))
 
