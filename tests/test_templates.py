@@ -82,6 +82,8 @@ NOT_IN_CATALOG = {
     "k_share_poll_timeout", "k_share_non_member_fatal", "k_share_leave_completed", "k_share_leave_timeout",
     # Read in GroupMetadataManager.java at the 4.0.0 release commit, newer than the catalog's 4.0 snapshot.
     "n_dynamic_left_4_0", "n_static_left_classic_4_0",
+    # 3.7.0's AsyncKafkaConsumer, seen in a public excerpt of its logs; outside the catalog's rows.
+    "k_hb_error_3_7",
 }
 # Components the catalog covers (broker and Java consumer); librdkafka, Streams and Connect rows were checked
 # against their own sources (see each file's header).
