@@ -15,6 +15,9 @@ Only candidate and continuation-shaped lines are sorted, one file split at a tim
 
 from __future__ import annotations
 
+import operator
+from functools import reduce
+
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -32,8 +35,12 @@ CONTINUATION = (
     r"|\s+\d+[.,]\d+: \[|, \d+[.,]\d+ secs\]|Desired survivor size |- age +\d+:"
     r"|(?:now assigned|compare with previously owned|newly added|revoked) partitions: "
     r"|(?:SEVERE|WARNING|INFO|CONFIG|FINE|FINER|FINEST): "
-    r"|(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)(?::|\s*$))"
+    r"|(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)(?::|\s*$)"
+    # .NET's Microsoft.Extensions.Logging console: the message six spaces in, under its `info: Category[0]` line.
+    r"|      \S)"
 )
+# The first line of a Microsoft.Extensions.Logging console record (`dbug: Category[event id]`, message below).
+_MEL_LEVELS = ("trce: ", "dbug: ", "info: ", "warn: ", "fail: ", "crit: ")
 
 
 def with_source_columns(raw: DataFrame) -> DataFrame:
@@ -62,10 +69,11 @@ def with_source_columns(raw: DataFrame) -> DataFrame:
         (F.coalesce(is_candidate(F.col("value")), F.lit(False)) | F.col("torn")).alias("candidate"),
         F.coalesce(F.col("value").rlike(CONTINUATION), F.lit(False)).alias("continuation"),
         # A WARN or ERROR line may carry a stack trace, a line ending with ':' a list (`ConsumerConfig values:`), and
-        # java.util.logging's time line (`Jul 17, 2026 1:50:29 PM <logger>`) its message: kept as a possible record
-        # head even when it is no candidate.
+        # java.util.logging's time line (`Jul 17, 2026 1:50:29 PM <logger>`) and .NET's `info: Category[0]` line
+        # their message: kept as a possible record head even when it is no candidate.
         (F.col("value").contains("WARN") | F.col("value").contains("ERROR") | F.col("value").endswith(":")
-         | F.col("value").endswith(": ") | F.col("value").contains(" PM ") | F.col("value").contains(" AM "))
+         | F.col("value").endswith(": ") | F.col("value").contains(" PM ") | F.col("value").contains(" AM ")
+         | reduce(operator.or_, [F.col("value").startswith(level) for level in _MEL_LEVELS]))
         .alias("may_head"),
     ).withColumn(
         "value", F.when(F.col("candidate") | F.col("continuation") | F.col("may_head"), F.col("value"))

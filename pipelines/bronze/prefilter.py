@@ -26,12 +26,13 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     "oordinator",
     "ConsumerConfig values:",
     # librdkafka (`Group "g" ...`, JoinGroup/SyncGroup/LeaveGroup, Heartbeat, any line of its `[thrd:..]` layout,
-    # the MAXPOLL error an application logs itself) and Kafka Streams (its thread prefix; state transitions of
-    # `stream-client [..]` and of pastes that lost the prefix; the assignor's probing-rebalance lines).
+    # the MAXPOLL error an application logs itself, as its message or its error string) and Kafka Streams (its
+    # thread prefix; state transitions of `stream-client [..]` and of pastes that lost the prefix; the assignor's
+    # probing-rebalance lines).
     "Group",
     "Heartbeat",
     "[thrd:",
-    "maximum poll interval",
+    "poll interval (",
     "stream-thread [",
     "State transition",
     "probing rebalance",
