@@ -41,7 +41,9 @@ def make_config(root: Path, **overrides) -> Config:
     values = {
         "landing": root / "landing",
         "lakehouse": root / "lakehouse",
-        "spark": {"master": "local[2]", "shuffle_partitions": 2, "driver_memory": "2g"},
+        # The whole default tier shares one session: at 2g its old generation filled up (97% after the survival
+        # tests began, over 1,000 full collections taking 18 minutes), and the late tests failed or crawled.
+        "spark": {"master": "local[2]", "shuffle_partitions": 2, "driver_memory": "6g"},
     }
     values.update(overrides)
     return load_config(None, values)
