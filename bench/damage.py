@@ -43,6 +43,7 @@ DESCRIBED = {
     "lines_reordered": f"~{SWAPPED_RATE:.0%} of neighbouring lines swapped in one broker file",
     "clock_ahead": f"one broker's clock {CLOCK_AHEAD_S} s ahead (every line of its server.log)",
     "hour_missing": "one hour of one broker's log missing",
+    "shipping": "lines lost, duplicated and reordered, and a clock ahead, at once (no hour missing)",
     "all": "all of the above at once",
 }
 BROKER_TS = re.compile(r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}),(\d{3})\]")
