@@ -35,8 +35,16 @@ def build_parser() -> argparse.ArgumentParser:
                           "(default: %(default)s)")
     run.add_argument("--scenario", action="append", dest="scenarios", help="run only this scenario (repeatable)")
     run.add_argument("--short", action="store_true", help="the short scenario set (what the kafka test tier runs)")
-    run.add_argument("--commit-corpus", action="store_true",
-                     help=f"copy trimmed logs and truth to {CORPUS.relative_to(REPO)}/<version>/ (needs a clean run)")
+    run.add_argument("--client", choices=("java", "librdkafka"),
+                     help="only the scenarios whose members run this client (java: LabConsumer, librdkafka: "
+                          "confluent-kafka)")
+    corpus = run.add_mutually_exclusive_group()
+    corpus.add_argument("--commit-corpus", action="store_true",
+                        help=f"replace {CORPUS.relative_to(REPO)}/<version>/ with this run's trimmed logs and truth "
+                             "(needs a clean run)")
+    corpus.add_argument("--merge-corpus", action="store_true",
+                        help=f"add this run's scenarios to {CORPUS.relative_to(REPO)}/<version>/, keeping the other "
+                             "scenarios' logs and truth (needs a clean run of groups the corpus does not have)")
     run.add_argument("--keep-work", action="store_true", help="keep the brokers' data and side logs")
     fetch_p = sub.add_parser("fetch", help="only fetch and compile (Maven Central into the cache)")
     fetch_p.add_argument("--version", default="all")
@@ -58,20 +66,20 @@ def main(argv: list[str] | None = None) -> int:
             for s in SCENARIOS:
                 majors = ",".join(f"{m}.x" for m in s.majors)
                 summary = " ".join((s.run.__doc__ or "").split())
-                print(f"{s.name:18} {majors:8} {'short ' if s.short else '      '}{summary}")
+                print(f"{s.name:22} {majors:8} {s.client:11} {'short ' if s.short else '      '}{summary}")
             return 0
         if args.command == "fetch":
             for v in _versions(args.version):
                 kit = fetch(v, progress=_progress)
                 _progress(f"kafka {kit.version} ready in {kit.home}")
             return 0
-        from lab.corpus import commit_corpus
+        from lab.corpus import commit_corpus, merge_corpus
         from lab.runner import run_version
 
         ok = True
         for v in _versions(args.version):
-            result = run_version(v, out=args.out, names=args.scenarios, short=args.short, keep_work=args.keep_work,
-                                 progress=_progress)
+            result = run_version(v, out=args.out, names=args.scenarios, short=args.short, client=args.client,
+                                 keep_work=args.keep_work, progress=_progress)
             _progress(f"kafka {result.version}: {len(result.passed)} scenario(s) passed, {len(result.failed)} failed, "
                       f"{result.truth_rows} truth rows, {result.seconds:.0f} s; output in {result.out}")
             for name, why in result.failed.items():
@@ -79,9 +87,12 @@ def main(argv: list[str] | None = None) -> int:
             if result.unlabelled:
                 _progress(f"  rebalances without a truth row: {result.unlabelled}")
             ok = ok and result.ok
-            if args.commit_corpus:
+            if args.commit_corpus or args.merge_corpus:
                 if not result.ok:
                     _progress("  corpus NOT committed: the run was not clean")
+                elif args.merge_corpus:
+                    size = merge_corpus(Path(result.out), CORPUS / result.version)
+                    _progress(f"  run merged into {CORPUS / result.version} (+{size / 1e6:.2f} MB)")
                 else:
                     size = commit_corpus(Path(result.out), CORPUS / result.version)
                     _progress(f"  corpus written to {CORPUS / result.version} ({size / 1e6:.2f} MB)")

@@ -12,7 +12,7 @@ from typing import Any
 
 from lab.brokerlog import BrokerLogs, Rebalance
 from lab.cluster import BROKER_IDS, Cluster
-from lab.members import Member, MemberSpec
+from lab.members import Member, MemberSpec, RdMember
 from lab.procs import LabError
 
 Trigger = str | Callable[[], str | None] | None
@@ -56,6 +56,7 @@ class Lab:
         self.members: list[Member] = []
         self.scenario = ""
         self.groups: dict[str, str] = {}  # group -> protocol
+        self.clients: dict[str, str] = {}  # group -> the client its members run (java | librdkafka)
         self.notes: dict[str, Any] = {}  # what one scenario measured and a later one reuses
 
     @property
@@ -63,9 +64,10 @@ class Lab:
         return self.cluster.kit
 
     def member(self, spec: MemberSpec, *, wait: bool = False) -> Member:
-        """Start a consumer JVM (and, with `wait`, wait until it has its assignment)."""
+        """Start a consumer (a JVM, or a librdkafka process) and, with `wait`, wait until it has its assignment."""
         self.groups.setdefault(spec.group, spec.protocol)
-        m = Member(self.cluster, spec)
+        self.clients.setdefault(spec.group, spec.client)
+        m = (RdMember if spec.client == "librdkafka" else Member)(self.cluster, spec)
         self.members.append(m)
         if wait:
             m.wait_assigned()
@@ -146,6 +148,8 @@ class Lab:
             "coordinator": reb.brokers[-1] if reb.brokers else None,
             "broker_reason": " | ".join(reb.reasons) if reb.reasons else None,
             "kafka_version": self.kit.version,
+            "client_kind": self.clients.get(reb.group, "java"),
+            "group_type": "consumer",
         }
         if protocol == "consumer":
             row["group_epoch"] = reb.generation_after

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
+import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -14,6 +16,10 @@ from lab.procs import LabError, Proc
 
 # How a member's client log is written: Kafka's own layout (log4j), Spring Boot's (Logback), Logback's TTLL.
 LAYOUTS = ("kafka", "spring", "ttll")
+# A librdkafka member (MemberSpec.client == "librdkafka"): confluent-kafka's Consumer in a process of its own.
+RDKAFKA_MEMBER = Path(__file__).parent / "rdkafka_member.py"
+# librdkafka's client log: its default logger's lines on standard error, as a container or a service unit keeps them.
+RDKAFKA_LOG = "stderr.log"
 
 
 @dataclass
@@ -23,6 +29,7 @@ class MemberSpec:
     instance: str
     group: str
     topics: list[str]
+    client: str = "java"
     layout: str = "kafka"
     protocol: str = "classic"
     instance_id: str | None = None
@@ -35,6 +42,7 @@ class MemberSpec:
     calibrate_gc_mb: int = 0
     session_from_gc: float = 0.0
     extra: dict[str, str] = field(default_factory=dict)
+    debug: str | None = None  # librdkafka's `debug` contexts (None: its default log level)
 
 
 class Member:
@@ -115,12 +123,15 @@ class Member:
             raise LabError(f"{self.spec.instance} is already running")
         self.runs += 1
         self.started_at = time.time()
-        self.proc = Proc(self.spec.instance, self._argv(), stdout_file=self.cluster.work / "aux" / "members" /
-                         f"{self.spec.instance}.out", stdin=True)
+        self.proc = self._spawn()
         if self.spec.calibrate_gc_mb:
             m = self.proc.wait_line(r"LAB calibrated pause_ms=(\d+) session_ms=(\d+)", 180)
             self.gc_pauses_ms.append(int(m.group(1)))
             self.session_ms = int(m.group(2))
+
+    def _spawn(self) -> Proc:
+        return Proc(self.spec.instance, self._argv(), stdout_file=self.cluster.work / "aux" / "members" /
+                    f"{self.spec.instance}.out", stdin=True)
 
     def wait_assigned(self, timeout: float = 60.0, *, since: float | None = None) -> str:
         """Wait until the member has an assignment (after `since`), and return its member id."""
@@ -172,3 +183,46 @@ class Member:
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.alive()
+
+
+class RdMember(Member):
+    """A librdkafka consumer process (confluent-kafka): same commands and status lines as LabConsumer, its
+    librdkafka log (standard error) in <instance>/stderr.log, no GC log (there is no JVM)."""
+
+    def _client_log(self) -> Path:
+        return self.folder / RDKAFKA_LOG
+
+    def _argv(self) -> list[str]:
+        s = self.spec
+        if s.calibrate_gc_mb:
+            raise LabError(f"{s.instance}: a librdkafka member has no JVM to pause")
+        conf = {
+            "bootstrap.servers": self.cluster.bootstrap,
+            "group.id": s.group,
+            "auto.offset.reset": "earliest",
+            "max.poll.interval.ms": str(s.max_poll_ms),
+            "topic.metadata.refresh.interval.ms": "3000",
+            "reconnect.backoff.max.ms": "1000",
+            "retry.backoff.max.ms": "1000",
+            "enable.partition.eof": "false",
+        }
+        if s.protocol == "classic":
+            conf.update({"session.timeout.ms": str(s.session_ms), "heartbeat.interval.ms": str(s.heartbeat_ms),
+                         "partition.assignment.strategy": "range"})
+        else:
+            conf["group.protocol"] = "consumer"
+        if s.instance_id:
+            conf["group.instance.id"] = s.instance_id
+        if s.debug:
+            conf["debug"] = s.debug
+        conf.update(s.extra)
+        lab = {"lab.topics": ",".join(s.topics)}
+        return [sys.executable, "-u", str(RDKAFKA_MEMBER), *(f"{k}={v}" for k, v in {**conf, **lab}.items())]
+
+    def _spawn(self) -> Proc:
+        return Proc(self.spec.instance, self._argv(), stdout_file=self.cluster.work / "aux" / "members" /
+                    f"{self.spec.instance}.out", stdin=True, stderr_file=self._client_log(),
+                    env={**os.environ, "TZ": "UTC"})
+
+    def gc(self, megabytes: int, timeout: float = 240.0) -> int:
+        raise LabError(f"{self.spec.instance}: a librdkafka member has no garbage collector to pause")

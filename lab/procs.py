@@ -20,6 +20,10 @@ class LabError(RuntimeError):
     """A lab step did not happen within its bounded wait, or a process failed."""
 
 
+class ScenarioSkipError(LabError):
+    """A scenario that cannot run here (a client library too old for what it provokes); the message says why."""
+
+
 class UsageError(LabError):
     """A bad version or scenario name: the command line's fault (exit code 2)."""
 
@@ -28,17 +32,24 @@ class Proc:
     """One child process: its own process group, stdout lines kept (and copied to a file), stdin for commands."""
 
     def __init__(self, name: str, argv: Sequence[str], *, stdout_file: Path, cwd: Path | None = None,
-                 env: dict[str, str] | None = None, stdin: bool = False) -> None:
+                 env: dict[str, str] | None = None, stdin: bool = False, stderr_file: Path | None = None) -> None:
         self.name = name
         self.argv = list(argv)
         self.lines: list[tuple[float, str]] = []
         self._cond = threading.Condition()
         stdout_file.parent.mkdir(parents=True, exist_ok=True)
         self._out = stdout_file.open("a", encoding="utf-8")
-        self.popen = subprocess.Popen(
-            self.argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, text=True, bufsize=1,
-        )
+        # Standard error goes with standard output unless it is a log of its own (a C library's default logger).
+        err = stderr_file.open("ab") if stderr_file is not None else None
+        try:
+            self.popen = subprocess.Popen(
+                self.argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=err if err is not None else subprocess.STDOUT,
+                start_new_session=True, text=True, bufsize=1,
+            )
+        finally:
+            if err is not None:
+                err.close()  # the child holds its own descriptor
         self.pid = self.popen.pid
         self.started = time.time()
         REGISTRY.add(self)

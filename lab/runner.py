@@ -12,7 +12,7 @@ from pathlib import Path
 from lab.cluster import Cluster
 from lab.engine import Lab, write_truth
 from lab.fetch import fetch
-from lab.procs import REGISTRY, LabError, UsageError, install_cleanup
+from lab.procs import REGISTRY, LabError, ScenarioSkipError, UsageError, install_cleanup
 from lab.scenarios import SCENARIOS, Scenario
 
 
@@ -26,6 +26,7 @@ class RunResult:
     passed: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    skip_reasons: dict[str, str] = field(default_factory=dict)
     scenario_seconds: dict[str, float] = field(default_factory=dict)
     truth_rows: int = 0
     unlabelled: list[tuple[str, int]] = field(default_factory=list)
@@ -35,14 +36,21 @@ class RunResult:
         return not self.failed and not self.unlabelled
 
 
-def select(names: list[str] | None, *, short: bool, major: int) -> tuple[list[Scenario], list[str]]:
-    """The scenarios to run on a Kafka major (all, the short set, or by name) and the names left out."""
+def select(names: list[str] | None, *, short: bool, major: int,
+           client: str | None = None) -> tuple[list[Scenario], list[str]]:
+    """The scenarios to run on a Kafka major (all, the short set, or by name; only those of one client kind when
+    `client` says so) and the names left out."""
     known = {s.name for s in SCENARIOS}
     unknown = set(names or []) - known
     if unknown:
         raise UsageError(f"unknown scenario(s) {sorted(unknown)}; known: {sorted(known)}")
+    kinds = {s.client for s in SCENARIOS}
+    if client is not None and client not in kinds:
+        raise UsageError(f"unknown client kind {client!r}; known: {sorted(kinds)}")
     chosen, skipped = [], []
     for s in SCENARIOS:
+        if client is not None and s.client != client:
+            continue
         wanted = (s.name in names) if names else (s.short or not short)
         if wanted and major in s.majors:
             chosen.append(s)
@@ -52,12 +60,12 @@ def select(names: list[str] | None, *, short: bool, major: int) -> tuple[list[Sc
 
 
 def run_version(spec: str, *, out: Path, names: list[str] | None = None, short: bool = False,
-                keep_work: bool = False, progress=print) -> RunResult:
+                client: str | None = None, keep_work: bool = False, progress=print) -> RunResult:
     """Run the lab for one Kafka version into out/<version>/ (landing/, truth/, lab-run.json)."""
     install_cleanup()
     started = time.time()
     kit = fetch(spec, progress=progress)
-    chosen, skipped = select(names, short=short, major=kit.major)
+    chosen, skipped = select(names, short=short, major=kit.major, client=client)
     target = out / kit.version
     shutil.rmtree(target, ignore_errors=True)
     (target / "landing").mkdir(parents=True)
@@ -75,6 +83,11 @@ def run_version(spec: str, *, out: Path, names: list[str] | None = None, short: 
             try:
                 scenario.run(lab)
                 result.passed.append(scenario.name)
+            except ScenarioSkipError as exc:
+                progress(f"scenario {scenario.name} skipped: {exc}")
+                result.skipped.append(scenario.name)
+                result.skip_reasons[scenario.name] = str(exc)
+                lab.stop_members()
             except LabError as exc:
                 progress(f"scenario {scenario.name} FAILED: {exc}")
                 result.failed[scenario.name] = str(exc)

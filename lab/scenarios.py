@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from lab.engine import FROM_BROKER, Expect, Lab
 from lab.members import Member, MemberSpec
-from lab.procs import LabError
+from lab.procs import LabError, ScenarioSkipError
 
 PARTITIONS = 6
 JOIN = r"Adding new member|joins the consumer group|joins group"
@@ -27,6 +27,7 @@ class Scenario:
     run: Callable[[Lab], None]
     majors: tuple[int, ...] = (3, 4)
     short: bool = False
+    client: str = "java"  # the client its members run: java (LabConsumer) or librdkafka (confluent-kafka)
 
 
 def _topic(lab: Lab, name: str, partitions: int = PARTITIONS) -> str:
@@ -322,6 +323,119 @@ def consumer_protocol(lab: Lab) -> None:
     _teardown(lab, [k1])
 
 
+# librdkafka (confluent-kafka's Consumer, lab/rdkafka_member.py). Its member ids and log lines differ from the Java
+# client's; the broker's lines, and so the truth, are made the same way.
+KIP848_LIBRDKAFKA = 0x020C0000  # librdkafka 2.12.0: the consumer group protocol (KIP-848) is generally available
+
+
+def _rd_spec(group: str, n: int, topics: list[str], *, debug: bool, **kw) -> MemberSpec:
+    """A librdkafka member. With `debug`, `debug=cgrp` and client.id set to the instance name (the broker's member
+    ids start with it); without, librdkafka's default log level and client.id (member ids `rdkafka-<uuid>`)."""
+    extra = dict(kw.pop("extra", {}))
+    if debug:
+        extra.setdefault("client.id", f"{group}-c{n}")
+    return MemberSpec(instance=f"{group}-c{n}", group=group, topics=topics, client="librdkafka",
+                      debug="cgrp" if debug else None, extra=extra, **kw)
+
+
+def rd_scale(lab: Lab) -> None:
+    """librdkafka: three members join one by one, then leave one by one with clean closes."""
+    g = "lab-rd-scale"
+    t = _topic(lab, g)
+    members = [_join(lab, _rd_spec(g, n, [t], debug=n % 2 == 1)) for n in (1, 2, 3)]
+    for m in reversed(members):
+        _leave(lab, m)
+
+
+def rd_crash(lab: Lab) -> None:
+    """librdkafka: a member is killed with SIGKILL; the coordinator expires its session."""
+    g = "lab-rd-crash"
+    t = _topic(lab, g)
+    c1, c2 = _joins(lab, [_rd_spec(g, 1, [t], debug=True), _rd_spec(g, 2, [t], debug=False)])
+    victim = c2.member_id
+    lab.step(g, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=victim)], c2.kill9,
+             title="kill -9", timeout=60)
+    _teardown(lab, [c1])
+
+
+def rd_freeze(lab: Lab) -> None:
+    """librdkafka: a member is frozen with SIGSTOP past its session timeout, then thawed: it rejoins. The frozen
+    member logs at debug level on 3.x and at the default level on 4.x (both shapes in the corpus)."""
+    g = "lab-rd-freeze"
+    t = _topic(lab, g)
+    loud = lab.kit.major < 4
+    c1, c2 = _joins(lab, [_rd_spec(g, 1, [t], debug=not loud), _rd_spec(g, 2, [t], debug=loud)])
+    victim = c2.member_id
+    lab.step(g, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=victim)], c2.freeze,
+             title="SIGSTOP", timeout=60)
+    thawed = time.time()
+
+    def thaw() -> None:
+        c2.thaw()
+        c2.wait_assigned(since=thawed)
+
+    lab.step(g, [Expect("session_timeout", "rejoin", JOIN, trigger=lambda: c2.member_id)], thaw, title="SIGCONT")
+    _teardown(lab, [c1, c2])
+
+
+def rd_poll_timeout(lab: Lab) -> None:
+    """librdkafka: a member stalls 12 s between polls with max.poll.interval.ms=6000: it leaves, then rejoins when
+    it polls again. The stalled member logs at the default level on 3.x and at debug level on 4.x."""
+    g = "lab-rd-poll"
+    t = _topic(lab, g)
+    loud = lab.kit.major >= 4
+    c1, c2 = _joins(lab, [_rd_spec(g, 1, [t], debug=not loud), _rd_spec(g, 2, [t], debug=loud, max_poll_ms=6000)])
+    victim = c2.member_id
+    since = time.time()
+
+    def slow() -> None:
+        assert c2.proc is not None
+        c2.send("sleep 12000")
+        c2.proc.wait_line(r"LAB processed", 60, since=since)
+        c2.wait_assigned(since=since)
+
+    lab.step(g, [Expect("poll_timeout", "leave_on_poll_timeout", LEAVE, trigger=victim),
+                 Expect("poll_timeout", "rejoin", JOIN, trigger=lambda: c2.member_id)], slow, title="slow poll")
+    _teardown(lab, [c1, c2])
+
+
+def rd_consumer_protocol(lab: Lab) -> None:
+    """librdkafka with group.protocol=consumer (KIP-848): members join, one leaves, one is fenced after SIGKILL, one
+    overruns max.poll.interval.ms (stops heartbeating and is fenced, then joins again)."""
+    from confluent_kafka import libversion
+
+    text, number = libversion()
+    if number < KIP848_LIBRDKAFKA:
+        raise ScenarioSkipError(f"librdkafka {text} predates 2.12.0, where group.protocol=consumer became available")
+    g = "lab-rd-kip848"
+    t = _topic(lab, g)
+
+    def spec(n: int, **kw) -> MemberSpec:
+        return _rd_spec(g, n, [t], debug=n % 2 == 1, protocol="consumer", **kw)
+
+    k1 = _join(lab, spec(1, max_poll_ms=6000))
+    k2, k3 = _join(lab, spec(2)), _join(lab, spec(3))
+    _leave(lab, k3)
+    victim = k2.member_id
+    lab.step(g, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=victim)], k2.kill9,
+             title="kill -9 (fenced)", timeout=60)
+    since = time.time()
+
+    # librdkafka (2.16) does not leave when max.poll.interval.ms passes under this protocol: it marks its assignment
+    # lost and stops heartbeating until the application polls again, so the coordinator fences it by session expiry
+    # (the broker's 6 s) well before a 20 s stall ends; the poll loop's return then joins it again.
+    def slow() -> None:
+        assert k1.proc is not None
+        k1.send("sleep 20000")
+        k1.proc.wait_line(r"LAB processed", 60, since=since)
+        k1.wait_assigned(since=since)
+
+    slow_member = k1.member_id
+    lab.step(g, [Expect("poll_timeout", "heartbeat_expiration", EXPIRY, trigger=slow_member),
+                 Expect("poll_timeout", "rejoin", JOIN, trigger=lambda: k1.member_id)], slow, title="slow poll")
+    _teardown(lab, [k1])
+
+
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario("scale", scale, short=True),
     Scenario("crash", crash, short=True),
@@ -333,6 +447,11 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("subscription", subscription),
     Scenario("static", static),
     Scenario("consumer_protocol", consumer_protocol, majors=(4,), short=True),
+    Scenario("rd_scale", rd_scale, client="librdkafka"),
+    Scenario("rd_crash", rd_crash, client="librdkafka"),
+    Scenario("rd_freeze", rd_freeze, client="librdkafka"),
+    Scenario("rd_poll_timeout", rd_poll_timeout, client="librdkafka"),
+    Scenario("rd_consumer_protocol", rd_consumer_protocol, majors=(4,), client="librdkafka"),
     # Last: it stops a broker (and starts it again).
     Scenario("coordinator", coordinator),
 )
