@@ -90,7 +90,7 @@ def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
 _PARSE_FIELDS = (
     "source_file", "line_no", "event_type", "event_ts", "group_id", "member_id", "generation", "reason",
     "client_reason", "template_id", "source_kind", "instance", "broker_id", "client_id", "group_instance_id",
-    "state", "member_count", "level", "message", "ts_inferred",
+    "state", "member_count", "level", "message", "ts_inferred", "ts_line_order",
 )
 
 

@@ -64,6 +64,7 @@ class SilverEvent(BaseModel):
     ingested_at: dt.datetime
     settings: dict[str, str] | None = None
     ts_inferred: bool | None = None
+    ts_line_order: bool | None = None
 
 
 @cache

@@ -41,6 +41,10 @@ SILVER_EVENTS = _schema(
     # Added in 0.3.0: true (else null) when the line printed no time and event_ts is that of the nearest timestamped
     # line of its file (java.util.logging's message line, slf4j-simple, a stripped excerpt).
     ("ts_inferred", BooleanType(), True),
+    # Added in 0.3.0: true (else null) when the record's whole file printed no time at all (a stripped paste, a bare
+    # message dump): event_ts is then the file's date at midnight plus the line number in milliseconds, so only the
+    # order of the file's events is real, not their times or durations.
+    ("ts_line_order", BooleanType(), True),
 )
 
 SILVER_GC_PAUSES = _schema(

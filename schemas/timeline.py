@@ -14,6 +14,10 @@ _EVENT_COLUMNS = (
     # What a member was told or saw, for verdicts from client lines alone (an UNKNOWN_MEMBER_ID answer, a
     # NOT_COORDINATOR error, a rejoin whose wording carries its reason).
     "error", "message",
+    # A line-order time (a file that printed no time) makes a row's duration unknown.
+    "ts_line_order",
+    # A member's state transitions (Streams, librdkafka, KIP-848) show its side of a rebalance begin and end.
+    "previous_state",
 )
 _EPOCH_COLUMNS = ("group_epoch", "target_epoch", "state", "topics")
 

@@ -8,6 +8,7 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines.config import load_config
+from pipelines.silver.outputs import to_events
 from tests.conftest import parse_with
 
 UTC = dt.timezone.utc
@@ -121,3 +122,23 @@ def test_gc_pause_lines(spark):
         parsed.select(columns).schema,
     )
     assertDataFrameEqual(parsed.select(columns), expected, rtol=1e-9)
+
+
+def test_a_file_without_any_time_keeps_its_order_and_says_so(spark):
+    # A stripped paste: bare messages, no time anywhere in the file. Its events keep their order from the file's
+    # day (the modification date here), marked so that no duration is read from them.
+    lines = [
+        "Member consumer-1-0f4b7bc9-a0b2-4f58-a2f9-37d4e5d0c4a1 sending LeaveGroup request to coordinator b1:9092 "
+        "(id: 2147483646 rack: null) due to consumer poll timeout has expired.",
+        "[Consumer clientId=consumer-1, groupId=orders] Successfully joined group with generation 8",
+    ]
+    rows = to_events(parse_with(_bronze(spark, "app-0", "app.log", lines))).orderBy("line_no").collect()
+    assert [(r.event_type, r.ts_inferred, r.ts_line_order) for r in rows] == [
+        ("client_leaving", True, True), ("client_joined", True, True)]
+    assert rows[0].event_ts < rows[1].event_ts
+    assert rows[0].event_ts.date() == dt.date(2026, 11, 20)
+    # One timed line in the file: the others take their neighbours' time, not an order-only one.
+    timed = ["[2026-11-20 10:00:00,000] INFO " + lines[1]
+             + " (org.apache.kafka.clients.consumer.internals.AbstractCoordinator)", lines[0]]
+    rows = to_events(parse_with(_bronze(spark, "app-1", "app.log", timed))).orderBy("line_no").collect()
+    assert [(r.ts_inferred, r.ts_line_order) for r in rows] == [(None, None), (True, None)]

@@ -17,7 +17,10 @@ def rebalance_row(group_id: str, current: OpenRebalance, *, completed_at: pd.Tim
     is set later by `assign_incidents`, which also drops the `_linked_to` helper column."""
     start, verdict = current.start, current.verdict
     started = start["event_ts"]
-    evidence = [{"event_id": start["event_id"], "explanation": verdict.explanation}] + current.evidence
+    explanation, duration_known = verdict.explanation, not start.get("ts_line_order")
+    if not duration_known:
+        explanation += "; its lines print no time, so its times keep only their order and its duration is unknown"
+    evidence = [{"event_id": start["event_id"], "explanation": explanation}] + current.evidence
     broker = to_int(start.get("broker_id"))
     return {
         "rebalance_id": current.rebalance_id, "group_id": group_id, "protocol": current.protocol,
@@ -26,7 +29,8 @@ def rebalance_row(group_id: str, current: OpenRebalance, *, completed_at: pd.Tim
                               else to_int(start.get("generation"))),
         "generation_after": current.generation_after,
         "started_at": started, "completed_at": completed_at,
-        "duration_ms": None if completed_at is None else int(secs(completed_at - started) * 1000),
+        "duration_ms": (None if completed_at is None or not duration_known
+                        else int(secs(completed_at - started) * 1000)),
         "outcome": outcome, "members_before": current.members_before, "members_after": current.members_after,
         "members_joined": len(current.joined), "members_left": len(current.left),
         "trigger_member_id": verdict.trigger_member_id, "cause": verdict.cause, "cause_detail": verdict.detail,

@@ -45,6 +45,7 @@ def to_events(parsed: DataFrame, *, untimed: bool = False) -> DataFrame:
         "previous_member_epoch", "target_epoch", "previous_state", "group_protocol", "revoked_partitions", "level",
         "logger", "thread", F.col("body").alias("message"), "instance", "source_file", "line_no", "record_lines",
         "batch_id", "ingested_at", F.when(config, config_settings(record)).alias("settings"), "ts_inferred",
+        "ts_line_order",
     )
 
 

@@ -156,7 +156,7 @@ def parse_lines(
         F.when(template_id.isNotNull(), _lookup(template_id, templates, "kind")).alias("source_kind"),
         event_time(F.col("ts_text"), tz=tz, day=day).alias("_own_ts"),
     )
-    parsed = parsed.transform(_with_inferred_time).transform(_with_file_group)
+    parsed = parsed.transform(_with_inferred_time, tz=tz, day=day).transform(_with_file_group)
     return parsed.select(*[c for c in parsed.columns if not c.startswith("_")], *_disposition(template_id))
 
 
@@ -165,19 +165,27 @@ def parse_lines(
 INFERRED_TIME_SPREAD_S = 300
 
 
-def _with_inferred_time(parsed: DataFrame) -> DataFrame:
-    """`event_ts` (the record's own time, or one inferred from its neighbours in the file) and `ts_inferred`."""
+def _with_inferred_time(parsed: DataFrame, *, tz: Column, day: Column) -> DataFrame:
+    """`event_ts` (the record's own time, one inferred from its neighbours in the file, or, in a file that printed
+    no time at all, its line order from the file's day), `ts_inferred` and `ts_line_order`."""
     in_file = Window.partitionBy("source_file").orderBy("line_no")
     own = F.col("_own_ts")
     before = F.last(own, ignorenulls=True).over(in_file.rowsBetween(Window.unboundedPreceding, -1))
     after = F.first(own, ignorenulls=True).over(in_file.rowsBetween(1, Window.unboundedFollowing))
     spread = F.abs(F.unix_timestamp(after) - F.unix_timestamp(before))
     agreed = F.when(spread.isNull() | (spread <= INFERRED_TIME_SPREAD_S), F.coalesce(before, after))
-    inferred = F.when(own.isNull() & F.col("template_id").isNotNull(), agreed)
+    typed = F.col("template_id").isNotNull()
+    inferred = F.when(own.isNull() & typed, agreed)
+    # A file without a single time still tells the order of its events: a stripped paste, a dump of bare messages.
+    # Their replay needs only that order; durations from it are not real and the gold rows say so.
+    untimed_file = F.count(own).over(Window.partitionBy("source_file")) == 0
+    midnight = F.to_utc_timestamp(F.to_timestamp(day, "yyyy-MM-dd"), tz)
+    by_order = F.when(untimed_file & typed, F.timestamp_millis(F.unix_millis(midnight) + F.col("line_no")))
     return parsed.withColumns({
-        "event_ts": F.coalesce(own, inferred),
+        "event_ts": F.coalesce(own, inferred, by_order),
         # True, or null for a line with a time of its own (as in rows written before the column existed).
-        "ts_inferred": F.when(own.isNull() & inferred.isNotNull(), F.lit(True)),
+        "ts_inferred": F.when(own.isNull() & F.coalesce(inferred, by_order).isNotNull(), F.lit(True)),
+        "ts_line_order": F.when(by_order.isNotNull(), F.lit(True)),
     })
 
 
