@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 from pyspark.sql import functions as F
 
@@ -56,4 +57,15 @@ def test_every_golden_line_passes_the_bronze_prefilter():
 
     missed = [tid for tid, line, event, _ in golden_rows()
               if event != "noise" and not any(lit in line for lit in PREFILTER_LITERALS)]
+    assert missed == []
+
+
+def test_every_bare_wording_passes_the_bronze_prefilter():
+    """A stripped paste or a layout without the client's `[Consumer ...]` prefix leaves the bare message: each event
+    wording, its fields filled with a value that holds no literal, still holds a prefilter literal."""
+    missed = []
+    for t in load_templates():
+        bare = re.sub(r"\{(\w+)\}", "v", t.template.text)
+        if t.template.event != "noise" and not any(lit in bare for lit in PREFILTER_LITERALS):
+            missed.append(t.template.id)
     assert missed == []

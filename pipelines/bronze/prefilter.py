@@ -36,6 +36,13 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     "stream-thread [",
     "State transition",
     "probing rebalance",
+    # Bare messages (a stripped paste, a layout without the client's `[Consumer ...]` prefix, a logger that prints
+    # no group): a literal of every wording that names no group by itself.
+    "poll timeout", "Rebalance started", "Rebalance failed", "for rebalance", "last rebalance", "after rebalance",
+    "eneration", "ssignment", "assigned partitions", "partition(s)", "tatic member",
+    "__consumer_offsets", "member id", "ffset commit", "OffsetCommit", "auto-commit", "ubscribed", "with epoch",
+    "ransitioned to", "econciliation", "onnectors and tasks", "onnector ", "configs updated", "config log",
+    "subscription is up to date", "nassign", "config update", "loading offsets",
     *GC_LITERALS,
 )
 

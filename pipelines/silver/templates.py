@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, field_validator
 FIELD_PATTERNS: dict[str, str] = {
     "group_id": r".+?",
     # KIP-848 clients print `<no ID>` before their first heartbeat response (4.0).
-    "member_id": r"<no ID>|\S*?",
+    # A member id is the client id, a dash and a UUID; a client id may hold spaces ("ClickHouse 19.11.0.830").
+    "member_id": r"<no ID>|\S*?|[^\s'{}=,][^\n'{}=,]*?-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
     "old_member_id": r"\S+?",
     "instance_id": r".*?",
     "client_id": r".*?",
