@@ -338,6 +338,56 @@ def test_client_only_a_member_that_only_saw_the_rebalance_names_who_left_from_th
     ]
 
 
+def test_client_only_a_rebalance_seen_only_by_its_end_is_found_and_ends_there():
+    # Two Kafka Streams threads return from PARTITIONS_ASSIGNED to RUNNING: the rebalance's start is not in the log.
+    events = [
+        cl(5, "streams_state_changed", "app-StreamThread-1", previous_state="PARTITIONS_ASSIGNED", state="RUNNING"),
+        cl(5.2, "streams_state_changed", "app-StreamThread-2", previous_state="PARTITIONS_ASSIGNED", state="RUNNING"),
+    ]
+    rows = reconstruct_group("g", events)
+    assert [(r["outcome"], r["cause"], r["generation_after"], _secs(r["started_at"]), _secs(r["completed_at"]))
+            for r in rows] == [("stabilized", "membership_change", None, 5, 5.2)]
+    assert [s["state"] for s in Timeline("g", events).states] == ["PreparingRebalance", "Stable"]
+
+
+def test_client_only_state_transitions_open_and_close_a_rebalance_without_join_lines():
+    # librdkafka at its default level prints no join line; its join state leaves `steady` and returns to it.
+    events = [
+        cl(0, "client_subscribed", "rdkafka", topics="t"),
+        cl(1, "client_member_state_changed", "rdkafka", previous_state="init", state="wait-join"),
+        cl(4, "client_member_state_changed", "rdkafka", previous_state="wait-assign-call", state="steady"),
+        # a later steady state right after the same rebalance, on another line, opens nothing
+        cl(4.5, "streams_state_changed", "app", previous_state="REBALANCING", state="RUNNING"),
+    ]
+    rows = reconstruct_group("g", events)
+    assert [(r["outcome"], r["cause"], r["cause_detail"], _secs(r["started_at"]), r["duration_ms"])
+            for r in rows] == [("stabilized", "membership_change", "member_join", 1, 3500)]
+
+
+def test_client_only_a_commit_refused_for_its_generation_shows_a_rebalance():
+    events = [cl(0, "client_commit_failed", reason="Broker: Specified group generation id is not valid")]
+    assert [(r["outcome"], r["cause"]) for r in reconstruct_group("g", events)] == [("open", "membership_change")]
+    assert reconstruct_group("g", [cl(0, "client_commit_failed", reason="Broker: Request timed out")]) == []
+
+
+def test_a_rebalance_whose_preparing_line_is_missing_is_opened_by_the_leave_before_its_end():
+    events = [
+        ev(0, "member_joining", member_id="a"),
+        ev(0.1, "rebalance_started", generation=0, reason="Adding new member a"),
+        ev(0.5, "group_stabilized", generation=1, member_count=1), ev(0.6, "assignment_received", generation=1),
+        ev(100, "member_joining", member_id="b"),
+        ev(100.1, "rebalance_started", generation=1, reason="Adding new member b"),
+        ev(100.5, "group_stabilized", generation=2, member_count=2), ev(100.6, "assignment_received", generation=2),
+        # b leaves; the coordinator's `Preparing to rebalance` line is missing, its end is there
+        ev(300, "member_left", member_id="b"),
+        ev(300.2, "group_stabilized", generation=3, member_count=1), ev(300.3, "assignment_received", generation=3),
+    ]
+    rows = reconstruct_group("g", events)
+    assert [(r["generation_after"], r["outcome"], r["cause"], r["cause_detail"]) for r in rows][-1] == (
+        3, "stabilized", "membership_change", "member_leave")
+    assert _secs(rows[-1]["started_at"]) == 300
+
+
 def test_broker_lines_decide_when_present_client_only_rules_stay_out():
     events = [
         ev(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None"),

@@ -36,6 +36,9 @@ class BrokerReplay(EpochReplay):
             # member event within NEIGHBOUR_S of a rebalance's own lines belongs to it, whatever order equal times
             # sort in.
             self._implied.append(event)
+        elif kind in ("group_stabilized", "group_emptied") and self._current is None and self._implied:
+            # The end of a rebalance whose start line is missing: the member events before it began it.
+            self._flush_implied()
         elif kind in _SHOW_REBALANCE_OR_NONE:
             self._implied.clear()
         if kind in _SHOW_REBALANCE_OR_NONE or kind == "assignment_received":

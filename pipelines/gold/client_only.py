@@ -21,6 +21,7 @@ _CLIENT_SIGNS = frozenset({
     # librdkafka's own session timer, Kafka Streams threads that found themselves out of the group, Connect workers.
     "client_session_timeout", "streams_thread_fenced", "streams_rebalance_requested", "connect_rebalance_started",
     "connect_rebalance_failed", "connect_poll_timeout", "connect_config_mismatch", "connect_connector_changed",
+    "streams_rebalance_failed",
 })
 # A Connect worker's `Joined group at generation N` is its join, as a consumer's `Successfully joined group`.
 _JOINED = frozenset({"client_joined", "connect_joined"})
@@ -30,6 +31,47 @@ _CLIENT_DONE = frozenset({"client_synced", "client_partitions_assigned"})
 # before is not this rebalance's start); a poll timeout or a leave always opens the rebalance its rejoin closes.
 _CLIENT_CHAIN_S = 60.0
 _ASSIGNED_MEMBER = re.compile(r"([^\s{},=]+)=Assignment\(")
+_STATE_EVENTS = frozenset({"streams_state_changed", "client_member_state_changed"})
+# States a member enters when a rebalance takes its partitions or its membership (Kafka Streams client and thread,
+# librdkafka's join and group states, the KIP-848 member), and the steady states it returns to when it is over.
+_REBALANCING_STATES = frozenset({
+    "rebalancing", "partitions_revoked", "wait-join", "wait-metadata", "wait-sync", "wait-assign-call",
+    "wait-assign-rebalance_cb", "wait-revoke-rebalance_cb", "wait-unassign-call", "wait-unassign-to-complete",
+    "wait-incr-unassign-to-complete", "term", "joining", "reconciling", "fenced", "prepare_leaving", "leaving",
+})
+_STEADY_STATES = frozenset({"running", "steady", "stable"})
+
+
+def _state(event: dict[str, Any], key: str) -> str:
+    return str(event.get(key) or "").lower()
+
+
+# An offset commit refused because the group moved on (CommitFailedException, librdkafka's COMMITFAIL with an
+# illegal generation): the member learns of a rebalance it was not part of.
+_COMMIT_AFTER_REBALANCE = re.compile(r"rebalanc|generation|unknown member|member id .* not valid", re.I)
+
+
+def enters_rebalance(event: dict[str, Any]) -> bool:
+    """A member's state transition into a rebalancing state, or a commit refused because the group rebalanced: its
+    side of a rebalance began."""
+    if event["event_type"] == "client_commit_failed":
+        return bool(_COMMIT_AFTER_REBALANCE.search(f"{event.get('reason') or ''} {event.get('message') or ''}"))
+    return event["event_type"] in _STATE_EVENTS and _state(event, "state") in _REBALANCING_STATES
+
+
+def leaves_rebalance(event: dict[str, Any]) -> bool:
+    """A member's return to a steady state from a rebalancing one (a Streams thread's `PARTITIONS_ASSIGNED ->
+    RUNNING`, librdkafka's join state `steady`), or a KIP-848 member's new assignment: its side of a rebalance
+    ended."""
+    if event["event_type"] == "client_assignment_updated":
+        return True
+    return (event["event_type"] in _STATE_EVENTS and _state(event, "state") in _STEADY_STATES
+            and _state(event, "previous_state") not in ("", "created", "starting", "init"))
+
+
+def is_sign(event: dict[str, Any]) -> bool:
+    """A line that shows its member taking part in a rebalance."""
+    return event["event_type"] in _CLIENT_SIGNS or bool(event.get("_rebalancing"))
 
 
 def named_chain(chain: list[dict[str, Any]], member: str | None) -> list[dict[str, Any]]:
@@ -76,8 +118,10 @@ class ClientOnlyReplay(ReplayState):
                 assignments[generation] = (event, _ASSIGNED_MEMBER.findall(event.get("members") or ""))
         joins: list[dict[str, Any]] = []
         trailing: list[dict[str, Any]] = []
+        ends: list[dict[str, Any]] = []
         for stream in streams.values():
             signs: list[dict[str, Any]] = []
+            stream_ends = 0
             member, last, first = None, None, True
             for event in stream:
                 kind = event["event_type"]
@@ -88,17 +132,27 @@ class ClientOnlyReplay(ReplayState):
                     news = [e for e in chain
                             if is_newcomer_sign(e) and (first or e["event_type"] == "client_subscribed")]
                     last = {"generation": to_int(event["generation"]), "event": event, "member": member,
-                            "signs": [e for e in chain if e["event_type"] in _CLIENT_SIGNS],
+                            "signs": [e for e in chain if is_sign(e)],
                             "newcomers": [dict(e, _member=member) for e in news], "completed": event["event_ts"]}
                     joins.append(last)
                     signs, first = [], False
                 elif kind in _CLIENT_DONE and last is not None and not signs:
                     if kind == "client_partitions_assigned" or to_int(event.get("generation")) == last["generation"]:
                         last["completed"] = max(last["completed"], event["event_ts"])
-                elif kind in _CLIENT_SIGNS or kind in _CLIENT_CONTEXT:
-                    signs.append(dict(event, _member=event.get("member_id") or member))
-            if any(e["event_type"] in _CLIENT_SIGNS for e in signs):
-                trailing += named_chain(chain_into_join(signs), member)
+                elif kind in _CLIENT_SIGNS or kind in _CLIENT_CONTEXT or enters_rebalance(event):
+                    signs.append(dict(event, _member=event.get("member_id") or member,
+                                      _rebalancing=enters_rebalance(event)))
+                elif leaves_rebalance(event):
+                    after_join = last is not None and secs(event["event_ts"] - last["completed"]) <= _CLIENT_CHAIN_S
+                    if last is not None and after_join and not signs:
+                        last["completed"] = max(last["completed"], event["event_ts"])
+                    else:
+                        ends.append(dict(event, _member=event.get("member_id") or member))
+                        stream_ends += 1
+            if any(is_sign(e) for e in signs) or stream_ends:
+                # A process that never joined in this log and shows a rebalance is new to the group.
+                trailing += [dict(e, _newcomer=first and is_newcomer_sign(e))
+                             for e in named_chain(chain_into_join(signs), member)]
         by_generation: dict[int, list[dict[str, Any]]] = {}
         for join in joins:
             by_generation.setdefault(join["generation"], []).append(join)
@@ -107,7 +161,7 @@ class ClientOnlyReplay(ReplayState):
         rest = []
         for event in trailing:
             later = [g for g in order if max(j["event"]["event_ts"] for j in by_generation[g]) >= event["event_ts"]]
-            if later and event["event_type"] in _CLIENT_SIGNS:
+            if later and is_sign(event):
                 by_generation[later[0]][0]["signs"].append(event)
             else:
                 rest.append(event)
@@ -115,10 +169,26 @@ class ClientOnlyReplay(ReplayState):
         for generation in order:
             self._client_rebalance(generation, by_generation[generation], assignments, previous)
             previous = generation
-        if any(e["event_type"] in _CLIENT_SIGNS for e in rest):
-            self._client_rebalance(None, [{"generation": None, "event": None, "member": None,
-                                           "signs": [e for e in rest if e["event_type"] in _CLIENT_SIGNS],
-                                           "newcomers": [], "completed": None}], assignments, previous)
+        self._unjoined_rebalance(rest, ends, [j["event"]["event_ts"] for j in joins], assignments, previous)
+
+    def _unjoined_rebalance(self, rest: list[dict[str, Any]], ends: list[dict[str, Any]],
+                            joined_at: list[pd.Timestamp], assignments: dict[int, tuple[dict[str, Any], list[str]]],
+                            previous: int | None) -> None:
+        """The rebalance the members' lines show without any join line: begun by the signs in `rest`, and over at
+        the last steady state of `ends` after them. A rebalance seen only by its end (the members' return to a
+        steady state, its start cut from the log) is one too, unless a join just before explains that end."""
+        orphans = [e for e in ends
+                   if not any(0 <= secs(e["event_ts"] - t) <= _CLIENT_CHAIN_S for t in joined_at)]
+        signs = [e for e in rest if is_sign(e)]
+        if not signs and not orphans:
+            return
+        since = min(e["event_ts"] for e in signs) if signs else None
+        closing = [e for e in orphans if since is None or e["event_ts"] >= since]
+        completed = max((e["event_ts"] for e in closing), default=None)
+        self._client_rebalance(None, [{"generation": None, "event": None, "member": None,
+                                       "signs": signs or [dict(e, _rebalancing=True) for e in closing],
+                                       "newcomers": [e for e in rest if e.get("_newcomer")],
+                                       "completed": completed}], assignments, previous)
 
     def _removal(self, gone: list[str], since: pd.Timestamp) -> tuple[Verdict, dict[str, Any]] | None:
         """Why the one member the leader's assignment dropped left, from its own process's lines from the rebalance
@@ -195,13 +265,12 @@ class ClientOnlyReplay(ReplayState):
         if generation is not None:
             self._mark_generation(generation)
         completed = [j["completed"] for j in joins if j["completed"] is not None]
-        if generation is None or not completed:
+        if not completed:
             self.rebalances.append(rebalance_row(self.group_id, current, completed_at=None, outcome="open"))
         else:
             self.rebalances.append(rebalance_row(self.group_id, current, completed_at=max(completed),
                                                  outcome="stabilized"))
-        self._client_states(current, first, joined_lines, max(completed) if generation is not None and completed
-                            else None)
+        self._client_states(current, first, joined_lines, max(completed) if completed else None)
 
     def _client_states(self, current: OpenRebalance, first: dict[str, Any], joined_lines: list[dict[str, Any]],
                        completed_at: pd.Timestamp | None) -> None:
@@ -223,3 +292,6 @@ class ClientOnlyReplay(ReplayState):
             if completed_at is not None:
                 self._transition(at(max(completed_at, last_join["event_ts"])), "Stable", generation, rebalance_id,
                                  last_join)
+        elif completed_at is not None:
+            # Seen without any join line: the members' return to a steady state ends it.
+            self._transition(at(completed_at), "Stable", None, rebalance_id, first)
