@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from pipelines.gold.causes import Verdict, classify_reason
+from pipelines.gold.causes import Verdict, classify_reason, given_reason
 from pipelines.gold.epochs import EpochReplay
 from pipelines.gold.refine import REMOVAL_CAUSES
 from pipelines.gold.replay_state import EPOCH_CAUSES, NEIGHBOUR_S, OpenRebalance, secs, stable_id, to_int
@@ -158,7 +158,7 @@ class BrokerReplay(EpochReplay):
                               f"{verdict.explanation}; the rebalance in progress on coordinator {old} was cut off when "
                               f"the group moved to coordinator {new} at {moved_at:%H:%M:%S}, and its members joined "
                               f"again there")
-        verdict, evidence, link = self._refine(verdict, ts, client_reason=client_reason)
+        verdict, evidence, link = self._refine(verdict, ts, client_reason=given_reason(client_reason))
         evidence = leave_evidence + evidence
         before = self._size if self._size is not None else (0 if to_int(event.get("generation")) == 0 else None)
         current = OpenRebalance(stable_id(self.group_id, event["event_id"]), event, verdict, before, evidence,

@@ -114,6 +114,14 @@ _CLIENT_REASONS: tuple[tuple[re.Pattern[str], str, str], ...] = (
 )
 
 
+def given_reason(client_reason: str | None) -> str | None:
+    """The reason a member sent with its request, None when it sent none (4.x brokers print `not provided` for a
+    client without KIP-800 reasons, such as librdkafka)."""
+    if not client_reason or client_reason.strip().lower() in ("not provided", "null"):
+        return None
+    return client_reason
+
+
 def classify_reason(reason: str | None, client_reason: str | None) -> Verdict | None:
     """The verdict a broker reason string gives on its own, or None when there is no reason to read."""
     if not reason:

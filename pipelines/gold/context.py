@@ -14,6 +14,8 @@ import pandas as pd
 # A classic member id is `<client.id>-<UUID>`.
 _MEMBER_ID = re.compile(r"^(?P<client>.+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _NEW_MEMBER = re.compile(r"need to re-join with the given member-id: (\S+)")
+# librdkafka names its handle `<client.id>#consumer-<n>`; the member id the broker gives it starts with client.id.
+_RDKAFKA_HANDLE = re.compile(r"^(?P<client>.+)#(?:consumer|producer)-\d+$")
 
 
 @dataclass
@@ -52,6 +54,9 @@ class GroupContext:
                 ctx.member_instance.setdefault(joined.group(1), instance)
             if event.get("client_id"):
                 ctx.client_instances[event["client_id"]].add(instance)
+                handle = _RDKAFKA_HANDLE.match(event["client_id"])
+                if handle:
+                    ctx.client_instances[handle.group("client")].add(instance)
             event_type = event["event_type"]
             if event_type == "client_subscribed":
                 ctx.process_starts[instance].append(event["event_ts"])

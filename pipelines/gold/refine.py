@@ -33,6 +33,14 @@ class CauseRefinement(ReplayState):
                     f"expiry at {at:%H:%M:%S}")
             return (Verdict("gc_pause", "heartbeat_expiration", 0.9, member, text),
                     [{"event_id": pause["event_id"], "explanation": text}])
+        # A member that stopped heartbeating after its poll timeout (librdkafka under KIP-848 does not leave, it
+        # stops its heartbeats and is fenced; a leave that never reached the coordinator) expired because of it.
+        line = self.ctx.poll_timeout_near(instance, at, window_s=rules.poll_timeout_window_s)
+        if line is not None:
+            text = (f"the client of {member} ({instance}) logged a poll timeout at {line['event_ts']:%H:%M:%S} and "
+                    f"its session expired at {at:%H:%M:%S}")
+            return (Verdict("poll_timeout", "heartbeat_expiration", 0.85, member, text),
+                    [{"event_id": line["event_id"], "explanation": "client poll timeout"}])
         for moved_at, old, new in reversed(self._moves):
             if 0 <= secs(at - moved_at) <= rules.coordinator_move_window_s:
                 text = (f"the group moved from coordinator {old} to {new} at {moved_at:%H:%M:%S}; {member} expired "
