@@ -34,6 +34,8 @@ GOLD_MEMBER_SESSIONS = _schema(
     ("group_instance_id", S, True), ("instance", S, True), ("client_host", S, True), ("joined_at", T, True),
     ("left_at", T, True), ("end_reason", S, False), ("first_generation", I, True), ("last_generation", I, True),
     ("rebalances", I, False),
+    # Added in 0.3.0: java, librdkafka, streams or connect, from the member's own lines (null when none tells).
+    ("client_kind", S, True),
 )
 
 GOLD_INCIDENTS = _schema(

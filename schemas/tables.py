@@ -78,6 +78,8 @@ GOLD_REBALANCES = _schema(
     ("members_after", I, True), ("members_joined", I, True), ("members_left", I, True),
     ("trigger_member_id", S, True), ("cause", S, False), ("cause_detail", S, True),
     ("cause_confidence", D, False), ("evidence", EVIDENCE, True), ("incident_id", S, True),
+    # Added in 0.3.0: consumer, streams, connect (share groups have no rebalances), from the group's own lines.
+    ("group_type", S, True),
 )
 
 Layer = Literal["bronze", "silver", "gold"]

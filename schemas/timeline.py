@@ -26,4 +26,7 @@ TIMELINE_INPUT = StructType([
     StructField("pause_end_ts", SILVER_GC_PAUSES["ended_at"].dataType, True),
     StructField("pause_ms", SILVER_GC_PAUSES["duration_ms"].dataType, True),
     *[SILVER_EVENTS[name] for name in _EPOCH_COLUMNS],
+    # The wording a line matched tells the group's type and each process's client (gold/kinds.py); null on the
+    # GC pauses joined in.
+    StructField("template_id", SILVER_EVENTS["template_id"].dataType, True),
 ])

@@ -443,3 +443,27 @@ def test_share_group_membership_changes_are_never_rebalances():
     ]
     timeline = Timeline("g", events)
     assert timeline.rebalances == [] and timeline.states == []
+
+
+def test_group_type_and_client_kind_come_from_the_lines_each_process_prints():
+    from pipelines.gold.kinds import client_kinds, group_type
+
+    events = [
+        ev(0, "member_joining", member_id="rdkafka-0f4b7bc9-a0b2-4f58-a2f9-37d4e5d0c4a1"),
+        ev(0.1, "member_joining", member_id="app-1-StreamThread-1-consumer-1c4d7bc9-a0b2-4f58-a2f9-37d4e5d0c4a1"),
+        ev(0.2, "rebalance_started", generation=0,
+           reason="Adding new member rdkafka-0f4b7bc9-a0b2-4f58-a2f9-37d4e5d0c4a1 with group instance id None"),
+        ev(0.5, "group_stabilized", generation=1, member_count=2),
+        cl(0.3, "client_joined", "app-1-StreamThread-1-consumer", "app-1", template_id="c_joined_gen",
+           member_id="app-1-StreamThread-1-consumer-1c4d7bc9-a0b2-4f58-a2f9-37d4e5d0c4a1", generation=1),
+        cl(0.6, "streams_state_changed", "app-1-StreamThread-1", "app-1", template_id="s_thread_state"),
+    ]
+    timeline = Timeline("g", events)
+    assert {r["group_type"] for r in timeline.rebalances} == {"streams"}
+    kinds = {s["member_id"].split("-")[0]: s["client_kind"] for s in timeline.sessions.values()}
+    # the Streams process's own lines win over its embedded consumer's; a default librdkafka id tells its client
+    assert kinds == {"rdkafka": "librdkafka", "app": "streams"}
+    assert group_type([ev(0, "member_joining", member_id="m")]) == "consumer"
+    assert group_type([cl(0, "connect_rebalance_started", template_id="w_rebalance_started")]) == "connect"
+    assert group_type([ev(0, "share_member_joined", member_id="m")]) == "share"
+    assert client_kinds([cl(0, "client_poll_timeout", template_id="r_maxpoll")]) == {"app-0": "librdkafka"}

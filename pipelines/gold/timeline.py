@@ -14,6 +14,7 @@ from typing import Any
 from pipelines.gold.broker import BrokerReplay
 from pipelines.gold.client_only import ClientOnlyReplay
 from pipelines.gold.gaps import fill_coordinator_gaps
+from pipelines.gold.kinds import client_kind_of, client_kinds, group_type
 from pipelines.gold.replay_state import Rules, stable_id
 from pipelines.gold.rows import assign_incidents, rebalance_row, state_rows
 
@@ -25,6 +26,7 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
 
     def __init__(self, group_id: str, events: list[dict[str, Any]], rules: Rules | None = None) -> None:
         super().__init__(group_id, events, rules)
+        self.group_type = group_type(events)
         if is_share_group(events):
             return
         self._events = events
@@ -57,6 +59,11 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
                 self.rebalances, self._events, lambda clients: Timeline(self.group_id, clients, self.rules).rebalances))
         assign_incidents(self.rebalances, gap_s=self.rules.incident_gap_s)
         self.states.extend(state_rows(self.group_id, self._transitions, self.rebalances))
+        for row in self.rebalances:
+            row["group_type"] = self.group_type
+        by_instance = client_kinds(self._events)
+        for session in self.sessions.values():
+            session["client_kind"] = client_kind_of(session, by_instance, self.group_type)
 
 
 def is_share_group(events: list[dict[str, Any]]) -> bool:
