@@ -224,12 +224,13 @@ def cmd_sql(args: argparse.Namespace, *, progress: Progress) -> int:
 # ---- report ---------------------------------------------------------------------------------------------------
 
 
-def write_report(spark, cfg: Config, out: Path) -> Path:
-    """Render the HTML report of a lakehouse into `out` (written atomically)."""
+def write_report(spark, cfg: Config, out: Path, *, group_types: tuple[str, ...] = ()) -> Path:
+    """Render the HTML report of a lakehouse into `out` (written atomically); `group_types` keeps only groups of
+    those types."""
     from pipelines.report.data import collect
     from pipelines.report.render import render
 
-    page = render(collect(spark, cfg))
+    page = render(collect(spark, cfg, group_types=group_types))
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial")
     partial.write_text(page, encoding="utf-8")
@@ -240,7 +241,7 @@ def write_report(spark, cfg: Config, out: Path) -> Path:
 def cmd_report(args: argparse.Namespace, *, progress: Progress) -> int:
     """Write the HTML report."""
     cfg, spark, _ = _open_lakehouse(args, "rebalance-report")
-    out = write_report(spark, cfg, args.out)
+    out = write_report(spark, cfg, args.out, group_types=tuple(args.group_type or ()))
     print(f"report written to {out}")
     return 0
 

@@ -87,3 +87,25 @@ def test_chromium_renders_the_report(tmp_path):
     assert 'id="timeline"' in dom and 'class="rebalance"' in dom and "<details" in dom
     assert "<script>alert(1)</script>" not in dom
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom
+
+
+def test_the_report_keeps_only_the_group_types_asked_for(spark, tmp_path):
+    from pipelines import io
+    from pipelines.report.data import collect
+    from schemas.tables import GOLD_REBALANCES
+    from tests.conftest import make_config
+
+    cfg = make_config(tmp_path)
+    io.ensure_tables(spark, cfg)
+    rows = [{"rebalance_id": f"r-{g}", "group_id": g, "protocol": "classic", "started_at": T0, "outcome": "open",
+             "cause": "membership_change", "cause_confidence": 0.5, "group_type": kind}
+            for g, kind in (("orders", "consumer"), ("wordcount", "streams"), ("old", None))]
+    io.append(spark.createDataFrame([tuple(r.get(f.name) for f in GOLD_REBALANCES.fields) for r in rows],
+                                    GOLD_REBALANCES), cfg, "gold_rebalances")
+    everything = collect(spark, cfg)
+    assert sorted((g["group_id"], g["group_type"]) for g in everything["groups"]) == [
+        ("old", "consumer"), ("orders", "consumer"), ("wordcount", "streams")]  # rows before the column: consumer
+    streams = collect(spark, cfg, group_types=("streams",))
+    assert [g["group_id"] for g in streams["groups"]] == ["wordcount"]
+    assert [r["group_id"] for r in streams["rebalances"]] == ["wordcount"]
+    assert "<th>type</th>" in render(streams)

@@ -149,7 +149,7 @@ code{font-size:11px;color:#555}
 def render(data: dict[str, list[dict[str, Any]]], *, title: str = "Kafka rebalance report") -> str:
     """The whole page."""
     groups = data["groups"]
-    lost = _table(groups, [("group_id", "group"), ("rebalances", "rebalances"),
+    lost = _table(groups, [("group_id", "group"), ("group_type", "type"), ("rebalances", "rebalances"),
                            ("unavailable_ms", "time without consuming (ms)"), ("last_cause", "last cause")], "lost")
     alerts = _table(data["alerts"], [("opened_at", "opened (UTC)"), ("severity", "severity"), ("rule", "rule"),
                                      ("summary", "summary"), ("delivered_to", "delivered to")], "alerts")
