@@ -12,7 +12,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -50,22 +50,29 @@ def gold_for(spark: SparkSession, corpus: Path, work: Path) -> DataFrame:
 
 
 def score(spark: SparkSession, rebalances: DataFrame, truth_file: Path) -> tuple[list[ScenarioScore], Accuracy]:
-    """Per-scenario scores and the overall `simulator.evaluate.Accuracy`."""
+    """Per-scenario scores, then one per client kind (`client: <kind>`), and the overall
+    `simulator.evaluate.Accuracy`."""
     from simulator.evaluate import accuracy, match_truth
 
     truth = spark.read.json(str(truth_file))
     matched = match_truth(rebalances, truth)
     overall = accuracy(matched)
-    scenarios = truth.select("group_id", F.col("generation_after").cast("int").alias("generation_after"), "scenario")
-    rows = matched.join(scenarios, ["group_id", "generation_after"], "left").collect()
+    kind = F.col("client_kind") if "client_kind" in truth.columns else F.lit("java")
+    labels = truth.select("group_id", F.col("generation_after").cast("int").alias("generation_after"), "scenario",
+                          F.concat(F.lit("client: "), F.coalesce(kind, F.lit("java"))).alias("client"))
+    rows = matched.join(labels, ["group_id", "generation_after"], "left").collect()
+    return _tally(rows, "scenario") + _tally(rows, "client"), overall
+
+
+def _tally(rows: list[Any], key: str) -> list[ScenarioScore]:
     scores = []
-    for name in sorted({r["scenario"] for r in rows if r["scenario"]}):
-        mine = [r for r in rows if r["scenario"] == name]
+    for name in sorted({r[key] for r in rows if r[key]}):
+        mine = [r for r in rows if r[key] == name]
         found = [r for r in mine if r["cause"] is not None]
         right = [r for r in found if r["cause"] == r["true_cause"]]
         wrong = sorted({f"{r['true_cause']}->{r['cause']}" for r in found if r["cause"] != r["true_cause"]})
         scores.append(ScenarioScore(name, len(mine), len(found), len(right), ", ".join(wrong)))
-    return scores, overall
+    return scores
 
 
 def print_scores(version: str, scores: list[ScenarioScore], overall: Accuracy) -> None:

@@ -1,10 +1,12 @@
-"""Accuracy against ground truth: match gold_rebalances to truth rows on (group_id, generation_after)."""
+"""Accuracy against ground truth: match gold_rebalances to truth rows on (group_id, generation_after); rebalances
+without a generation_after (still open) match the truth's open rows of their group in start order, and any left
+over count as invented."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 
@@ -30,15 +32,27 @@ class Accuracy:
 
 
 def match_truth(rebalances: DataFrame, truth: DataFrame) -> DataFrame:
-    """Full outer match of pipeline rebalances and truth rows: `true_cause`, `cause` (null where one side lacks)."""
-    ours = rebalances.filter(F.col("generation_after").isNotNull()).select(
-        "group_id", "generation_after", "cause", "cause_detail", "rebalance_id"
-    )
+    """Full outer match of pipeline rebalances and truth rows: `true_cause`, `cause` (null where one side lacks).
+
+    Rows with a generation_after match on (group_id, generation_after); open rows (no generation_after) match the
+    truth's open rows of the same group, the n-th started with the n-th, so that a rebalance the pipeline left open
+    and the truth does not have counts as invented."""
+    generation = F.col("generation_after").cast("int").alias("generation_after")
+    ours = rebalances.select("group_id", generation, "cause", "cause_detail", "rebalance_id", "started_at")
     theirs = truth.select(
-        "group_id", F.col("generation_after").cast("int").alias("generation_after"),
-        F.col("cause").alias("true_cause"), F.col("cause_detail").alias("true_cause_detail"),
+        "group_id", generation, F.col("cause").alias("true_cause"),
+        F.col("cause_detail").alias("true_cause_detail"), F.col("started_at").cast("timestamp").alias("started_at"),
     )
-    return ours.join(theirs, ["group_id", "generation_after"], "full_outer")
+    closed = ours.filter(F.col("generation_after").isNotNull()).drop("started_at").join(
+        theirs.filter(F.col("generation_after").isNotNull()).drop("started_at"), ["group_id", "generation_after"],
+        "full_outer")
+    in_order = Window.partitionBy("group_id").orderBy("started_at")
+    open_ours, open_theirs = (
+        side.filter(F.col("generation_after").isNull()).withColumn("open_rank", F.row_number().over(in_order))
+        .drop("started_at", "generation_after") for side in (ours, theirs)
+    )
+    opened = open_ours.join(open_theirs, ["group_id", "open_rank"], "full_outer").drop("open_rank")
+    return closed.unionByName(opened.withColumn("generation_after", F.lit(None).cast("int")))
 
 
 def accuracy(matched: DataFrame) -> Accuracy:

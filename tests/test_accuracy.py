@@ -6,6 +6,7 @@ import random
 import shutil
 
 import pytest
+from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines import io
@@ -73,3 +74,19 @@ def test_shuffled_arrival_gives_the_batch_result(spark, estate, tmp_path):
         # A partial picture (broker logs not landed yet) may rightly fail a quality rule; the gates run at the end.
         run(spark, cfg, stages=("ingest", "reconstruct") if number < len(drops) else STAGES)
     _same_as_oracle(spark, cfg)
+
+
+def test_open_rebalances_count_as_invented_unless_the_truth_has_them_open(spark):
+    ours = spark.createDataFrame(
+        [("g", 3, "poll_timeout", None, "r3", "2026-11-20 08:00:00"),
+         ("g", None, "membership_change", None, "r4", "2026-11-20 09:00:00"),
+         ("h", None, "session_timeout", None, "r5", "2026-11-20 09:00:00")],
+        "group_id string, generation_after int, cause string, cause_detail string, rebalance_id string, "
+        "started_at string").withColumn("started_at", F.to_timestamp("started_at"))
+    truth = spark.createDataFrame(
+        [("g", 3, "poll_timeout", None, "2026-11-20T08:00:00Z"), ("h", None, "session_timeout", None,
+                                                                  "2026-11-20T09:00:01Z")],
+        "group_id string, generation_after long, cause string, cause_detail string, started_at string")
+    result = accuracy(match_truth(ours, truth))
+    # g's open rebalance is not in the truth: invented; h's open one is, and its cause agrees.
+    assert (result.truth, result.found, result.invented, result.cause_right) == (2, 2, 1, 2)
