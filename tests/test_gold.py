@@ -467,3 +467,23 @@ def test_group_type_and_client_kind_come_from_the_lines_each_process_prints():
     assert group_type([cl(0, "connect_rebalance_started", template_id="w_rebalance_started")]) == "connect"
     assert group_type([ev(0, "share_member_joined", member_id="m")]) == "share"
     assert client_kinds([cl(0, "client_poll_timeout", template_id="r_maxpoll")]) == {"app-0": "librdkafka"}
+
+
+@pytest.mark.parametrize(("prefix", "cause"), [("c_", "session_timeout"), ("r_", "membership_change")])
+def test_client_only_a_silent_member_dropped_by_the_leader_expired_only_if_its_client_logs_its_leaves(prefix, cause):
+    # Java logs its LeaveGroup at INFO, so a dropped member whose log says nothing crashed or froze; librdkafka
+    # logs its leave only at debug level, so its silence tells nothing.
+    events = [
+        cl(0, "client_joined", "a", "app-a", member_id="a", generation=28, template_id=f"{prefix}joined"),
+        cl(0.1, "client_assignment_computed", "b", "app-b", generation=28, template_id="c_assignment",
+           members="{a=Assignment(partitions=[t-0]), b=Assignment(partitions=[t-1])}"),
+        cl(0.2, "client_joined", "b", "app-b", member_id="b", generation=28, template_id="c_joined"),
+        cl(1, "client_heartbeat", "a", "app-a", template_id=f"{prefix}heartbeat"),
+        cl(200, "client_heartbeat_failed", "b", "app-b", template_id="c_hb"),
+        cl(200.1, "client_joining", "b", "app-b", template_id="c_joining"),
+        cl(200.3, "client_assignment_computed", "b", "app-b", generation=29, template_id="c_assignment",
+           members="{b=Assignment(partitions=[t-0, t-1])}"),
+        cl(200.4, "client_joined", "b", "app-b", member_id="b", generation=29, template_id="c_joined"),
+    ]
+    rows = reconstruct_group("g", events)
+    assert [(r["generation_after"], r["cause"], r["trigger_member_id"]) for r in rows][-1] == (29, cause, "a")

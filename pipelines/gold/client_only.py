@@ -9,6 +9,8 @@ from typing import Any
 import pandas as pd
 
 from pipelines.gold.causes import Verdict, classify_client_signs, classify_removal, is_newcomer_sign
+from pipelines.gold.kinds import client_kinds
+from pipelines.gold.member_states import enters_rebalance, leaves_rebalance
 from pipelines.gold.replay_state import OpenRebalance, ReplayState, secs, stable_id, to_int
 from pipelines.gold.rows import rebalance_row
 
@@ -31,44 +33,6 @@ _CLIENT_DONE = frozenset({"client_synced", "client_partitions_assigned"})
 # before is not this rebalance's start); a poll timeout or a leave always opens the rebalance its rejoin closes.
 _CLIENT_CHAIN_S = 60.0
 _ASSIGNED_MEMBER = re.compile(r"([^\s{},=]+)=Assignment\(")
-_STATE_EVENTS = frozenset({"streams_state_changed", "client_member_state_changed"})
-# States a member enters when a rebalance takes its partitions or its membership (Kafka Streams client and thread,
-# librdkafka's join and group states, the KIP-848 member), and the steady states it returns to when it is over.
-_REBALANCING_STATES = frozenset({
-    "rebalancing", "partitions_revoked", "wait-join", "wait-metadata", "wait-sync", "wait-assign-call",
-    "wait-assign-rebalance_cb", "wait-revoke-rebalance_cb", "wait-unassign-call", "wait-unassign-to-complete",
-    "wait-incr-unassign-to-complete", "term", "joining", "reconciling", "fenced", "prepare_leaving", "leaving",
-})
-_STEADY_STATES = frozenset({"running", "steady", "stable"})
-
-
-def _state(event: dict[str, Any], key: str) -> str:
-    return str(event.get(key) or "").lower()
-
-
-# An offset commit refused because the group moved on (CommitFailedException, librdkafka's COMMITFAIL with an
-# illegal generation): the member learns of a rebalance it was not part of.
-_COMMIT_AFTER_REBALANCE = re.compile(r"rebalanc|generation|unknown member|member id .* not valid", re.I)
-
-
-def enters_rebalance(event: dict[str, Any]) -> bool:
-    """A member's state transition into a rebalancing state, or a commit refused because the group rebalanced: its
-    side of a rebalance began."""
-    if event["event_type"] == "client_commit_failed":
-        return bool(_COMMIT_AFTER_REBALANCE.search(f"{event.get('reason') or ''} {event.get('message') or ''}"))
-    return event["event_type"] in _STATE_EVENTS and _state(event, "state") in _REBALANCING_STATES
-
-
-def leaves_rebalance(event: dict[str, Any]) -> bool:
-    """A member's return to a steady state from a rebalancing one (a Streams thread's `PARTITIONS_ASSIGNED ->
-    RUNNING`, librdkafka's join state `steady`), or a KIP-848 member's new assignment: its side of a rebalance
-    ended."""
-    if event["event_type"] == "client_assignment_updated":
-        return True
-    return (event["event_type"] in _STATE_EVENTS and _state(event, "state") in _STEADY_STATES
-            and _state(event, "previous_state") not in ("", "created", "starting", "init"))
-
-
 def is_sign(event: dict[str, Any]) -> bool:
     """A line that shows its member taking part in a rebalance."""
     return event["event_type"] in _CLIENT_SIGNS or bool(event.get("_rebalancing"))
@@ -203,7 +167,10 @@ class ClientOnlyReplay(ReplayState):
         own = [e for e in self._client_lines if e.get("instance") == instance]
         lines = [e for e in own if early <= e["event_ts"] <= until]
         before = [e for e in own if e["event_ts"] < early]
-        found = classify_removal(gone[0], lines, before[-1] if before else None)
+        # A silent log means an expired session only for a client that logs its LeaveGroup at INFO (Java);
+        # librdkafka logs its leave only at debug level.
+        says_leaves = client_kinds(own).get(instance) != "librdkafka"
+        found = classify_removal(gone[0], lines, before[-1] if before and says_leaves else None)
         if found is None:
             return None
         verdict, why = found
