@@ -487,3 +487,21 @@ def test_client_only_a_silent_member_dropped_by_the_leader_expired_only_if_its_c
     ]
     rows = reconstruct_group("g", events)
     assert [(r["generation_after"], r["cause"], r["trigger_member_id"]) for r in rows][-1] == (29, cause, "a")
+
+
+def test_a_group_first_seen_loading_at_a_later_generation_has_just_moved_here():
+    # The broker took the group over (its old coordinator's lines are not here); a member that never reached it
+    # expires ten seconds later.
+    events = [
+        ev(0, "group_loaded", generation=56, broker_id=0),
+        ev(10, "member_failed", member_id="m1", broker_id=0),
+        ev(10, "rebalance_started", generation=56, broker_id=0, reason="removing member m1 on heartbeat expiration"),
+        ev(10.5, "group_emptied", generation=57, broker_id=0),
+    ]
+    [row] = reconstruct_group("g", events)
+    assert (row["cause"], row["cause_detail"]) == ("coordinator_change", "coordinator_failover")
+    assert "from another broker" in row["evidence_json"]
+    # A group created here (loaded at generation 0, or never loaded) is no move.
+    fresh = [dict(e, event_id=f"f{i}") for i, e in enumerate(events)]
+    fresh[0]["generation"] = 0
+    assert reconstruct_group("g", fresh)[0]["cause"] == "session_timeout"

@@ -51,6 +51,10 @@ class BrokerReplay(EpochReplay):
                 # Unloaded, then loaded again (on the same broker after a leader re-election, or on one whose own
                 # earlier lines are missing): the group's in-memory state was rebuilt, as after any move.
                 self._moves.append((ts, self._unloaded_from, broker))
+            elif broker is not None and self._coordinator is None and (to_int(event.get("generation")) or 0) > 0:
+                # The group's first line is its load at a generation it reached elsewhere: it has just moved here
+                # (its old coordinator's lines are not in these logs).
+                self._moves.append((ts, None, broker))
             self._coordinator, self._unloaded_from = broker, None
         elif kind == "group_unloaded" and (broker is None or self._coordinator in (None, broker)):
             # Only the current coordinator's unload counts: an old one's, logged after the group moved, says nothing.

@@ -43,7 +43,8 @@ class CauseRefinement(ReplayState):
                     [{"event_id": line["event_id"], "explanation": "client poll timeout"}])
         for moved_at, old, new in reversed(self._moves):
             if 0 <= secs(at - moved_at) <= rules.coordinator_move_window_s:
-                text = (f"the group moved from coordinator {old} to {new} at {moved_at:%H:%M:%S}; {member} expired "
+                origin = f"from coordinator {old}" if old is not None else "from another broker"
+                text = (f"the group moved {origin} to {new} at {moved_at:%H:%M:%S}; {member} expired "
                         f"{secs(at - moved_at):.0f} s later without reaching the new coordinator")
                 return Verdict("coordinator_change", "coordinator_failover", 0.75, member, text), []
         return Verdict("session_timeout", "heartbeat_expiration", 0.9, member,
