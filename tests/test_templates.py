@@ -83,6 +83,8 @@ NOT_IN_CATALOG = {
     # The poll-timeout warning by its first sentence only (the advice after it is reworded across releases and
     # pastes); the catalog holds the whole text.
     "c_poll_timeout_reworded", "k_poll_timeout_reworded",
+    # `Updating assignment with` whose partition lines were cut or laid out otherwise; the catalog holds the record.
+    "c_updating_assignment_cut",
     # Read in GroupMetadataManager.java at the 4.0.0 release commit, newer than the catalog's 4.0 snapshot.
     "n_dynamic_left_4_0", "n_static_left_classic_4_0",
     # 3.7.0's AsyncKafkaConsumer, seen in a public excerpt of its logs; outside the catalog's rows.
