@@ -3,7 +3,7 @@ the end and length of a GC pause (silver_gc_pauses `ended_at`, `duration_ms`) fo
 
 from __future__ import annotations
 
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
 from schemas.tables import SILVER_EVENTS, SILVER_GC_PAUSES
 
@@ -29,4 +29,7 @@ TIMELINE_INPUT = StructType([
     # The wording a line matched tells the group's type and each process's client (gold/kinds.py); null on the
     # GC pauses joined in.
     StructField("template_id", SILVER_EVENTS["template_id"].dataType, True),
+    # A member's logged ConsumerConfig (silver_events.settings of a client_config event) as JSON: its own heartbeat
+    # interval, session and poll timeouts replace fixed tolerances.
+    StructField("settings_json", StringType(), True),
 ])

@@ -505,3 +505,30 @@ def test_a_group_first_seen_loading_at_a_later_generation_has_just_moved_here():
     fresh = [dict(e, event_id=f"f{i}") for i, e in enumerate(events)]
     fresh[0]["generation"] = 0
     assert reconstruct_group("g", fresh)[0]["cause"] == "session_timeout"
+
+
+def _gc_expiry(settings_json):
+    # m1 (process app-0) is paused by GC from 0 s to 16 s; its session expires at 20 s, 4 s after the pause ended.
+    pause = {"event_id": "p1", "event_ts": T0, "event_type": "gc_pause", "source_kind": "gc", "group_id": "g",
+             "instance": "app-0", "pause_end_ts": T0 + pd.Timedelta(seconds=16), "pause_ms": 16000.0,
+             "source_file": "gc.log", "line_no": 1}
+    events = [
+        cl(-60, "client_config", "c1", "app-0", settings_json=settings_json),
+        cl(-50, "client_joined", "c1", "app-0", member_id="m1", generation=1),
+        pause,
+        ev(20, "member_failed", member_id="m1"),
+        ev(20, "rebalance_started", generation=1, reason="removing member m1 on heartbeat expiration"),
+        ev(20.5, "group_emptied", generation=2),
+    ]
+    rows = reconstruct_group("g", sorted(events, key=lambda e: e["event_ts"]))
+    return next(r for r in rows if r["trigger_member_id"] == "m1" and _secs(r["started_at"]) == 20)
+
+
+def test_a_members_own_heartbeat_interval_decides_whether_a_gc_pause_explains_its_expiry():
+    # Its heartbeats were due every 5 s: the pause ended within one interval of the expiry, so it explains it.
+    row = _gc_expiry('{"heartbeat.interval.ms": "5000", "session.timeout.ms": "15000"}')
+    assert row["cause"] == "gc_pause" and "heartbeat.interval.ms=5000" in row["evidence_json"]
+    # Every second: it heartbeated again after the pause, so the pause does not explain the expiry.
+    assert _gc_expiry('{"heartbeat.interval.ms": "1000"}')["cause"] == "session_timeout"
+    # No ConsumerConfig logged: the default tolerance (3 s) applies.
+    assert _gc_expiry(None)["cause"] == "session_timeout"

@@ -175,8 +175,8 @@ class ClientOnlyReplay(ReplayState):
             return None
         verdict, why = found
         if verdict.cause == "session_timeout":
-            pause = self.ctx.pause_covering(instance, since, tolerance_s=self.rules.heartbeat_tolerance_s,
-                                            min_ms=self.rules.gc_pause_min_ms)
+            tolerance, _ = self.ctx.heartbeat_tolerance(instance, self.rules.heartbeat_tolerance_s)
+            pause = self.ctx.pause_covering(instance, since, tolerance_s=tolerance, min_ms=self.rules.gc_pause_min_ms)
             if pause is not None:
                 verdict = Verdict("gc_pause", verdict.detail, verdict.confidence, verdict.trigger_member_id,
                                   f"{verdict.explanation}; its JVM was paused {pause['pause_ms']:.0f} ms by GC "

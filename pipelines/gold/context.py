@@ -4,6 +4,7 @@ transitions. Built once per group from all its events."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ class GroupContext:
     subscriptions: dict[str, list[tuple[pd.Timestamp, frozenset[str]]]] = field(
         default_factory=lambda: defaultdict(list))
     member_states: dict[str, list[tuple[pd.Timestamp, str]]] = field(default_factory=lambda: defaultdict(list))
+    settings: dict[str, dict[str, str]] = field(default_factory=dict)
     _used_poll_timeouts: set[str] = field(default_factory=set)
 
     @classmethod
@@ -58,6 +60,8 @@ class GroupContext:
                 if handle:
                     ctx.client_instances[handle.group("client")].add(instance)
             event_type = event["event_type"]
+            if event_type == "client_config" and event.get("settings_json"):
+                ctx.settings[instance] = json.loads(event["settings_json"])
             if event_type == "client_subscribed":
                 ctx.process_starts[instance].append(event["event_ts"])
                 topics = frozenset(t.strip() for t in (event.get("topics") or "").split(",") if t.strip())
@@ -82,6 +86,14 @@ class GroupContext:
             if len(instances) == 1:
                 return next(iter(instances))
         return None
+
+    def heartbeat_tolerance(self, instance: str | None, default_s: float) -> tuple[float, str]:
+        """How late a heartbeat may come for `instance`: its own `heartbeat.interval.ms` when its ConsumerConfig
+        was logged, else `default_s`; with the words that say which."""
+        value = self.settings.get(instance or "", {}).get("heartbeat.interval.ms")
+        if value and value.isdigit():
+            return int(value) / 1000, f"heartbeat.interval.ms={value} from its logged ConsumerConfig"
+        return default_s, f"the default {default_s:g} s heartbeat tolerance (no ConsumerConfig of its own logged)"
 
     def pause_covering(self, instance: str | None, expiry: pd.Timestamp, *, tolerance_s: float,
                        min_ms: float) -> dict[str, Any] | None:

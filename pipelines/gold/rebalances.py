@@ -42,7 +42,7 @@ def timeline_input(events: DataFrame, pauses: DataFrame, *, min_pause_ms: float)
     (columns of schemas.timeline.TIMELINE_INPUT)."""
     grouped = events.filter(F.col("group_id").isNotNull())
     ev = grouped.select([
-        F.lit(None).cast(f.dataType).alias(f.name) if f.name in _PAUSE_COLUMNS else F.col(f.name)
+        F.lit(None).cast(f.dataType).alias(f.name) if f.name in _PAUSE_COLUMNS else _event_column(grouped, f.name)
         for f in TIMELINE_INPUT.fields
     ])
     member_instances = grouped.filter(F.col("source_kind") == "client").select("group_id", "instance").distinct()
@@ -57,6 +57,13 @@ def _pause_column(field: StructField) -> Column:
     if field.name in _PAUSE_CONSTANTS:
         return F.lit(_PAUSE_CONSTANTS[field.name])
     return F.lit(None).cast(field.dataType)
+
+
+def _event_column(events: DataFrame, name: str) -> Column:
+    """A timeline column of silver_events rows (the settings map travels as JSON)."""
+    if name == "settings_json":
+        return F.to_json("settings").alias(name) if "settings" in events.columns else F.lit(None).cast("string")
+    return F.col(name)
 
 
 def _records(pdf: pd.DataFrame) -> list[dict[str, Any]]:
@@ -109,5 +116,6 @@ def _as_input(df: DataFrame) -> DataFrame:
     """Accept silver_events-shaped frames too (tests, ad-hoc use): add the timeline columns they lack."""
     for f in TIMELINE_INPUT.fields:
         if f.name not in df.columns:
-            df = df.withColumn(f.name, F.lit(None).cast(f.dataType))
+            df = df.withColumn(f.name, _event_column(df, f.name).cast(f.dataType) if f.name == "settings_json"
+                               else F.lit(None).cast(f.dataType))
     return df.select(TIMELINE_INPUT.fieldNames())

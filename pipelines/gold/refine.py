@@ -25,12 +25,12 @@ class CauseRefinement(ReplayState):
         """Why a member's session expired: its own GC pause, a coordinator move, or plain session timeout."""
         rules = self.rules
         instance = self.ctx.instance_of(member)
-        pause = self.ctx.pause_covering(instance, at, tolerance_s=rules.heartbeat_tolerance_s,
-                                        min_ms=rules.gc_pause_min_ms)
+        tolerance, basis = self.ctx.heartbeat_tolerance(instance, rules.heartbeat_tolerance_s)
+        pause = self.ctx.pause_covering(instance, at, tolerance_s=tolerance, min_ms=rules.gc_pause_min_ms)
         if pause is not None:
             text = (f"the JVM of {member} ({instance}) was stopped {pause['pause_ms'] / 1000:.1f} s by a GC pause "
                     f"from {pause['event_ts']:%H:%M:%S} to {pause['pause_end_ts']:%H:%M:%S}, through the session "
-                    f"expiry at {at:%H:%M:%S}")
+                    f"expiry at {at:%H:%M:%S} (within {basis})")
             return (Verdict("gc_pause", "heartbeat_expiration", 0.9, member, text),
                     [{"event_id": pause["event_id"], "explanation": text}])
         # A member that stopped heartbeating after its poll timeout (librdkafka under KIP-848 does not leave, it
