@@ -41,6 +41,9 @@ def ev(seconds: float, event_type: str, **fields) -> dict:
         ("Leader m1 re-joining group during Stable", "cached metadata has changed", "metadata_change",
          "partition_count_change", "m1"),
         ("Updating metadata for member m1 during Stable", None, "metadata_change", "subscription_change", "m1"),
+        # Kafka Streams' planned follow-up (KIP-441): nobody joined or left for it.
+        ("Updating metadata for member m1 during Stable", "triggered followup rebalance scheduled for 1732000000000",
+         "membership_change", "probing_rebalance", "m1"),
         ("something new in Kafka 5", None, "unknown", None, None),
     ],
 )

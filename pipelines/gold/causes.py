@@ -111,6 +111,9 @@ _CLIENT_REASONS: tuple[tuple[re.Pattern[str], str, str], ...] = (
      "partition_count_change"),
     # librdkafka: a pattern subscription now matches other topics.
     (re.compile(r"subscription updated from metadata change", re.I), "metadata_change", "subscription_change"),
+    # Kafka Streams (KIP-441): the follow-up rebalance its assignor scheduled while warm-up replicas catch up after
+    # an instance joined; planned, and no member joined or left for it.
+    (re.compile(r"triggered followup rebalance scheduled", re.I), "membership_change", "probing_rebalance"),
 )
 
 
@@ -209,7 +212,7 @@ def classify_client_signs(signs: list[dict[str, Any]],
         if not event.get("reason") and event.get("topics"):
             reason = "assignment does not match the current subscription"
         for pattern, cause, detail in _CLIENT_REASONS:
-            if cause == "metadata_change" and pattern.search(reason):
+            if (cause == "metadata_change" or detail == "probing_rebalance") and pattern.search(reason):
                 return Verdict(cause, detail, conf["metadata_change"], event.get("_member"),
                                f"client log only: {_who(event)} asked to rejoin because {reason}"), event
     for event in signs:
