@@ -535,3 +535,14 @@ def test_a_members_own_heartbeat_interval_decides_whether_a_gc_pause_explains_it
     assert _gc_expiry('{"heartbeat.interval.ms": "1000"}')["cause"] == "session_timeout"
     # No ConsumerConfig logged: the default tolerance (3 s) applies.
     assert _gc_expiry(None)["cause"] == "session_timeout"
+
+
+def test_kip848_targets_without_epoch_bumps_name_the_member_they_drop_or_add():
+    def target(seconds, epoch, members):
+        assignment = ", ".join(f"{m}=MemberAssignment(partitions={{t:[0]}})" for m in members)
+        return ev(seconds, "target_assignment_computed", target_epoch=epoch, members="{" + assignment + "}")
+
+    rows = reconstruct_group("g", [target(0, 4, ["a", "b"]), target(60, 5, ["b"]), target(75, 6, ["b", "c"])])
+    assert [(r["generation_after"], r["cause"], r["cause_detail"], r["trigger_member_id"]) for r in rows] == [
+        (4, "unknown", None, None), (5, "membership_change", "member_leave", "a"),
+        (6, "membership_change", "member_join", "c")]

@@ -132,6 +132,7 @@ class EpochReplay(CauseRefinement):
                           and e["event_type"] == "target_assignment_computed" and to_int(e.get("target_epoch"))),
                          key=lambda e: e["event_ts"])
         seen: set[int] = set()
+        previous: set[str] | None = None
         for index, event in enumerate(targets):
             epoch = to_int(event["target_epoch"])
             assert epoch is not None  # `targets` keeps only events with a target epoch
@@ -142,9 +143,9 @@ class EpochReplay(CauseRefinement):
             stable = [e["event_ts"] for e in events if e.get("source_kind") == "broker"
                       and e["event_type"] == "member_epoch_updated" and (e.get("state") or "").upper() == "STABLE"
                       and e["event_ts"] >= ts and (end is None or e["event_ts"] < end)]
-            verdict = Verdict("unknown", None, 0.2, None,
-                              f"the coordinator computed the target assignment of group epoch {epoch}, but its log "
-                              "holds neither the `Bumped group epoch` line nor the member event that caused it")
+            members = set(_TARGET_MEMBER.findall(event.get("members") or "")) or None
+            verdict = _target_verdict(epoch, previous, members)
+            previous = members
             current = OpenRebalance(stable_id(self.group_id, event["event_id"]), event, verdict, None, [],
                             generation_after=epoch, protocol="consumer", generation_before=epoch - 1)
             completed = max(stable) if stable else None
@@ -153,3 +154,23 @@ class EpochReplay(CauseRefinement):
             self._transition(ts, "Reconciling", epoch, current.rebalance_id, event)
             if completed is not None:
                 self._transition(completed, "Stable", epoch, current.rebalance_id, event)
+
+
+# A member of a logged target assignment: `<member id>=MemberAssignment(` (3.8+) or `=Assignment(` (3.6-3.7).
+_TARGET_MEMBER = re.compile(r"([^\s{},=]+)=(?:Member)?Assignment\(")
+
+
+def _target_verdict(epoch: int, before: set[str] | None, now: set[str] | None) -> Verdict:
+    """Why group epoch `epoch` was bumped when only its target assignment is logged: the members its target adds or
+    drops against the previous target's, else unknown."""
+    if before is not None and now is not None and before != now:
+        left, joined = sorted(before - now), sorted(now - before)
+        detail, who = ("member_leave", left) if left else ("member_join", joined)
+        change = (f"drops {', '.join(left)}" if left else "") + (" and " if left and joined else "") + (
+            f"adds {', '.join(joined)}" if joined else "")
+        return Verdict("membership_change", detail, 0.5, who[0] if len(who) == 1 else None,
+                       f"the target assignment of group epoch {epoch} {change} against the previous target (the "
+                       "`Bumped group epoch` line and the member's own event are not in the log)")
+    return Verdict("unknown", None, 0.2, None,
+                   f"the coordinator computed the target assignment of group epoch {epoch}, but its log holds neither "
+                   "the `Bumped group epoch` line nor the member event that caused it")
