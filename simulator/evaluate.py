@@ -34,11 +34,14 @@ class Accuracy:
 def match_truth(rebalances: DataFrame, truth: DataFrame) -> DataFrame:
     """Full outer match of pipeline rebalances and truth rows: `true_cause`, `cause` (null where one side lacks).
 
-    Rows with a generation_after match on (group_id, generation_after); open rows (no generation_after) match the
-    truth's open rows of the same group, the n-th started with the n-th, so that a rebalance the pipeline left open
-    and the truth does not have counts as invented."""
+    Rows with a generation_after match on (group_id, generation_after); open rows (outcome `open`, no
+    generation_after) match the truth's open rows of the same group, the n-th started with the n-th, so that a
+    rebalance the pipeline left open and the truth does not have counts as invented."""
     generation = F.col("generation_after").cast("int").alias("generation_after")
-    ours = rebalances.select("group_id", generation, "cause", "cause_detail", "rebalance_id", "started_at")
+    # A rebalance a coordinator move cut off (`superseded`) is the first part of the one that completed on the new
+    # coordinator, not a rebalance of its own.
+    ours = rebalances.filter(F.col("generation_after").isNotNull() | (F.col("outcome") == "open")).select(
+        "group_id", generation, "cause", "cause_detail", "rebalance_id", "started_at")
     theirs = truth.select(
         "group_id", generation, F.col("cause").alias("true_cause"),
         F.col("cause_detail").alias("true_cause_detail"), F.col("started_at").cast("timestamp").alias("started_at"),

@@ -78,11 +78,13 @@ def test_shuffled_arrival_gives_the_batch_result(spark, estate, tmp_path):
 
 def test_open_rebalances_count_as_invented_unless_the_truth_has_them_open(spark):
     ours = spark.createDataFrame(
-        [("g", 3, "poll_timeout", None, "r3", "2026-11-20 08:00:00"),
-         ("g", None, "membership_change", None, "r4", "2026-11-20 09:00:00"),
-         ("h", None, "session_timeout", None, "r5", "2026-11-20 09:00:00")],
+        [("g", 3, "poll_timeout", None, "r3", "2026-11-20 08:00:00", "stabilized"),
+         ("g", None, "membership_change", None, "r4", "2026-11-20 09:00:00", "open"),
+         ("h", None, "session_timeout", None, "r5", "2026-11-20 09:00:00", "open"),
+         # cut off by a coordinator move: part of the rebalance that completed on the new coordinator
+         ("h", None, "membership_change", None, "r6", "2026-11-20 08:00:00", "superseded")],
         "group_id string, generation_after int, cause string, cause_detail string, rebalance_id string, "
-        "started_at string").withColumn("started_at", F.to_timestamp("started_at"))
+        "started_at string, outcome string").withColumn("started_at", F.to_timestamp("started_at"))
     truth = spark.createDataFrame(
         [("g", 3, "poll_timeout", None, "2026-11-20T08:00:00Z"), ("h", None, "session_timeout", None,
                                                                   "2026-11-20T09:00:01Z")],
