@@ -86,6 +86,40 @@ def _spec(group: str, n: int, topics: list[str], **kw) -> MemberSpec:
     return MemberSpec(instance=f"{group}-c{n}", group=group, topics=topics, **kw)
 
 
+def _kill_step(lab: Lab, g: str, victim: Member) -> None:
+    """SIGKILL `victim`: no leave, the coordinator expires (or fences) its session."""
+    lab.step(g, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=victim.member_id)], victim.kill9,
+             title="kill -9", timeout=60)
+
+
+def _freeze_steps(lab: Lab, g: str, victim: Member) -> None:
+    """SIGSTOP `victim` past its session timeout (the coordinator expires it), then SIGCONT: it rejoins."""
+    lab.step(g, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=victim.member_id)], victim.freeze,
+             title="SIGSTOP", timeout=60)
+    thawed = time.time()
+
+    def thaw() -> None:
+        victim.thaw()
+        victim.wait_assigned(since=thawed)
+
+    lab.step(g, [Expect("session_timeout", "rejoin", JOIN, trigger=lambda: victim.member_id)], thaw, title="SIGCONT")
+
+
+def _slow_poll_step(lab: Lab, g: str, slow: Member, stall_ms: int, removal: Expect) -> None:
+    """`slow` stalls `stall_ms` between polls, past its max.poll.interval.ms: `removal` (its leave, or its fence),
+    then its rejoin when it polls again."""
+    since = time.time()
+
+    def stall() -> None:
+        assert slow.proc is not None
+        slow.send(f"sleep {stall_ms}")
+        slow.proc.wait_line(r"LAB processed", 60, since=since)
+        slow.wait_assigned(since=since)
+
+    lab.step(g, [removal, Expect("poll_timeout", "rejoin", JOIN, trigger=lambda: slow.member_id)], stall,
+             title="slow poll")
+
+
 def scale(lab: Lab) -> None:
     """A group starts, scales up to three members, then scales down to none with clean leaves."""
     g = "lab-scale"
@@ -100,9 +134,7 @@ def crash(lab: Lab) -> None:
     g = "lab-crash"
     t = _topic(lab, g)
     c1, c2 = _joins(lab, [_spec(g, 1, [t]), _spec(g, 2, [t])])
-    victim = c2.member_id
-    lab.step(g, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=victim)], c2.kill9,
-             title="kill -9", timeout=60)
+    _kill_step(lab, g, c2)
     _teardown(lab, [c1])
 
 
@@ -111,16 +143,7 @@ def freeze(lab: Lab) -> None:
     g = "lab-freeze"
     t = _topic(lab, g)
     c1, c2 = _joins(lab, [_spec(g, 1, [t]), _spec(g, 2, [t])])
-    victim = c2.member_id
-    lab.step(g, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=victim)], c2.freeze,
-             title="SIGSTOP", timeout=60)
-    thawed = time.time()
-
-    def thaw() -> None:
-        c2.thaw()
-        c2.wait_assigned(since=thawed)
-
-    lab.step(g, [Expect("session_timeout", "rejoin", JOIN, trigger=lambda: c2.member_id)], thaw, title="SIGCONT")
+    _freeze_steps(lab, g, c2)
     _teardown(lab, [c1, c2])
 
 
@@ -129,17 +152,7 @@ def poll_timeout(lab: Lab) -> None:
     g = "lab-poll"
     t = _topic(lab, g)
     c1, c2 = _joins(lab, [_spec(g, 1, [t]), _spec(g, 2, [t], max_poll_ms=6000)])
-    victim = c2.member_id
-    since = time.time()
-
-    def slow() -> None:
-        assert c2.proc is not None
-        c2.send("sleep 12000")
-        c2.proc.wait_line(r"LAB processed", 60, since=since)
-        c2.wait_assigned(since=since)
-
-    lab.step(g, [Expect("poll_timeout", "leave_on_poll_timeout", LEAVE, trigger=victim),
-                 Expect("poll_timeout", "rejoin", JOIN, trigger=lambda: c2.member_id)], slow, title="slow poll")
+    _slow_poll_step(lab, g, c2, 12000, Expect("poll_timeout", "leave_on_poll_timeout", LEAVE, trigger=c2.member_id))
     _teardown(lab, [c1, c2])
 
 
@@ -299,27 +312,20 @@ def consumer_protocol(lab: Lab) -> None:
     max.poll.interval.ms (leaves, then joins again with the same member id)."""
     g = "lab-kip848"
     t = _topic(lab, g)
+    _kip848_steps(lab, g, lambda n, **kw: _spec(g, n, [t], protocol="consumer", **kw), stall_ms=12000,
+                  removal=("leave_on_poll_timeout", LEAVE))
 
-    def spec(n: int, **kw) -> MemberSpec:
-        return _spec(g, n, [t], protocol="consumer", **kw)
 
+def _kip848_steps(lab: Lab, g: str, spec: Callable[..., MemberSpec], *, stall_ms: int,
+                  removal: tuple[str, str]) -> None:
+    """Three consumer-protocol members join; the third leaves, the second is fenced after SIGKILL, the first stalls
+    past max.poll.interval.ms (`removal`: the detail and broker line pattern of its removal), then rejoins."""
     k1 = _join(lab, spec(1, max_poll_ms=6000))
     k2, k3 = _join(lab, spec(2)), _join(lab, spec(3))
     _leave(lab, k3)
-    victim = k2.member_id
-    lab.step(g, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=victim)], k2.kill9,
-             title="kill -9 (fenced)", timeout=60)
-    since = time.time()
-
-    def slow() -> None:
-        assert k1.proc is not None
-        k1.send("sleep 12000")
-        k1.proc.wait_line(r"LAB processed", 60, since=since)
-        k1.wait_assigned(since=since)
-
-    slow_member = k1.member_id
-    lab.step(g, [Expect("poll_timeout", "leave_on_poll_timeout", LEAVE, trigger=slow_member),
-                 Expect("poll_timeout", "rejoin", JOIN, trigger=lambda: k1.member_id)], slow, title="slow poll")
+    _kill_step(lab, g, k2)
+    detail, pattern = removal
+    _slow_poll_step(lab, g, k1, stall_ms, Expect("poll_timeout", detail, pattern, trigger=k1.member_id))
     _teardown(lab, [k1])
 
 
@@ -352,9 +358,7 @@ def rd_crash(lab: Lab) -> None:
     g = "lab-rd-crash"
     t = _topic(lab, g)
     c1, c2 = _joins(lab, [_rd_spec(g, 1, [t], debug=True), _rd_spec(g, 2, [t], debug=False)])
-    victim = c2.member_id
-    lab.step(g, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=victim)], c2.kill9,
-             title="kill -9", timeout=60)
+    _kill_step(lab, g, c2)
     _teardown(lab, [c1])
 
 
@@ -365,16 +369,7 @@ def rd_freeze(lab: Lab) -> None:
     t = _topic(lab, g)
     loud = lab.kit.major < 4
     c1, c2 = _joins(lab, [_rd_spec(g, 1, [t], debug=not loud), _rd_spec(g, 2, [t], debug=loud)])
-    victim = c2.member_id
-    lab.step(g, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=victim)], c2.freeze,
-             title="SIGSTOP", timeout=60)
-    thawed = time.time()
-
-    def thaw() -> None:
-        c2.thaw()
-        c2.wait_assigned(since=thawed)
-
-    lab.step(g, [Expect("session_timeout", "rejoin", JOIN, trigger=lambda: c2.member_id)], thaw, title="SIGCONT")
+    _freeze_steps(lab, g, c2)
     _teardown(lab, [c1, c2])
 
 
@@ -385,17 +380,7 @@ def rd_poll_timeout(lab: Lab) -> None:
     t = _topic(lab, g)
     loud = lab.kit.major >= 4
     c1, c2 = _joins(lab, [_rd_spec(g, 1, [t], debug=not loud), _rd_spec(g, 2, [t], debug=loud, max_poll_ms=6000)])
-    victim = c2.member_id
-    since = time.time()
-
-    def slow() -> None:
-        assert c2.proc is not None
-        c2.send("sleep 12000")
-        c2.proc.wait_line(r"LAB processed", 60, since=since)
-        c2.wait_assigned(since=since)
-
-    lab.step(g, [Expect("poll_timeout", "leave_on_poll_timeout", LEAVE, trigger=victim),
-                 Expect("poll_timeout", "rejoin", JOIN, trigger=lambda: c2.member_id)], slow, title="slow poll")
+    _slow_poll_step(lab, g, c2, 12000, Expect("poll_timeout", "leave_on_poll_timeout", LEAVE, trigger=c2.member_id))
     _teardown(lab, [c1, c2])
 
 
@@ -409,31 +394,12 @@ def rd_consumer_protocol(lab: Lab) -> None:
         raise ScenarioSkipError(f"librdkafka {text} predates 2.12.0, where group.protocol=consumer became available")
     g = "lab-rd-kip848"
     t = _topic(lab, g)
-
-    def spec(n: int, **kw) -> MemberSpec:
-        return _rd_spec(g, n, [t], debug=n % 2 == 1, protocol="consumer", **kw)
-
-    k1 = _join(lab, spec(1, max_poll_ms=6000))
-    k2, k3 = _join(lab, spec(2)), _join(lab, spec(3))
-    _leave(lab, k3)
-    victim = k2.member_id
-    lab.step(g, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=victim)], k2.kill9,
-             title="kill -9 (fenced)", timeout=60)
-    since = time.time()
-
     # librdkafka (2.16) does not leave when max.poll.interval.ms passes under this protocol: it marks its assignment
     # lost and stops heartbeating until the application polls again, so the coordinator fences it by session expiry
     # (the broker's 6 s) well before a 20 s stall ends; the poll loop's return then joins it again.
-    def slow() -> None:
-        assert k1.proc is not None
-        k1.send("sleep 20000")
-        k1.proc.wait_line(r"LAB processed", 60, since=since)
-        k1.wait_assigned(since=since)
+    _kip848_steps(lab, g, lambda n, **kw: _rd_spec(g, n, [t], debug=n % 2 == 1, protocol="consumer", **kw),
+                  stall_ms=20000, removal=("heartbeat_expiration", EXPIRY))
 
-    slow_member = k1.member_id
-    lab.step(g, [Expect("poll_timeout", "heartbeat_expiration", EXPIRY, trigger=slow_member),
-                 Expect("poll_timeout", "rejoin", JOIN, trigger=lambda: k1.member_id)], slow, title="slow poll")
-    _teardown(lab, [k1])
 
 
 SCENARIOS: tuple[Scenario, ...] = (
