@@ -45,6 +45,18 @@ class MemberSpec:
     debug: str | None = None  # librdkafka's `debug` contexts (None: its default log level)
 
 
+
+def membership_settings(s: MemberSpec, *, range_assignor: str) -> dict[str, str]:
+    """The group settings every lab member gets, whatever its client: session and heartbeat with the range assignor
+    (classic protocol) or group.protocol=consumer, and its static instance id."""
+    conf = ({"session.timeout.ms": str(s.session_ms), "heartbeat.interval.ms": str(s.heartbeat_ms),
+             "partition.assignment.strategy": range_assignor} if s.protocol == "classic"
+            else {"group.protocol": "consumer"})
+    if s.instance_id:
+        conf["group.instance.id"] = s.instance_id
+    return conf
+
+
 class Member:
     """A running consumer JVM (or the last one that ran in this instance folder)."""
 
@@ -104,13 +116,7 @@ class Member:
             "reconnect.backoff.max.ms": "1000",
             "retry.backoff.max.ms": "1000",
         }
-        if s.protocol == "classic":
-            conf.update({"session.timeout.ms": str(s.session_ms), "heartbeat.interval.ms": str(s.heartbeat_ms),
-                         "partition.assignment.strategy": "org.apache.kafka.clients.consumer.RangeAssignor"})
-        else:
-            conf["group.protocol"] = "consumer"
-        if s.instance_id:
-            conf["group.instance.id"] = s.instance_id
+        conf.update(membership_settings(s, range_assignor="org.apache.kafka.clients.consumer.RangeAssignor"))
         conf.update(s.extra)
         lab = {"lab.topics": ",".join(s.topics)}
         if s.calibrate_gc_mb:
@@ -206,13 +212,7 @@ class RdMember(Member):
             "retry.backoff.max.ms": "1000",
             "enable.partition.eof": "false",
         }
-        if s.protocol == "classic":
-            conf.update({"session.timeout.ms": str(s.session_ms), "heartbeat.interval.ms": str(s.heartbeat_ms),
-                         "partition.assignment.strategy": "range"})
-        else:
-            conf["group.protocol"] = "consumer"
-        if s.instance_id:
-            conf["group.instance.id"] = s.instance_id
+        conf.update(membership_settings(s, range_assignor="range"))
         if s.debug:
             conf["debug"] = s.debug
         conf.update(s.extra)
