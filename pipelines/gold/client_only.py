@@ -3,6 +3,7 @@ broker evidence, so results with broker logs stay as they are)."""
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Any
 
@@ -141,8 +142,14 @@ class ClientOnlyReplay(ReplayState):
         """The rebalance the members' lines show without any join line: begun by the signs in `rest`, and over at
         the last steady state of `ends` after them. A rebalance seen only by its end (the members' return to a
         steady state, its start cut from the log) is one too, unless a join just before explains that end."""
-        orphans = [e for e in ends
-                   if not any(0 <= secs(e["event_ts"] - t) <= _CLIENT_CHAIN_S for t in joined_at)]
+        joins = sorted(joined_at)
+
+        def after_a_join(ts: pd.Timestamp) -> bool:
+            # The latest join at or before `ts` decides (a group with a long history has many of both).
+            i = bisect.bisect_right(joins, ts)
+            return i > 0 and secs(ts - joins[i - 1]) <= _CLIENT_CHAIN_S
+
+        orphans = [e for e in ends if not after_a_join(e["event_ts"])]
         signs = [e for e in rest if is_sign(e)]
         if not signs and not orphans:
             return
