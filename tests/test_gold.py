@@ -546,3 +546,35 @@ def test_kip848_targets_without_epoch_bumps_name_the_member_they_drop_or_add():
     assert [(r["generation_after"], r["cause"], r["cause_detail"], r["trigger_member_id"]) for r in rows] == [
         (4, "unknown", None, None), (5, "membership_change", "member_leave", "a"),
         (6, "membership_change", "member_join", "c")]
+
+
+def test_a_cooperative_followup_to_revoke_carries_the_cause_of_the_rebalance_before_it():
+    """Cooperative assignors (and Kafka Streams) move partitions in two rounds: the member that must give some up
+    rejoins at once with `need to revoke partitions and re-join`. That second round finishes the first one's work,
+    so it takes its cause and incident, and no member joins or leaves for it."""
+    events = [
+        ev(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None"),
+        ev(1, "group_stabilized", generation=1, member_count=1),
+        ev(1.1, "assignment_received", generation=1, member_id="m1"),
+        ev(10, "rebalance_started", generation=1, reason="Adding new member m2 with group instance id None"),
+        ev(11, "group_stabilized", generation=2, member_count=2),
+        ev(11.1, "assignment_received", generation=2, member_id="m1"),
+        ev(11.2, "rebalance_started", generation=2, reason="Leader m1 re-joining group during Stable",
+           client_reason="need to revoke partitions and re-join"),
+        ev(11.4, "group_stabilized", generation=3, member_count=2),
+        ev(11.5, "assignment_received", generation=3, member_id="m1"),
+        # The same wording long after any rebalance is no follow-up: the broker's own reason decides.
+        ev(300, "rebalance_started", generation=3, reason="Leader m1 re-joining group during Stable",
+           client_reason="need to revoke partitions and re-join"),
+        ev(300.2, "group_stabilized", generation=4, member_count=2),
+    ]
+    rows = reconstruct_group("g", events)
+    assert [(r["generation_after"], r["cause"], r["cause_detail"]) for r in rows] == [
+        (1, "membership_change", "member_join"),
+        (2, "membership_change", "member_join"),
+        (3, "membership_change", "member_join"),
+        (4, "metadata_change", "leader_rejoin"),
+    ]
+    assert rows[2]["incident_id"] == rows[1]["incident_id"]
+    assert (rows[2]["members_joined"], rows[2]["members_left"], rows[2]["members_after"]) == (0, 0, 2)
+    assert "cooperative follow-up of generation 2" in rows[2]["evidence_json"]

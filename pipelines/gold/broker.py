@@ -162,13 +162,14 @@ class BrokerReplay(EpochReplay):
                               f"{verdict.explanation}; the rebalance in progress on coordinator {old} was cut off when "
                               f"the group moved to coordinator {new} at {moved_at:%H:%M:%S}, and its members joined "
                               f"again there")
-        verdict, evidence, link = self._refine(verdict, ts, client_reason=given_reason(client_reason))
+        followup = self._cooperative_followup(verdict, ts, given_reason(client_reason))
+        verdict, evidence, link = followup or self._refine(verdict, ts, client_reason=given_reason(client_reason))
         evidence = leave_evidence + evidence
         before = self._size if self._size is not None else (0 if to_int(event.get("generation")) == 0 else None)
         current = OpenRebalance(stable_id(self.group_id, event["event_id"]), event, verdict, before, evidence,
                                 linked_to=link)
         self._current = current
-        trigger = verdict.trigger_member_id
+        trigger = verdict.trigger_member_id if followup is None else None  # a follow-up moves no member
         if trigger and (joining or verdict.detail in ("member_join", "rejoin")):
             if trigger not in self._members:
                 self._join(trigger, event)

@@ -4,6 +4,7 @@ a member's leave."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pandas as pd
@@ -16,6 +17,11 @@ from pipelines.gold.replay_state import Removal, ReplayState, secs
 _CASCADE_S = 30.0
 # Causes that remove a member against its will; its return from the same process is a `rejoin` of that cause.
 REMOVAL_CAUSES = ("session_timeout", "gc_pause", "poll_timeout", "coordinator_change")
+# The cooperative protocol's second round: a member whose new assignment took partitions (or Streams tasks) away
+# from it revokes them and rejoins at once, with this client reason (ConsumerCoordinator, 2.4+). That rebalance
+# finishes the one before it, so it carries that one's cause.
+_COOPERATIVE_FOLLOWUP = re.compile(r"need to revoke partitions and re-join", re.I)
+_FOLLOWUP_WINDOW_S = 30.0
 
 
 class CauseRefinement(ReplayState):
@@ -88,6 +94,24 @@ class CauseRefinement(ReplayState):
                 self._removals.pop(instance or "", None)
                 return Verdict(removal.cause, "rejoin", 0.85, trigger, text), [], removal.rebalance_id
         return verdict, [], None
+
+    def _cooperative_followup(self, verdict: Verdict, ts: pd.Timestamp, client_reason: str | None
+                              ) -> tuple[Verdict, list[dict[str, Any]], str | None] | None:
+        """A rejoin to revoke what the previous rebalance moved: that rebalance's cause, linked to it (no member
+        joins or leaves for it). None when `client_reason` does not say so or no rebalance ended just before."""
+        if not client_reason or not _COOPERATIVE_FOLLOWUP.search(client_reason) or not self.rebalances:
+            return None
+        previous = self.rebalances[-1]
+        ended = previous["completed_at"]
+        if (ended is None or previous["outcome"] == "superseded" or previous["cause"] == "unknown"
+                or not 0 <= secs(ts - ended) <= _FOLLOWUP_WINDOW_S):
+            return None
+        text = (f"{verdict.explanation}; the cooperative follow-up of generation {previous['generation_after']} "
+                f"({previous['cause']}{'/' + previous['cause_detail'] if previous['cause_detail'] else ''}), which "
+                f"ended {secs(ts - ended):.1f} s before: a member revokes what that assignment moved and rejoins")
+        confidence = round(min(previous["cause_confidence"] or 0.5, 0.85), 2)
+        return (Verdict(previous["cause"], previous["cause_detail"], confidence, verdict.trigger_member_id, text),
+                [], previous["rebalance_id"])
 
     def _record_removal(self, member: str, at: pd.Timestamp, cause: str, rebalance: str | None = None) -> None:
         instance = self.ctx.instance_of(member)
