@@ -12,21 +12,24 @@ from pyspark.sql import functions as F
 from pipelines import io
 from pipelines.config import Config
 from pipelines.gold.build import CROSS_GROUP, build_gold, cross_group_tables
-from pipelines.gold.rebalances import rules_from
+from pipelines.gold.rebalances import orphan_lines, route_orphans, rules_from
 from schemas.tables import REGISTRY
 
 GOLD_KEYS = {name: list(table.keys) for name, table in REGISTRY.items() if table.layer == "gold"}
 
 
 def touched_groups(files: DataFrame, events: DataFrame) -> DataFrame:
-    """Groups with events in the given files, or with members in the files' instance folders (their GC logs)."""
-    in_files = events.join(files.select("source_file").distinct(), "source_file").select("group_id")
+    """Groups with events in the given files, with members in the files' instance folders (their GC logs), or near
+    a group-less client warning of the files (`route_orphans`)."""
+    new_events = events.join(files.select("source_file").distinct(), "source_file")
+    in_files = new_events.select("group_id")
     members = (
         events.filter(F.col("source_kind") == "client")
         .join(files.select("instance").distinct(), "instance")
         .select("group_id")
     )
-    return in_files.unionByName(members).filter(F.col("group_id").isNotNull()).distinct()
+    orphans = route_orphans(orphan_lines(new_events), events).select("group_id")
+    return in_files.unionByName(members).unionByName(orphans).filter(F.col("group_id").isNotNull()).distinct()
 
 
 def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame) -> dict[str, int]:
@@ -41,7 +44,9 @@ def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame) -> dict[st
         cached.append(df.persist(level))
         return df
 
-    events = io.read_table(spark, cfg, "silver_events").join(F.broadcast(groups), "group_id")
+    silver = io.read_table(spark, cfg, "silver_events")
+    # The group-less warnings go along: the build places them near the groups' own lines (route_orphans).
+    events = silver.join(F.broadcast(groups), "group_id").unionByName(orphan_lines(silver))
     pauses = io.read_table(spark, cfg, "silver_gc_pauses")
     tables = build_gold(events, pauses, rules_from(cfg.thresholds), persist=persist)
     counts = {}

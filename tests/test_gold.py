@@ -6,6 +6,7 @@ import datetime as dt
 
 import pandas as pd
 import pytest
+from pyspark.sql import functions as F
 
 from pipelines.gold.causes import classify_reason
 from pipelines.gold.rebalances import rebuild_rebalances
@@ -578,3 +579,63 @@ def test_a_cooperative_followup_to_revoke_carries_the_cause_of_the_rebalance_bef
     assert rows[2]["incident_id"] == rows[1]["incident_id"]
     assert (rows[2]["members_joined"], rows[2]["members_left"], rows[2]["members_after"]) == (0, 0, 2)
     assert "cooperative follow-up of generation 2" in rows[2]["evidence_json"]
+
+
+def test_a_group_less_librdkafka_warning_is_tied_to_the_member_the_coordinator_removed_at_that_moment(spark):
+    """librdkafka at its default level prints MAXPOLL with neither group nor member id, and its default client.id
+    makes member ids `rdkafka-<uuid>`: the warning reaches the group whose coordinator removed a member the same
+    moment, where the client id ties it to that member; a group with no line near it does not get it."""
+    from pipelines.gold.rebalances import timeline_input
+
+    maxpoll = client(9.999, "client_poll_timeout", "app-2", group_id=None, client_id="rdkafka#consumer-1")
+    events = [
+        ev(0, "rebalance_started", generation=0, reason="Adding new member rdkafka-11111111-2222-3333-4444-555555555555"
+           " with group instance id None"),
+        ev(1, "group_stabilized", generation=1, member_count=1),
+        ev(1.1, "assignment_received", generation=1, member_id="rdkafka-11111111-2222-3333-4444-555555555555"),
+        ev(10, "rebalance_started", generation=1,
+           reason="Removing member rdkafka-11111111-2222-3333-4444-555555555555 on LeaveGroup",
+           client_reason="not provided"),
+        ev(10.1, "group_emptied", generation=2),
+        ev(500, "rebalance_started", group_id="other", generation=0,
+           reason="Adding new member m9 with group instance id None"),
+        maxpoll,
+    ]
+    columns = ("event_id string, event_ts timestamp, event_type string, source_kind string, group_id string, "
+               "member_id string, generation int, reason string, client_reason string, member_count int, "
+               "broker_id int, source_file string, line_no long, instance string, client_id string")
+    names = [c.split()[0] for c in columns.split(", ")]
+    rows = [tuple(e["event_ts"].to_pydatetime() if n == "event_ts" else e.get(n) for n in names) for e in events]
+    from schemas.tables import SILVER_EVENTS, SILVER_GC_PAUSES
+
+    df = spark.createDataFrame(rows, columns)
+    df = df.select([F.col(f.name) if f.name in names else F.lit(None).cast(f.dataType).alias(f.name)
+                    for f in SILVER_EVENTS.fields])
+    empty = spark.createDataFrame([], SILVER_GC_PAUSES)
+    inputs = timeline_input(df, empty, min_pause_ms=1000)
+    placed = inputs.filter(F.col("event_id") == maxpoll["event_id"]).select("group_id").collect()
+    assert [r.group_id for r in placed] == ["g"]
+    leave = [r for r in rebuild_rebalances(inputs).collect() if r.group_id == "g"][-1]
+    assert (leave.cause, leave.cause_detail) == ("poll_timeout", "leave_on_poll_timeout")
+
+
+def test_a_connect_leader_rejoin_names_the_connector_change_that_caused_it():
+    """A Connect worker logs the connector or task config it wrote or removed; the leader rejoins moments later to
+    hand the change out. Without such a line the broker's own reason stands."""
+    def events(with_change: bool) -> list[dict]:
+        change = [client(19.9, "connect_connector_changed", "w1", client_id="connect-1",
+                         message="Connector file-source config updated")] if with_change else []
+        return [
+            ev(0, "rebalance_started", generation=0, reason="Adding new member connect-1-a with group instance id None"),
+            ev(1, "group_stabilized", generation=1, member_count=1),
+            ev(1.1, "assignment_received", generation=1, member_id="connect-1-a"),
+            *change,
+            ev(20, "rebalance_started", generation=1, reason="Leader connect-1-a re-joining group during Stable",
+               client_reason=""),
+            ev(20.1, "group_stabilized", generation=2, member_count=1),
+        ]
+
+    last = reconstruct_group("g", events(True))[-1]
+    assert (last["cause"], last["cause_detail"]) == ("metadata_change", "connector_change")
+    assert "Connector file-source config updated" in last["evidence_json"]
+    assert reconstruct_group("g", events(False))[-1]["cause_detail"] == "leader_rejoin"

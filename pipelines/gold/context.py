@@ -32,6 +32,7 @@ class GroupContext:
         default_factory=lambda: defaultdict(list))
     member_states: dict[str, list[tuple[pd.Timestamp, str]]] = field(default_factory=lambda: defaultdict(list))
     settings: dict[str, dict[str, str]] = field(default_factory=dict)
+    connector_changes: list[dict[str, Any]] = field(default_factory=list)
     _used_poll_timeouts: set[str] = field(default_factory=set)
 
     @classmethod
@@ -66,6 +67,8 @@ class GroupContext:
                 ctx.process_starts[instance].append(event["event_ts"])
                 topics = frozenset(t.strip() for t in (event.get("topics") or "").split(",") if t.strip())
                 ctx.subscriptions[instance].append((event["event_ts"], topics))
+            elif event_type == "connect_connector_changed":
+                ctx.connector_changes.append(event)
             elif event_type == "client_member_state_changed" and member and event.get("state"):
                 ctx.member_states[member].append((event["event_ts"], event["state"]))
             elif event_type == "client_poll_timeout" or (
@@ -130,6 +133,15 @@ class GroupContext:
                 self._used_poll_timeouts.add(event["event_id"])
                 return event
         return None
+
+    def connector_change_before(self, at: pd.Timestamp, *, window_s: float) -> dict[str, Any] | None:
+        """The latest Connect worker line of a connector or task config written or removed within `window_s` before
+        `at` (what makes the Connect leader rejoin), or None."""
+        found = None
+        for event in self.connector_changes:
+            if at - pd.Timedelta(seconds=window_s) <= event["event_ts"] <= at:
+                found = event
+        return found
 
     def subscription_at(self, instance: str | None, at: pd.Timestamp) -> frozenset[str] | None:
         """The topics the process in `instance` had last subscribed to at `at` (None when its log does not say)."""

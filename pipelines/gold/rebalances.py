@@ -37,10 +37,44 @@ def rules_from(thresholds: Thresholds) -> Rules:
     return Rules(**{k: v for k, v in thresholds.model_dump().items() if k in names})
 
 
+# A client's warning that names no group, in a file that names none either: librdkafka at its default log level
+# prints its MAXPOLL and SESSTMOUT lines with neither group nor member id. Such a line goes to every group whose
+# coordinator logged something from ORPHAN_BEFORE_S before it to ORPHAN_AFTER_S after it (librdkafka sends its
+# LeaveGroup as it logs MAXPOLL, and rejoins right after SESSTMOUT); there the group's own member-id rules tie it to
+# a member, or leave it untied when the group has several processes of the same client id.
+ORPHAN_TYPES = ("client_poll_timeout", "client_session_timeout")
+ORPHAN_BEFORE_S, ORPHAN_AFTER_S = 2, 10
+
+
+def orphan_lines(events: DataFrame) -> DataFrame:
+    """The group-less client warnings of `events` that `route_orphans` can place."""
+    return events.filter(F.col("group_id").isNull() & (F.col("source_kind") == "client")
+                         & F.col("event_type").isin(*ORPHAN_TYPES) & F.col("event_ts").isNotNull()
+                         & F.col("instance").isNotNull())
+
+
+def route_orphans(orphans: DataFrame, events: DataFrame) -> DataFrame:
+    """`orphans` (rows of `orphan_lines`) with the group_id of each group whose broker events (in `events`) come
+    near them: one row per orphan and group, none for an orphan no coordinator line is near."""
+    second = F.col("event_ts").cast("long")
+    minute = F.floor(second / 60)
+    broker = (events.filter((F.col("source_kind") == "broker") & F.col("group_id").isNotNull())
+              .select(F.col("group_id").alias("_group"), second.alias("_broker_s"), minute.alias("_minute"))
+              .distinct())
+    buckets = F.sequence(F.floor((second - ORPHAN_BEFORE_S) / 60), F.floor((second + ORPHAN_AFTER_S) / 60))
+    near = orphans.withColumn("_orphan_s", second).withColumn("_minute", F.explode(buckets))
+    routed = near.join(broker, "_minute").filter(
+        F.col("_broker_s").between(F.col("_orphan_s") - ORPHAN_BEFORE_S, F.col("_orphan_s") + ORPHAN_AFTER_S))
+    return (routed.withColumn("group_id", F.col("_group"))
+            .drop("_group", "_broker_s", "_minute", "_orphan_s")
+            .dropDuplicates(["event_id", "group_id"]))
+
+
 def timeline_input(events: DataFrame, pauses: DataFrame, *, min_pause_ms: float) -> DataFrame:
-    """Broker and client events of each group, plus the long GC pauses of the processes its members ran in
-    (columns of schemas.timeline.TIMELINE_INPUT)."""
-    grouped = events.filter(F.col("group_id").isNotNull())
+    """Broker and client events of each group (with the group-less client warnings `route_orphans` places), plus
+    the long GC pauses of the processes its members ran in (columns of schemas.timeline.TIMELINE_INPUT)."""
+    named = events.filter(F.col("group_id").isNotNull())
+    grouped = named.unionByName(route_orphans(orphan_lines(events), named))
     ev = grouped.select([
         F.lit(None).cast(f.dataType).alias(f.name) if f.name in _PAUSE_COLUMNS else _event_column(grouped, f.name)
         for f in TIMELINE_INPUT.fields

@@ -22,6 +22,9 @@ REMOVAL_CAUSES = ("session_timeout", "gc_pause", "poll_timeout", "coordinator_ch
 # finishes the one before it, so it carries that one's cause.
 _COOPERATIVE_FOLLOWUP = re.compile(r"need to revoke partitions and re-join", re.I)
 _FOLLOWUP_WINDOW_S = 30.0
+# A Connect worker writes or removes a connector's (or its tasks') config, and the leader rejoins within moments to
+# hand the change out: the config line this long before a rejoin names what changed.
+_CONNECTOR_CHANGE_S = 5.0
 
 
 class CauseRefinement(ReplayState):
@@ -58,6 +61,15 @@ class CauseRefinement(ReplayState):
 
     def _refine(self, verdict: Verdict, ts: pd.Timestamp, *, client_reason: str | None = None,
                 protocol: str = "classic") -> tuple[Verdict, list[dict[str, Any]], str | None]:
+        if verdict.cause in ("metadata_change", "unknown") and verdict.detail in (
+                None, "leader_rejoin", "subscription_change"):
+            change = self.ctx.connector_change_before(ts, window_s=_CONNECTOR_CHANGE_S)
+            if change is not None:
+                text = (f"{verdict.explanation}; a Connect worker logged '{(change.get('message') or '').strip()}' "
+                        f"{secs(ts - change['event_ts']):.1f} s before: the leader rejoins to assign the changed "
+                        "connectors and tasks")
+                return (Verdict("metadata_change", "connector_change", 0.85, verdict.trigger_member_id, text),
+                        [{"event_id": change["event_id"], "explanation": "connector or task config changed"}], None)
         if verdict.cause == "metadata_change" and verdict.detail in ("partition_count_change", "leader_rejoin"):
             cascade = self._leave_cascade(verdict, ts)
             if cascade is not None:
