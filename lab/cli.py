@@ -35,9 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "(default: %(default)s)")
     run.add_argument("--scenario", action="append", dest="scenarios", help="run only this scenario (repeatable)")
     run.add_argument("--short", action="store_true", help="the short scenario set (what the kafka test tier runs)")
-    run.add_argument("--client", choices=("java", "librdkafka"),
+    run.add_argument("--client", choices=("java", "librdkafka", "streams", "connect"),
                      help="only the scenarios whose members run this client (java: LabConsumer, librdkafka: "
-                          "confluent-kafka)")
+                          "confluent-kafka, streams: a Kafka Streams application, connect: Connect workers)")
     corpus = run.add_mutually_exclusive_group()
     corpus.add_argument("--commit-corpus", action="store_true",
                         help=f"replace {CORPUS.relative_to(REPO)}/<version>/ with this run's trimmed logs and truth "

@@ -22,7 +22,7 @@ RECORD_START = re.compile(
 # group membership, or a group id of the lab.
 GROUP_RELATED = re.compile(
     r"\[GroupCoordinator |\[GroupMetadataManager |coordinator\.group\.|GroupCoordinator|\[GroupId |\[Consumer "
-    r"|[Rr]ebalanc|\bgroup lab-|groupId=lab-|\bGroup lab-"
+    r"|[Rr]ebalanc|\bgroup lab-|groupId=lab-|\bGroup lab-|stream-thread \[|stream-client \[|\[Worker clientId="
 )
 # librdkafka's default logger (`%7|1764071234.567|CGRPSTATE|rdkafka#consumer-1| [thrd:main]: ...`): a line is about
 # the group by its facility (state changes, join/sync/leave, heartbeat errors, rebalances, poll and session timeouts,

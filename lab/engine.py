@@ -10,12 +10,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lab.apps import ConnectWorker, StreamsMember
 from lab.brokerlog import BrokerLogs, Rebalance
 from lab.cluster import BROKER_IDS, Cluster
 from lab.members import Member, MemberSpec, RdMember
 from lab.procs import LabError
 
 Trigger = str | Callable[[], str | None] | None
+# The process each client kind runs, and the type of group its members form.
+MEMBER_KINDS: dict[str, type[Member]] = {"librdkafka": RdMember, "streams": StreamsMember, "connect": ConnectWorker}
+GROUP_TYPES = {"streams": "streams", "connect": "connect"}
 # `Expect(trigger=FROM_BROKER)`: the member the broker's own line names (several members joined or left at once).
 FROM_BROKER = "from-broker"
 MEMBER_IN_REASON = re.compile(
@@ -56,7 +60,7 @@ class Lab:
         self.members: list[Member] = []
         self.scenario = ""
         self.groups: dict[str, str] = {}  # group -> protocol
-        self.clients: dict[str, str] = {}  # group -> the client its members run (java | librdkafka)
+        self.clients: dict[str, str] = {}  # group -> the client its members run (java | librdkafka | streams | connect)
         self.notes: dict[str, Any] = {}  # what one scenario measured and a later one reuses
 
     @property
@@ -67,7 +71,7 @@ class Lab:
         """Start a consumer (a JVM, or a librdkafka process) and, with `wait`, wait until it has its assignment."""
         self.groups.setdefault(spec.group, spec.protocol)
         self.clients.setdefault(spec.group, spec.client)
-        m = (RdMember if spec.client == "librdkafka" else Member)(self.cluster, spec)
+        m = MEMBER_KINDS.get(spec.client, Member)(self.cluster, spec)
         self.members.append(m)
         if wait:
             m.wait_assigned()
@@ -149,7 +153,7 @@ class Lab:
             "broker_reason": " | ".join(reb.reasons) if reb.reasons else None,
             "kafka_version": self.kit.version,
             "client_kind": self.clients.get(reb.group, "java"),
-            "group_type": "consumer",
+            "group_type": GROUP_TYPES.get(self.clients.get(reb.group, "java"), "consumer"),
         }
         if protocol == "consumer":
             row["group_epoch"] = reb.generation_after

@@ -39,15 +39,19 @@ class Kit:
     client_kafka_cp: tuple[Path, ...]
     client_logback_cp: tuple[Path, ...]
     classes: Path
+    streams_cp: tuple[Path, ...] = ()
+    connect_cp: tuple[Path, ...] = ()
 
     @property
     def major(self) -> int:
         return int(self.version.split(".")[0])
 
     def classpath(self, which: str) -> str:
-        """`broker`, `kafka` (clients with Kafka's layout) or `logback` (clients with a Logback layout)."""
-        jars = {"broker": self.broker_cp, "kafka": self.client_kafka_cp, "logback": self.client_logback_cp}[which]
-        extra = [] if which == "broker" else [self.classes]
+        """`broker`, `kafka` (clients with Kafka's layout), `logback` (clients with a Logback layout), `streams`
+        (Kafka Streams with Kafka's layout) or `connect` (a Connect worker with the file connectors)."""
+        jars = {"broker": self.broker_cp, "kafka": self.client_kafka_cp, "logback": self.client_logback_cp,
+                "streams": self.streams_cp, "connect": self.connect_cp}[which]
+        extra = [] if which in ("broker", "connect") else [self.classes]
         return os.pathsep.join(str(p) for p in [*extra, *jars])
 
 
@@ -142,7 +146,8 @@ def _jar_version(jars: tuple[Path, ...], artifact: str) -> str | None:
 
 
 def _compile(home: Path, client_cp: tuple[Path, ...]) -> Path:
-    """javac the lab's Java sources against this version's kafka-clients (redone when a source changes)."""
+    """javac the lab's Java sources against this version's kafka-clients and kafka-streams (redone when a source
+    changes)."""
     sources = sorted(JAVA_SOURCES.glob("*.java"))
     digest = hashlib.sha1(b"".join(s.read_bytes() for s in sources)).hexdigest()  # noqa: S324 - a change stamp
     classes = home / "classes"
@@ -183,7 +188,11 @@ def fetch(version: str, *, progress=print) -> Kit:
     broker_cp = _copy_dependencies(home, "broker", [kafka, *broker_binding])
     kafka_cp = _copy_dependencies(home, "client-kafka", [clients, *kafka_layout])
     logback_cp = _copy_dependencies(home, "client-logback", list(dict.fromkeys([*logback, clients])))
-    classes = _compile(home, kafka_cp)
+    # Kafka Streams in Kafka's layout; a Connect worker (runtime, the file connectors) with the broker's binding.
+    streams_cp = _copy_dependencies(home, "streams", [("org.apache.kafka", "kafka-streams", version), *kafka_layout])
+    connect_cp = _copy_dependencies(home, "connect", [("org.apache.kafka", "connect-runtime", version),
+                                                      ("org.apache.kafka", "connect-file", version), *kafka_layout])
+    classes = _compile(home, tuple(dict.fromkeys([*kafka_cp, *streams_cp])))
     (home / ".complete").write_text(version)
     return Kit(version=version, home=home, broker_cp=broker_cp, client_kafka_cp=kafka_cp,
-               client_logback_cp=logback_cp, classes=classes)
+               client_logback_cp=logback_cp, classes=classes, streams_cp=streams_cp, connect_cp=connect_cp)

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from lab.apps import ConnectWorker
 from lab.engine import FROM_BROKER, Expect, Lab
 from lab.members import Member, MemberSpec
 from lab.procs import LabError, ScenarioSkipError
@@ -14,6 +15,9 @@ PARTITIONS = 6
 JOIN = r"Adding new member|joins the consumer group|joins group"
 LEAVE = r"LeaveGroup|left group|left the consumer group"
 EXPIRY = r"heartbeat expiration|session expired|session timeout"
+# A cooperative assignor's second round: the member whose partitions (or Streams tasks) moved revokes them and
+# rejoins at once; it finishes the rebalance before it and carries its cause.
+COOPERATIVE_FOLLOWUP = r"need to revoke partitions"
 GC_MB = 1400
 GC_MB_SHORT = 500
 GC_HEAP = "2400m"
@@ -92,8 +96,9 @@ def _kill_step(lab: Lab, g: str, victim: Member) -> None:
              title="kill -9", timeout=60)
 
 
-def _freeze_steps(lab: Lab, g: str, victim: Member) -> None:
-    """SIGSTOP `victim` past its session timeout (the coordinator expires it), then SIGCONT: it rejoins."""
+def _freeze_steps(lab: Lab, g: str, victim: Member, *, followups: int = 0) -> None:
+    """SIGSTOP `victim` past its session timeout (the coordinator expires it), then SIGCONT: it rejoins (and, with
+    a cooperative assignor, up to `followups` follow-ups move work back to it: part of the same rejoin)."""
     lab.step(g, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=victim.member_id)], victim.freeze,
              title="SIGSTOP", timeout=60)
     thawed = time.time()
@@ -102,7 +107,9 @@ def _freeze_steps(lab: Lab, g: str, victim: Member) -> None:
         victim.thaw()
         victim.wait_assigned(since=thawed)
 
-    lab.step(g, [Expect("session_timeout", "rejoin", JOIN, trigger=lambda: victim.member_id)], thaw, title="SIGCONT")
+    lab.step(g, [Expect("session_timeout", "rejoin", JOIN, trigger=lambda: victim.member_id),
+                 Expect("session_timeout", "rejoin", COOPERATIVE_FOLLOWUP, trigger=FROM_BROKER, count=(0, followups))],
+             thaw, title="SIGCONT")
 
 
 def _slow_poll_step(lab: Lab, g: str, slow: Member, stall_ms: int, removal: Expect) -> None:
@@ -401,6 +408,106 @@ def rd_consumer_protocol(lab: Lab) -> None:
                   stall_ms=20000, removal=("heartbeat_expiration", EXPIRY))
 
 
+# Kafka Streams (lab/java/LabStreams.java): an application whose instances count their input topic into a state
+# store. Its group is the application.id; every instance runs one stream thread, a member of its own.
+STREAMS_RECORDS = "3000"  # counted before the second instance starts: it lags behind and warms up first (KIP-441)
+# The probing rebalance's client reason, and the cooperative follow-up in which the old owner gives up the tasks
+# that moved (`need to revoke partitions and re-join`).
+FOLLOWUP = r"followup rebalance|need to revoke partitions"
+
+
+def _st_spec(group: str, n: int, topics: list[str], **kw) -> MemberSpec:
+    extra = {"lab.produce": STREAMS_RECORDS, "lab.rate": "5"} if n == 1 else {"lab.rate": "5"}
+    extra.update(kw.pop("extra", {}))
+    return MemberSpec(instance=f"{group}-c{n}", group=group, topics=topics, client="streams", heap="-Xmx160m",
+                      extra=extra, **kw)
+
+
+def _st_join_with_probing(lab: Lab, spec: MemberSpec) -> Member:
+    """A second instance joins a running application: its join, then (KIP-441) the warm-up of its tasks and the
+    probing rebalance the assignor scheduled for a minute later, after which the caught-up tasks move to it (a
+    follow-up rebalance to revoke them from their old owner, asked for the same way)."""
+    member = _join(lab, spec)
+    lab.step(spec.group, [Expect("membership_change", "probing_rebalance", FOLLOWUP, trigger=FROM_BROKER,
+                                 count=(1, 4))], lambda: None, title="probing rebalance", timeout=150, settle=10.0)
+    return member
+
+
+def _st_shutdown(lab: Lab, members: list[Member]) -> None:
+    """Shut the running instances down at once. A Kafka Streams consumer sends no LeaveGroup on close (Streams sets
+    `internal.leave.group.on.close=false`), so the coordinator removes each by session expiry."""
+    live = [m for m in members if m.alive()]
+    lab.step(live[0].spec.group, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=FROM_BROKER,
+                                         count=(1, len(live)))], lambda: _close_all(live), title="shutdown",
+             timeout=60)
+
+
+def st_scale(lab: Lab) -> None:
+    """Kafka Streams: an instance starts, a second one joins (warm-up, then the probing rebalance), the second is
+    killed with SIGKILL (session expiry), then the first is shut down (Streams does not leave on close)."""
+    g = "lab-st-scale"
+    t = _topic(lab, g + "-in")
+    c1 = _join(lab, _st_spec(g, 1, [t]))
+    c2 = _st_join_with_probing(lab, _st_spec(g, 2, [t]))
+    _kill_step(lab, g, c2)
+    _st_shutdown(lab, [c1])
+
+
+def st_freeze(lab: Lab) -> None:
+    """Kafka Streams: an instance is frozen with SIGSTOP past its session timeout, then thawed: it rejoins."""
+    g = "lab-st-freeze"
+    t = _topic(lab, g + "-in")
+    c1 = _join(lab, _st_spec(g, 1, [t]))
+    c2 = _st_join_with_probing(lab, _st_spec(g, 2, [t]))
+    _freeze_steps(lab, g, c2, followups=2)
+    _st_shutdown(lab, [c1, c2])
+
+
+def st_poll_timeout(lab: Lab) -> None:
+    """Kafka Streams: one record takes 12 s to process with max.poll.interval.ms=6000: the stream thread's consumer
+    gives up its membership (3.x: a LeaveGroup; 4.x: none, as for a close, so the coordinator expires it), then joins
+    again when the record is done."""
+    g = "lab-st-poll"
+    t = _topic(lab, g + "-in")
+    c1 = _join(lab, _st_spec(g, 1, [t], max_poll_ms=6000))
+    removal = (Expect("poll_timeout", "heartbeat_expiration", EXPIRY, trigger=c1.member_id) if lab.kit.major >= 4
+               else Expect("poll_timeout", "leave_on_poll_timeout", LEAVE, trigger=c1.member_id))
+    _slow_poll_step(lab, g, c1, 12000, removal)
+    _st_shutdown(lab, [c1])
+
+
+# Kafka Connect (ConnectDistributed workers with the file connectors): the workers' group, rebalancing on every
+# worker and every connector change.
+CONFIG_REJOIN = r"re-joining|rejoin|Updating metadata"
+
+
+def _ct_spec(group: str, n: int) -> MemberSpec:
+    return MemberSpec(instance=f"{group}-w{n}", group=group, topics=[], client="connect", heap="-Xmx256m",
+                      session_ms=6000, heartbeat_ms=1000)
+
+
+def ct_cluster(lab: Lab) -> None:
+    """Kafka Connect: a worker starts, a second joins, a connector is created and deleted (each a rebalance the
+    leader asks for), the second worker is killed with SIGKILL (session expiry), the first is stopped (leaves)."""
+    g = "lab-ct"
+    t = _topic(lab, g + "-out")
+    w1 = _join(lab, _ct_spec(g, 1))
+    w2 = _join(lab, _ct_spec(g, 2))
+    source = lab.cluster.work / "aux" / "connect" / "lines.txt"
+    source.write_text("".join(f"line {i}\n" for i in range(100)))
+    assert isinstance(w1, ConnectWorker)
+    config = {"connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector", "tasks.max": "1",
+              "file": str(source), "topic": t}
+    # The leader rejoins when the config topic changes; the others follow with their new config offset in their
+    # metadata (`Updating metadata for member`); the connector's task configs are a second change.
+    lab.step(g, [Expect("metadata_change", "connector_change", CONFIG_REJOIN, trigger=FROM_BROKER, count=(1, 6))],
+             lambda: w1.rest("PUT", "/connectors/lab-file-source/config", config), title="connector created",
+             settle=6.0)
+    lab.step(g, [Expect("metadata_change", "connector_change", CONFIG_REJOIN, trigger=FROM_BROKER, count=(1, 6))],
+             lambda: w1.rest("DELETE", "/connectors/lab-file-source"), title="connector deleted", settle=6.0)
+    _kill_step(lab, g, w2)
+    _leave(lab, w1)
+
 
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario("scale", scale, short=True),
@@ -418,6 +525,10 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("rd_freeze", rd_freeze, client="librdkafka"),
     Scenario("rd_poll_timeout", rd_poll_timeout, client="librdkafka"),
     Scenario("rd_consumer_protocol", rd_consumer_protocol, majors=(4,), client="librdkafka"),
+    Scenario("st_scale", st_scale, client="streams"),
+    Scenario("st_freeze", st_freeze, client="streams"),
+    Scenario("st_poll_timeout", st_poll_timeout, client="streams"),
+    Scenario("ct_cluster", ct_cluster, client="connect"),
     # Last: it stops a broker (and starts it again).
     Scenario("coordinator", coordinator),
 )
