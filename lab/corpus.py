@@ -41,10 +41,24 @@ RDKAFKA_ROUTINE = re.compile(
 NOISE_KEPT_PER_STRETCH = 2
 
 
+# Kafka Streams and Connect print much more than their group's lines under the same prefixes: a stream thread's
+# task lifecycle and state restoration (only its rebalance, assignment and state lines are about the group), the
+# consumers a Streams restore or a Connect worker's offsets, statuses and configs topics use (assigned partitions
+# by hand, members of no group), and the list of unused settings (whose names hold `rebalance`).
+STREAMS_PREFIX = re.compile(r"stream-(?:thread|client|task) \[")
+STREAMS_GROUP = re.compile(r"[Rr]ebalanc|[Aa]ssign|[Rr]evok|\blost\b|State transition|[Ff]enced|[Ff]ollowup|probing"
+                           r"|migrated|corrupted")
+NOT_GROUP = re.compile(r"These configurations '|clientId=\S+-(?:restore-consumer|offsets|statuses|configs),")
+
+
 def is_group_related(line: str) -> bool:
     """True for a line the analytics must account for (kept whole by the trimming)."""
     if line.startswith("%"):
         return bool(RDKAFKA_GROUP.match(line)) and not RDKAFKA_ROUTINE.search(line)
+    if NOT_GROUP.search(line):
+        return False
+    if STREAMS_PREFIX.search(line) and not line.count("[Consumer clientId="):
+        return bool(STREAMS_GROUP.search(line))
     return bool(GROUP_RELATED.search(line))
 
 

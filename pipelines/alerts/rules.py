@@ -23,12 +23,14 @@ def _shape(df: DataFrame) -> DataFrame:
 
 def storm_alerts(rebalances: DataFrame, *, settings: AlertSettings) -> DataFrame:
     """At least `storm_rebalances` rebalances of one group starting within `storm_window_min`: one alert per
-    incident, opened at the first rebalance of the first such window."""
+    incident, opened at the first rebalance of the first such window. Kafka Streams' probing rebalances (planned:
+    warm-up replicas catching up, KIP-441) count apart from the others: they make a storm only among themselves."""
     r = rebalances.select("group_id", "rebalance_id", "started_at", "completed_at", "incident_id", "cause",
-                          "duration_ms")
+                          "duration_ms", (F.coalesce(F.col("cause_detail"), F.lit("")) == "probing_rebalance")
+                          .alias("planned"))
     a, b = r.alias("a"), r.alias("b")
     window = F.expr(f"INTERVAL {int(settings.storm_window_min * 60)} SECONDS")
-    pairs = a.join(b, (F.col("a.group_id") == F.col("b.group_id"))
+    pairs = a.join(b, (F.col("a.group_id") == F.col("b.group_id")) & (F.col("a.planned") == F.col("b.planned"))
                    & (F.col("b.started_at") >= F.col("a.started_at"))
                    & (F.col("b.started_at") <= F.col("a.started_at") + window))
     windows = pairs.groupBy("a.group_id", "a.incident_id", "a.started_at").agg(F.count(F.lit(1)).alias("n"))
@@ -38,7 +40,7 @@ def storm_alerts(rebalances: DataFrame, *, settings: AlertSettings) -> DataFrame
         .withColumn("_r", F.row_number().over(first)).filter("_r = 1")
         .select("incident_id", F.col("started_at").alias("opened_at"))
     )
-    members = r.join(storms, "incident_id").filter(F.col("started_at") >= F.col("opened_at"))
+    members = r.drop("planned").join(storms, "incident_id").filter(F.col("started_at") >= F.col("opened_at"))
     grouped = members.groupBy("incident_id", "group_id", "opened_at").agg(
         F.count(F.lit(1)).alias("n"),
         F.max("completed_at").alias("closed_at"),

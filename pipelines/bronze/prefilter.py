@@ -42,7 +42,7 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     "eneration", "ssignment", "assigned partitions", "partition(s)", "tatic member",
     "__consumer_offsets", "member id", "ffset commit", "OffsetCommit", "auto-commit", "ubscribed", "with epoch",
     "ransitioned to", "econciliation", "onnectors and tasks", "onnector ", "configs updated", "config log",
-    "subscription is up to date", "nassign", "config update", "loading offsets",
+    "subscription is up to date", "nassign", "config update", "loading offsets", "Herder st", "Starting task ",
     *GC_LITERALS,
 )
 

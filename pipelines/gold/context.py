@@ -16,6 +16,9 @@ import pandas as pd
 _MEMBER_ID = re.compile(r"^(?P<client>.+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _NEW_MEMBER = re.compile(r"need to re-join with the given member-id: (\S+)")
 # librdkafka names its handle `<client.id>#consumer-<n>`; the member id the broker gives it starts with client.id.
+_SAME_REMOVAL = pd.Timedelta(seconds=1)
+# A subscribe this soon after the same process unsubscribed from everything is a resubscription.
+_RESUBSCRIBE = pd.Timedelta(seconds=2)
 _RDKAFKA_HANDLE = re.compile(r"^(?P<client>.+)#(?:consumer|producer)-\d+$")
 
 
@@ -33,12 +36,13 @@ class GroupContext:
     member_states: dict[str, list[tuple[pd.Timestamp, str]]] = field(default_factory=lambda: defaultdict(list))
     settings: dict[str, dict[str, str]] = field(default_factory=dict)
     connector_changes: list[dict[str, Any]] = field(default_factory=list)
-    _used_poll_timeouts: set[str] = field(default_factory=set)
+    _used_poll_timeouts: dict[str, tuple[str | None, pd.Timestamp]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, events: list[dict[str, Any]]) -> GroupContext:
         """Index the client events (`source_kind` client) and GC pauses (`source_kind` gc) of one group."""
         ctx = cls()
+        unsubscribed: dict[str, pd.Timestamp] = {}
         for event in events:
             kind, instance = event.get("source_kind"), event.get("instance")
             if not instance:
@@ -63,8 +67,14 @@ class GroupContext:
             event_type = event["event_type"]
             if event_type == "client_config" and event.get("settings_json"):
                 ctx.settings[instance] = json.loads(event["settings_json"])
+            if event_type == "client_unsubscribed":
+                unsubscribed[instance] = event["event_ts"]
             if event_type == "client_subscribed":
-                ctx.process_starts[instance].append(event["event_ts"])
+                # Kafka Streams answers a lost membership by unsubscribing and subscribing again at once: the
+                # same process, not a new one.
+                dropped = unsubscribed.get(instance)
+                if dropped is None or event["event_ts"] - dropped > _RESUBSCRIBE:
+                    ctx.process_starts[instance].append(event["event_ts"])
                 topics = frozenset(t.strip() for t in (event.get("topics") or "").split(",") if t.strip())
                 ctx.subscriptions[instance].append((event["event_ts"], topics))
             elif event_type == "connect_connector_changed":
@@ -119,18 +129,24 @@ class GroupContext:
         """True when the process in `instance` was (re)started between the two times."""
         return any(start < t <= end for t in self.process_starts.get(instance or "", ()))
 
-    def poll_timeout_near(self, instance: str | None, at: pd.Timestamp, *, window_s: float) -> dict[str, Any] | None:
-        """A client poll-timeout line of `instance` within `window_s` before (or just after) `at`, not yet used.
+    def poll_timeout_near(self, instance: str | None, at: pd.Timestamp, *, window_s: float,
+                          not_before: pd.Timestamp | None = None, member: str | None = None) -> dict[str, Any] | None:
+        """A client poll-timeout line of `instance` within `window_s` before (or just after) `at`, not yet used,
+        and not before `not_before` (the member's own join: an older line was about the member it replaced).
 
         The line is marked used: one poll timeout makes one leave, so a clean close a few seconds after the member
-        rejoined is not blamed on the same line.
+        rejoined is not blamed on the same line. The same removal asked about again (the coordinator's `has failed`
+        line, then the rebalance it opens: the same `member` within a second) gets the same line.
         """
         window = pd.Timedelta(seconds=window_s)
         for event in self.poll_timeouts.get(instance or "", ()):
-            if event["event_id"] in self._used_poll_timeouts:
+            used = self._used_poll_timeouts.get(event["event_id"])
+            if used is not None and (member is None or used[0] != member or abs(at - used[1]) > _SAME_REMOVAL):
+                continue
+            if not_before is not None and event["event_ts"] < not_before:
                 continue
             if at - window <= event["event_ts"] <= at + pd.Timedelta(seconds=2):
-                self._used_poll_timeouts.add(event["event_id"])
+                self._used_poll_timeouts[event["event_id"]] = (member, at)
                 return event
         return None
 

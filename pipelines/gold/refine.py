@@ -44,7 +44,9 @@ class CauseRefinement(ReplayState):
                     [{"event_id": pause["event_id"], "explanation": text}])
         # A member that stopped heartbeating after its poll timeout (librdkafka under KIP-848 does not leave, it
         # stops its heartbeats and is fenced; a leave that never reached the coordinator) expired because of it.
-        line = self.ctx.poll_timeout_near(instance, at, window_s=rules.poll_timeout_window_s)
+        session = self.sessions.get(member)
+        line = self.ctx.poll_timeout_near(instance, at, window_s=rules.poll_timeout_window_s,
+                                          not_before=session["joined_at"] if session else None, member=member)
         if line is not None:
             text = (f"the client of {member} ({instance}) logged a poll timeout at {line['event_ts']:%H:%M:%S} and "
                     f"its session expired at {at:%H:%M:%S}")
@@ -86,7 +88,7 @@ class CauseRefinement(ReplayState):
         # its log.
         if verdict.detail == "member_leave" and not client_reason:
             instance = self.ctx.instance_of(trigger)
-            line = self.ctx.poll_timeout_near(instance, ts, window_s=rules.poll_timeout_window_s)
+            line = self.ctx.poll_timeout_near(instance, ts, window_s=rules.poll_timeout_window_s, member=trigger)
             if line is not None:
                 text = f"{verdict.explanation}; the client of {trigger} ({instance}) logged a poll timeout first"
                 return (Verdict("poll_timeout", "leave_on_poll_timeout", 0.9, trigger, text),

@@ -47,7 +47,7 @@ def typed_fields(parts: Column, alternation: Alternation) -> dict[str, Column]:
     out["group_id"] = F.coalesce(raw["group_id"], F.col("_prefix_group_id"), streams_application(raw["client_id"]))
     out["member_id"] = F.when(raw["member_id"] != "<no ID>", raw["member_id"])
     out["group_instance_id"] = _unwrap(F.coalesce(raw["instance_id"], F.col("_prefix_instance_id")))
-    out["client_id"] = F.coalesce(raw["client_id"], F.col("client_id_prefix"))
+    out["client_id"] = F.coalesce(raw["client_id"], F.col("client_id_prefix"), F.col("client_handle"))
     out["offsets_partition"] = F.coalesce(raw["offsets_partition"], F.col("_prefix_partition").try_cast("int"))
     out["epoch"] = F.nullif(F.regexp_extract(raw["epoch"], r"(-?\d+)", 1), F.lit(""))
     out["broker_id"] = F.col("_broker_id").try_cast("int")

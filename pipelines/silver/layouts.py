@@ -212,6 +212,7 @@ def with_layout(
 # then an MDC tail (` - app=kafka, server=0`); and quoting or markdown left over from a paste.
 # One separating blank is removed with them, never more: a message may end with an empty field (`partitions `).
 MESSAGE_SUFFIX = r"(?:\s\(([\w$]+(?:\.[\w$]+)+)(?::\d+)?\)(?:\s+\[[^\]]*\])?(?:\s+-\s+[\w.]+=.*)?)?(?:\s*[*`]+)?$"
+_RDKAFKA_HANDLE = r"([^\s|\[\]:]+#(?:consumer|producer)-\d+)"
 _LOGGER_IN_PREFIX = r"((?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*)"
 
 
@@ -234,5 +235,7 @@ def _read_general(df: DataFrame) -> DataFrame:
         "level": F.when(general, F.coalesce(F.col("level"), find_level(pre))).otherwise(F.col("level")),
         "logger": F.when(general, F.coalesce(F.col("logger"), logger)).otherwise(F.col("logger")),
         "msg": F.when(general, cleaned).otherwise(F.col("msg")),
+        # librdkafka's handle name before the message (`%4|<epoch>|MAXPOLL|rdkafka#consumer-1| `): its client id.
+        "client_handle": F.nullif(F.regexp_extract(pre, _RDKAFKA_HANDLE, 1), F.lit("")),
     }).drop("_pre")
 
