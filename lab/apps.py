@@ -62,6 +62,10 @@ class StreamsMember(Member):
             "max.warmup.replicas": "3",  # the three tasks that move warm up together: one probing rebalance
             "probing.rebalance.interval.ms": "60000",
         }
+        if s.protocol == "streams":  # KIP-1071 (4.1 early access, 4.2 GA): the broker assigns the tasks
+            conf["group.protocol"] = "streams"
+            for key in ("session.timeout.ms", "heartbeat.interval.ms"):  # broker-side settings of a streams group
+                conf.pop(key)
         conf.update(s.extra)
         lab = {"lab.input": s.topics[0]}
         return [*_jvm(self, "client-log4j.properties", "client-log4j2.properties"), "-cp",
@@ -72,9 +76,14 @@ class StreamsMember(Member):
         if not log.exists():
             return
         prefix = f"{self.spec.instance}-StreamThread-"
-        for m in JOINED_MEMBER.finditer(log.read_text(errors="replace")):
-            if m.group(1).startswith(prefix) and (not self.member_ids or self.member_ids[-1] != m.group(1)):
-                self.member_ids.append(m.group(1))
+        # The streams protocol (KIP-1071) has no JoinGroup: the client picks its member id and logs it with every
+        # state transition of its membership (StreamsMembershipManager).
+        chosen = re.compile(rf"clientId={re.escape(prefix)}\S+, groupId=[^\]]*\] Member (\S+) with epoch")
+        text = log.read_text(errors="replace")
+        for m in sorted([*JOINED_MEMBER.finditer(text), *chosen.finditer(text)], key=lambda m: m.start()):
+            mid = m.group(1)
+            if (mid.startswith(prefix) or m.re is chosen) and (not self.member_ids or self.member_ids[-1] != mid):
+                self.member_ids.append(mid)
 
     def wait_assigned(self, timeout: float = 90.0, *, since: float | None = None) -> str:
         """Wait until the instance is RUNNING again (after `since`), and return its thread's member id."""

@@ -14,7 +14,10 @@ PREPARING = re.compile(r"Preparing to rebalance group (\S+) in state \S+ with ol
                        r"(?: \(__consumer_offsets-\d+\))? \(reason: (.*)\)\.?$")
 STABILIZED = re.compile(r"Stabilized group (\S+) generation (\d+)")
 EMPTIED = re.compile(r"Group (\S+) with generation (\d+) is now empty")
-EPOCH = re.compile(r"\[GroupId (\S+)\] Bumped group epoch to (\d+)")
+# KIP-848 consumer groups, and (4.1+) streams groups: `[GroupId g][MemberId m] Bumped streams group epoch to N ...`.
+EPOCH = re.compile(r"\[GroupId (\S+)\](?:\[MemberId \S+\])? Bumped (?:streams )?group epoch to (\d+)")
+# A streams group (4.2) logs no `Bumped` line when it fences a member: its new target assignment names the epoch.
+TARGET = re.compile(r"\[GroupId (\S+)\] Computed a new target assignment for epoch (\d+)")
 GROUP_ID = re.compile(
     r"\[GroupId (\S+?)\]|\[Group (\S+?)\]"
     r"|[Gg]roup (\S+?) (?:in state|with (?:old )?generation|generation|is |could|removed|transitioned)"
@@ -87,6 +90,7 @@ class BrokerLogs:
         out: list[Rebalance] = []
         opened: Rebalance | None = None
         context: list[GroupLine] = []
+        bumped: set[int] = set()
         for line in self.group_lines(group):
             msg = line.message
             if m := PREPARING.search(msg):
@@ -104,7 +108,8 @@ class BrokerLogs:
                 reb.lines.append(msg)
                 out.append(reb)
                 opened = None
-            elif m := EPOCH.search(msg):
+            elif ((m := EPOCH.search(msg)) or (m := TARGET.search(msg))) and int(m.group(2)) not in bumped:
+                bumped.add(int(m.group(2)))
                 reb = Rebalance(group, int(m.group(2)), "epoch", line.ts, line.ts, [line.broker],
                                 [c.message for c in context], [*(c.message for c in context), msg])
                 out.append(reb)

@@ -46,6 +46,10 @@ KIP848 = {
     "group.consumer.session.timeout.ms": "6000",
     "group.consumer.min.heartbeat.interval.ms": "500",
     "group.consumer.heartbeat.interval.ms": "1000",
+    "group.streams.min.session.timeout.ms": "3000",
+    "group.streams.session.timeout.ms": "6000",
+    "group.streams.min.heartbeat.interval.ms": "500",
+    "group.streams.heartbeat.interval.ms": "1000",
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
 }

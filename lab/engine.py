@@ -24,6 +24,7 @@ GROUP_TYPES = {"streams": "streams", "connect": "connect"}
 FROM_BROKER = "from-broker"
 MEMBER_IN_REASON = re.compile(
     r"(?:[Aa]dding new member|[Rr]emoving member|Leader|[Mm]ember) (\S+?)(?: |$|;|\)|\.$)|request for \((\S+?)[,)]"
+    r"|\[MemberId (\S+?)\]"
 )
 
 
@@ -31,8 +32,8 @@ def named_members(reb: Rebalance) -> list[str]:
     """Member ids the broker's reasons (or, for KIP-848, the lines before the epoch bump) name, in order."""
     out = []
     for m in MEMBER_IN_REASON.finditer(" | ".join(reb.reasons)):
-        name = m.group(1) or m.group(2)
-        if name and name not in out and name not in ("with", "to", "is"):
+        name = m.group(1) or m.group(2) or m.group(3)
+        if name and name not in out and name not in ("with", "to", "is", "joins", "left", "fenced"):
             out.append(name)
     return out
 
@@ -155,7 +156,7 @@ class Lab:
             "client_kind": self.clients.get(reb.group, "java"),
             "group_type": GROUP_TYPES.get(self.clients.get(reb.group, "java"), "consumer"),
         }
-        if protocol == "consumer":
+        if protocol in ("consumer", "streams"):
             row["group_epoch"] = reb.generation_after
         return row
 

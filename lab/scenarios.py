@@ -12,7 +12,7 @@ from lab.members import Member, MemberSpec
 from lab.procs import LabError, ScenarioSkipError
 
 PARTITIONS = 6
-JOIN = r"Adding new member|joins the consumer group|joins group"
+JOIN = r"Adding new member|joins the consumer group|joins group|joins the streams group"
 LEAVE = r"LeaveGroup|left group|left the consumer group"
 EXPIRY = r"heartbeat expiration|session expired|session timeout"
 # A cooperative assignor's second round: the member whose partitions (or Streams tasks) moved revokes them and
@@ -476,6 +476,37 @@ def st_poll_timeout(lab: Lab) -> None:
     _st_shutdown(lab, [c1])
 
 
+STREAMS_JOIN = r"joins the streams group"
+# The first member's topology names internal topics that do not exist yet; once they do, the group's metadata hash
+# changes and the epoch is bumped again with no member line: the topics' metadata changed.
+TOPICS_READY = r"now initialized|metadata hash"
+
+
+def st_streams_protocol(lab: Lab) -> None:
+    """Kafka Streams with the streams rebalance protocol (KIP-1071, `group.protocol=streams`, GA in 4.2): the broker
+    assigns the tasks of a streams group. An instance joins (and its internal topics come into being), a second
+    joins, the second is killed with SIGKILL (fenced when its session expires: the broker logs no epoch bump then,
+    only the new target assignment's epoch), the first shuts down (no rebalance: it was the last member)."""
+    g = "lab-st-kip1071"
+    t = _topic(lab, g + "-in")
+
+    def spec(n: int) -> MemberSpec:
+        return _st_spec(g, n, [t], protocol="streams")
+
+    box: list[Member] = []
+    lab.step(g, [Expect("membership_change", "member_join", STREAMS_JOIN, trigger=lambda: box[0].member_id),
+                 Expect("metadata_change", "internal_topics_created", TOPICS_READY, trigger=FROM_BROKER,
+                        count=(0, 2))],
+             lambda: box.append(lab.member(spec(1), wait=True)), title="c1 joins", settle=5.0)
+    c1 = box[0]
+    c2 = _join(lab, spec(2), detail="member_join")
+    _kill_step(lab, g, c2)
+    # The last member leaves (`Member m left the streams group.`): nobody is left to rebalance and the broker bumps
+    # no epoch.
+    c1.close()
+    lab.quiet(g, 5.0, title="the last member left")
+
+
 # Kafka Connect (ConnectDistributed workers with the file connectors): the workers' group, rebalancing on every
 # worker and every connector change.
 CONFIG_REJOIN = r"re-joining|rejoin|Updating metadata"
@@ -489,6 +520,8 @@ def _ct_spec(group: str, n: int) -> MemberSpec:
 def ct_cluster(lab: Lab) -> None:
     """Kafka Connect: a worker starts, a second joins, a connector is created and deleted (each a rebalance the
     leader asks for), the second worker is killed with SIGKILL (session expiry), the first is stopped (leaves)."""
+    if not lab.kit.connect_cp:
+        raise ScenarioSkipError(f"Kafka {lab.kit.version}: Connect's runtime or file connectors not on Maven Central")
     g = "lab-ct"
     t = _topic(lab, g + "-out")
     w1 = _join(lab, _ct_spec(g, 1))
@@ -529,6 +562,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("st_freeze", st_freeze, client="streams"),
     Scenario("st_poll_timeout", st_poll_timeout, client="streams"),
     Scenario("ct_cluster", ct_cluster, client="connect"),
+    Scenario("st_streams_protocol", st_streams_protocol, majors=(4,), client="streams"),
     # Last: it stops a broker (and starts it again).
     Scenario("coordinator", coordinator),
 )

@@ -29,7 +29,8 @@ from tests.conftest import silver_batch
 CORPUS = Path(__file__).parent / "data" / "kafka-lab"
 VERSIONS = sorted(p.name for p in CORPUS.glob("*") if (p / "truth" / "rebalances.jsonl").is_file())
 EXCEPTIONS = CORPUS / "unparsed-wordings.tsv"
-EPOCH = re.compile(r"\[GroupId (\S+)\] Bumped group epoch to (\d+)")
+EPOCH = re.compile(r"\[GroupId (\S+)\](?:\[MemberId \S+\])? Bumped (?:streams )?group epoch to (\d+)")
+TARGET = re.compile(r"\[GroupId (\S+)\] Computed a new target assignment for epoch (\d+)")
 
 
 def known_exceptions() -> list[tuple[re.Pattern[str], str]]:
@@ -95,7 +96,9 @@ def check_corpus(spark, root: Path) -> None:
               if r["event_type"] in ("group_stabilized", "group_emptied") and r["generation"] is not None}
     epochs = set()
     for server_log in landing.glob("broker-*/server.log"):
-        epochs |= {(m.group(1), int(m.group(2))) for m in EPOCH.finditer(server_log.read_text(encoding="utf-8"))}
+        text = server_log.read_text(encoding="utf-8")
+        epochs |= {(m.group(1), int(m.group(2))) for m in EPOCH.finditer(text)}
+        epochs |= {(m.group(1), int(m.group(2))) for m in TARGET.finditer(text)}
     truth = [json.loads(line) for line in (root / "truth" / "rebalances.jsonl").read_text().splitlines() if line]
     assert truth, f"{root} has no truth rows"
     absent = []
