@@ -28,11 +28,11 @@ test: $(STAMP)   ## run the test suite (one Spark session for the whole run): de
 test-slow: $(STAMP)  ## the slow tier: kill -9 loop, rotation, backlog, OPTIMIZE/VACUUM, older wordings, bench smoke
 	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
 
-lab: $(STAMP)    ## real Kafka 3.9 and 4.1 on 127.0.0.1, every cause provoked; refreshes tests/data/kafka-lab
+lab: $(STAMP)    ## real Kafka 3.9, 4.1 and 4.2 on 127.0.0.1, every cause provoked; refreshes tests/data/kafka-lab
 	$(BIN)/python -m lab run --version all --commit-corpus
 
 lab-eval: $(STAMP)  ## the pipeline's verdicts on the committed lab corpus, per version and scenario
-	$(BIN)/python -m lab.evaluate tests/data/kafka-lab/3.9.2 tests/data/kafka-lab/4.1.2 --min-accuracy 0.95
+	$(BIN)/python -m lab.evaluate $(wildcard tests/data/kafka-lab/*.*.*) --min-accuracy 0.95
 
 clean:
 	rm -rf $(VENV) demo build *.egg-info

@@ -19,8 +19,9 @@ MAVEN_REPO = os.environ.get("REBALANCE_MAVEN_REPO", "https://repo1.maven.org/mav
 CACHE = Path(os.environ.get("REBALANCE_LAB_CACHE", Path.home() / ".cache" / "kafka-rebalance" / "lab"))
 JAVA_SOURCES = Path(__file__).parent / "java"
 
-# The two lines the lab covers by default: the last 3.x (classic Scala coordinator) and a current 4.x (new coordinator).
-DEFAULT_LINES = ("3.9", "4.1")
+# The lines the lab covers by default: the last 3.x (classic Scala coordinator), and two 4.x (new coordinator; 4.2 with
+# streams groups, KIP-1071).
+DEFAULT_LINES = ("3.9", "4.1", "4.2")
 # Logging bindings for the consumers. slf4j 1.7 (kafka-clients' own) binds to reload4j, log4j 2 or logback 1.2;
 # the 4.x clients also run under slf4j 2 with logback 1.5, as a current Spring Boot service would.
 SLF4J2 = "2.0.17"

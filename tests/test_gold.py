@@ -626,7 +626,8 @@ def test_a_connect_leader_rejoin_names_the_connector_change_that_caused_it():
         change = [client(19.9, "connect_connector_changed", "w1", client_id="connect-1",
                          message="Connector file-source config updated")] if with_change else []
         return [
-            ev(0, "rebalance_started", generation=0, reason="Adding new member connect-1-a with group instance id None"),
+            ev(0, "rebalance_started", generation=0,
+               reason="Adding new member connect-1-a with group instance id None"),
             ev(1, "group_stabilized", generation=1, member_count=1),
             ev(1.1, "assignment_received", generation=1, member_id="connect-1-a"),
             *change,

@@ -11,8 +11,19 @@ import pytest
 
 from bench.excerpts import DEFAULT_ROOT, cause_share, line_share, load_corpus, measure, report
 
+# Two sets, each with its own floors. The first 140 excerpts (folders 100-515) guided the rules written so far; the
+# fresh set (folders 600+, 28 excerpts collected on 2026-11-26 and labelled before any parsing, weighted to
+# librdkafka, Streams, Connect and 4.x) is the nearest thing to the held-out set, so its figures say how the
+# parser does on logs it was not shaped by. Both floors rise as the figures do.
+FRESH_FROM = 600
 LINE_FLOOR = 0.94  # measured 94.8% (676 of 713 lines, 140 excerpts)
-CAUSE_FLOOR = 0.86  # measured 86.4% (76 of 88); the 16 excerpts added last measure 50% (3 of 6) alone
+CAUSE_FLOOR = 0.86  # measured 86.4% (76 of 88)
+FRESH_LINE_FLOOR = 0.61  # measured 61.4% (89 of 145 lines, 28 excerpts)
+FRESH_CAUSE_FLOOR = 0.63  # measured 63.6% (7 of 11)
+
+
+def _fresh(name: str) -> bool:
+    return int(name.split("-", 1)[0]) >= FRESH_FROM
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +33,7 @@ def measured(spark):
 
 def test_every_label_names_real_lines():
     excerpts = load_corpus(DEFAULT_ROOT)
-    assert len(excerpts) >= 80
+    assert len(excerpts) >= 160
     for ex in excerpts:
         assert ex.label.source.startswith("https://"), ex.name
         files = {f.name: f.read_text(errors="replace").splitlines() for f in ex.files}
@@ -31,14 +42,18 @@ def test_every_label_names_real_lines():
             assert files[lab.file][lab.line - 1].strip(), f"{ex.name}: {lab} is a blank line"
 
 
-def test_group_lines_become_typed_events(measured):
-    share = line_share(measured.lines)
-    assert share >= LINE_FLOOR, f"{share:.1%} of labelled lines typed\n" + report(measured.lines, None,
-                                                                                   show_misses=True)
+@pytest.mark.parametrize(("fresh", "floor"), [(False, LINE_FLOOR), (True, FRESH_LINE_FLOOR)], ids=["first", "fresh"])
+def test_group_lines_become_typed_events(measured, fresh, floor):
+    lines = [r for r in measured.lines if _fresh(r.excerpt) == fresh]
+    share = line_share(lines)
+    assert share >= floor, f"{share:.1%} of labelled lines typed\n" + report(lines, None, show_misses=True)
 
 
-def test_labelled_causes_are_among_the_verdicts(measured):
-    share = cause_share(measured.causes)
-    assert len(measured.causes) >= 50
-    assert share >= CAUSE_FLOOR, f"{share:.1%} of labelled causes found\n" + report(measured.lines, measured.causes,
-                                                                                      show_misses=True)
+@pytest.mark.parametrize(("fresh", "floor", "least"), [(False, CAUSE_FLOOR, 50), (True, FRESH_CAUSE_FLOOR, 10)],
+                         ids=["first", "fresh"])
+def test_labelled_causes_are_among_the_verdicts(measured, fresh, floor, least):
+    causes = [c for c in measured.causes if _fresh(c.excerpt) == fresh]
+    lines = [r for r in measured.lines if _fresh(r.excerpt) == fresh]
+    share = cause_share(causes)
+    assert len(causes) >= least
+    assert share >= floor, f"{share:.1%} of labelled causes found\n" + report(lines, causes, show_misses=True)

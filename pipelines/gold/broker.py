@@ -30,7 +30,10 @@ class BrokerReplay(EpochReplay):
         kind, member, ts = event["event_type"], event.get("member_id"), event["event_ts"]
         self._flush_implied(before=ts)
         recent = self._last_activity is not None and secs(ts - self._last_activity) <= NEIGHBOUR_S
-        if kind in _IMPLY_REBALANCE and member and self._current is None and not recent and (
+        # In a group whose rebalances are epoch bumps (KIP-848 consumer and streams groups), a member event implies
+        # no classic rebalance: the bump (or its target assignment) that follows is the rebalance, and none follows
+        # the last member's leave.
+        if kind in _IMPLY_REBALANCE and member and self._current is None and not recent and not self._bumps and (
                 kind == "member_joining" or not self._is_empty()):
             # A member leaving an Empty group (the last one, logged after the group emptied) starts nothing, and a
             # member event within NEIGHBOUR_S of a rebalance's own lines belongs to it, whatever order equal times
@@ -86,6 +89,11 @@ class BrokerReplay(EpochReplay):
             self._start(event)
         elif kind == "group_epoch_bumped" and to_int(event.get("group_epoch")) is not None:
             self._bump(event)
+        elif kind == "target_assignment_computed" and self._bumps and (to_int(event.get("target_epoch")) or 0) > (
+                self._last_bumped or 0):
+            # A streams group (4.2) logs no `Bumped` line when it fences a member: the target assignment of the new
+            # epoch is the only line that shows the bump.
+            self._bump({**event, "group_epoch": event["target_epoch"]})
         elif kind == "group_stabilized" and self._current is not None:
             current = self._current
             current.generation_after = to_int(event.get("generation"))

@@ -107,6 +107,7 @@ class ReplayState:
         self._unloaded_from: int | None = None
         self._last_activity: pd.Timestamp | None = None
         self._epoch_size: int | None = None
+        self._last_bumped: int | None = None
         self._bumps = [e["event_ts"] for e in events
                        if e.get("source_kind") == "broker" and e["event_type"] == "group_epoch_bumped"]
         self._targets: dict[int, pd.Timestamp] = {}
