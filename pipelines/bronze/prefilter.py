@@ -43,6 +43,8 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     "__consumer_offsets", "member id", "ffset commit", "OffsetCommit", "auto-commit", "ubscribed", "with epoch",
     "ransitioned to", "econciliation", "onnectors and tasks", "onnector ", "configs updated", "config log",
     "subscription is up to date", "nassign", "config update", "loading offsets", "Herder st", "Starting task ",
+    # The streams rebalance protocol (KIP-1071, 4.2): the client's membership manager and the broker's topic check.
+    "stream-client [", "Membership is in", "active tasks", "topic configuration found",
     *GC_LITERALS,
 )
 

@@ -108,8 +108,17 @@ class ReplayState:
         self._last_activity: pd.Timestamp | None = None
         self._epoch_size: int | None = None
         self._last_bumped: int | None = None
-        self._bumps = [e["event_ts"] for e in events
-                       if e.get("source_kind") == "broker" and e["event_type"] == "group_epoch_bumped"]
+        bumps = [e for e in events if e.get("source_kind") == "broker" and e["event_type"] == "group_epoch_bumped"]
+        self._bumps = [e["event_ts"] for e in bumps]
+        if bumps:
+            # A streams group (4.2) logs no bump when it fences a member; its new target assignment shows the epoch.
+            bumped = {b for b in (to_int(e.get("group_epoch")) for e in bumps) if b is not None}
+            first = min(bumped, default=0)
+            for e in events:
+                target = to_int(e.get("target_epoch")) if e["event_type"] == "target_assignment_computed" else None
+                if e.get("source_kind") == "broker" and target is not None and target not in bumped and target > first:
+                    self._bumps.append(e["event_ts"])
+            self._bumps.sort()
         self._targets: dict[int, pd.Timestamp] = {}
         for e in events:
             if e["event_type"] == "target_assignment_computed":
