@@ -89,10 +89,7 @@ class BrokerReplay(EpochReplay):
             self._start(event)
         elif kind == "group_epoch_bumped" and to_int(event.get("group_epoch")) is not None:
             self._bump(event)
-        elif kind == "target_assignment_computed" and self._bumps and (to_int(event.get("target_epoch")) or 0) > (
-                self._last_bumped or 0):
-            # A streams group (4.2) logs no `Bumped` line when it fences a member: the target assignment of the new
-            # epoch is the only line that shows the bump.
+        elif kind == "target_assignment_computed" and event["event_id"] in self._target_bumps:
             self._bump({**event, "group_epoch": event["target_epoch"]})
         elif kind == "group_stabilized" and self._current is not None:
             current = self._current

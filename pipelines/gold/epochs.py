@@ -55,7 +55,6 @@ class EpochReplay(CauseRefinement):
         """KIP-848: a consumer group's epoch bump is one rebalance; its cause is the member event just before it."""
         ts, epoch = event["event_ts"], to_int(event["group_epoch"])
         assert epoch is not None  # the bump templates capture {group_epoch} as digits
-        self._last_bumped = max(epoch, self._last_bumped or 0)
         pending = [e for e in self._pending if secs(ts - e["event_ts"]) <= NEIGHBOUR_S]
         self._pending.clear()
         decisive = min(pending, key=lambda e: EPOCH_CAUSES.index(e["event_type"]), default=None)

@@ -107,18 +107,20 @@ class ReplayState:
         self._unloaded_from: int | None = None
         self._last_activity: pd.Timestamp | None = None
         self._epoch_size: int | None = None
-        self._last_bumped: int | None = None
         bumps = [e for e in events if e.get("source_kind") == "broker" and e["event_type"] == "group_epoch_bumped"]
         self._bumps = [e["event_ts"] for e in bumps]
-        if bumps:
-            # A streams group (4.2) logs no bump when it fences a member; its new target assignment shows the epoch.
-            bumped = {b for b in (to_int(e.get("group_epoch")) for e in bumps) if b is not None}
-            first = min(bumped, default=0)
-            for e in events:
-                target = to_int(e.get("target_epoch")) if e["event_type"] == "target_assignment_computed" else None
-                if e.get("source_kind") == "broker" and target is not None and target not in bumped and target > first:
-                    self._bumps.append(e["event_ts"])
-            self._bumps.sort()
+        # A streams group (4.2) logs no bump when it fences a member: the first target assignment of an epoch later
+        # than the first bump and with no bump line of its own is that bump (the replay treats it as one).
+        self._target_bumps: set[str] = set()
+        bumped = {b for b in (to_int(e.get("group_epoch")) for e in bumps) if b is not None}
+        first = min(bumped, default=0)
+        for e in events if bumped else ():
+            target = to_int(e.get("target_epoch")) if e["event_type"] == "target_assignment_computed" else None
+            if e.get("source_kind") == "broker" and target is not None and target not in bumped and target > first:
+                bumped.add(target)
+                self._target_bumps.add(e["event_id"])
+                self._bumps.append(e["event_ts"])
+        self._bumps.sort()
         self._targets: dict[int, pd.Timestamp] = {}
         for e in events:
             if e["event_type"] == "target_assignment_computed":
