@@ -1,13 +1,11 @@
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
@@ -40,10 +38,7 @@ public final class LabConsumer {
     }
 
     static void say(String line) {
-        synchronized (System.out) {
-            System.out.println("LAB " + line);
-            System.out.flush();
-        }
+        LabCommands.say(line);
     }
 
     /** A small object of the live heap: one reference, so the collector has to follow every one of them. */
@@ -98,50 +93,6 @@ public final class LabConsumer {
         return ms;
     }
 
-    static void readCommands() {
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        try {
-            String line;
-            while ((line = in.readLine()) != null) {
-                String[] parts = line.trim().split("\\s+", 2);
-                String arg = parts.length > 1 ? parts[1] : "";
-                switch (parts[0]) {
-                    case "sleep":
-                        sleepOnceMs = Long.parseLong(arg);
-                        say("ack sleep " + arg);
-                        break;
-                    case "slow":
-                        slowMs = Long.parseLong(arg);
-                        say("ack slow " + arg);
-                        break;
-                    case "gc":
-                        say("gc-start mb=" + arg);
-                        long ms = gcPause(Long.parseLong(arg));
-                        say("gc-done mb=" + arg + " ms=" + ms);
-                        break;
-                    case "subscribe":
-                        newSubscription = arg;
-                        break;
-                    case "close":
-                        closing = true;
-                        break;
-                    case "halt":
-                        say("halting");
-                        Runtime.getRuntime().halt(3);
-                        break;
-                    default:
-                        if (!parts[0].isEmpty()) {
-                            say("unknown-command " + line);
-                        }
-                }
-            }
-        } catch (Exception e) {
-            say("command-reader-failed " + e);
-        }
-        // The harness went away: leave cleanly rather than linger.
-        closing = true;
-    }
-
     static List<String> topics(String csv) {
         List<String> out = new ArrayList<>();
         for (String t : csv.split(",")) {
@@ -179,9 +130,23 @@ public final class LabConsumer {
             say("calibrated pause_ms=" + pause + " session_ms=" + props.getProperty("session.timeout.ms", "default"));
         }
 
-        Thread reader = new Thread(LabConsumer::readCommands, "lab-commands");
-        reader.setDaemon(true);
-        reader.start();
+        LabCommands.start(Map.of(
+                "sleep", arg -> {
+                    sleepOnceMs = Long.parseLong(arg);
+                    say("ack sleep " + arg);
+                },
+                "slow", arg -> {
+                    slowMs = Long.parseLong(arg);
+                    say("ack slow " + arg);
+                },
+                "gc", arg -> {
+                    say("gc-start mb=" + arg);
+                    long ms = gcPause(Long.parseLong(arg));
+                    say("gc-done mb=" + arg + " ms=" + ms);
+                },
+                "subscribe", arg -> newSubscription = arg,
+                "close", arg -> closing = true),
+                () -> closing = true);  // the harness went away: leave cleanly rather than linger
 
         long pollMs = Long.parseLong(lab.getProperty("lab.poll.ms", "200"));
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {

@@ -1,7 +1,5 @@
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Properties;
 
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -36,45 +34,7 @@ public final class LabStreams {
     }
 
     static void say(String line) {
-        synchronized (System.out) {
-            System.out.println("LAB " + line);
-            System.out.flush();
-        }
-    }
-
-    static void readCommands() {
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        try {
-            String line;
-            while ((line = in.readLine()) != null) {
-                String[] parts = line.trim().split("\\s+", 2);
-                String arg = parts.length > 1 ? parts[1] : "";
-                switch (parts[0]) {
-                    case "sleep":
-                        sleepOnceMs = Long.parseLong(arg);
-                        say("ack sleep " + arg);
-                        break;
-                    case "slow":
-                        slowMs = Long.parseLong(arg);
-                        say("ack slow " + arg);
-                        break;
-                    case "close":
-                        closing = true;
-                        break;
-                    case "halt":
-                        say("halting");
-                        Runtime.getRuntime().halt(3);
-                        break;
-                    default:
-                        if (!parts[0].isEmpty()) {
-                            say("unknown-command " + line);
-                        }
-                }
-            }
-        } catch (Exception e) {
-            say("command-reader-failed " + e);
-        }
-        closing = true;
+        LabCommands.say(line);
     }
 
     static KafkaProducer<String, String> producer(Properties streamsProps) {
@@ -152,9 +112,17 @@ public final class LabStreams {
                 say("assigned member=" + clientId + "-StreamThread-1-consumer state=RUNNING");
             }
         });
-        Thread reader = new Thread(LabStreams::readCommands, "lab-commands");
-        reader.setDaemon(true);
-        reader.start();
+        LabCommands.start(Map.of(
+                "sleep", arg -> {
+                    sleepOnceMs = Long.parseLong(arg);
+                    say("ack sleep " + arg);
+                },
+                "slow", arg -> {
+                    slowMs = Long.parseLong(arg);
+                    say("ack slow " + arg);
+                },
+                "close", arg -> closing = true),
+                () -> closing = true);
         streams.start();
         say("started pid=" + ProcessHandle.current().pid());
         while (!closing) {
