@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_storage(report)
     report.add_argument("--out", type=Path, default=Path("rebalance-report.html"),
                         help="output file (default: rebalance-report.html)")
-    report.add_argument("--group-type", action="append", choices=("consumer", "streams", "connect"),
+    report.add_argument("--group-type", action="append", choices=("consumer", "streams", "connect", "share"),
                         help="only groups of this type (repeat for several; default: all)")
     return parser
 

@@ -195,3 +195,43 @@ class ConnectWorker(Member):
 
     def gc(self, megabytes: int, timeout: float = 240.0) -> int:
         raise LabError(f"{self.spec.instance}: the Connect worker has no GC command")
+
+
+class ShareMember(Member):
+    """A share consumer (lab/java/LabShareConsumer.java, KIP-932): a member of a share group, client.id = the
+    instance name, its client log (`consumer.log`) in Kafka's layout. It owns no partitions: joining or leaving
+    stops nobody, so nothing it does is a rebalance. Its member id is the client's own, logged by its membership
+    manager with every state transition. Commands: `close`, `halt`; kill -9, SIGSTOP and SIGCONT as for a consumer."""
+
+    TRANSITION = re.compile(r"Member (\S+) with epoch -?\d+ transitioned from \S+ to STABLE")
+
+    def _argv(self) -> list[str]:
+        s = self.spec
+        conf = {"bootstrap.servers": self.cluster.bootstrap, "group.id": s.group, "client.id": s.instance,
+                "metadata.max.age.ms": "3000", **s.extra}
+        return [*_jvm(self, "client-log4j.properties", "client-log4j2.properties"), "-cp",
+                self.cluster.kit.classpath("kafka"), "LabShareConsumer",
+                *(f"{k}={v}" for k, v in {**conf, "lab.topics": ",".join(s.topics)}.items())]
+
+    def _refresh_ids(self) -> None:
+        log = self._client_log()
+        if not log.exists():
+            return
+        for m in self.TRANSITION.finditer(log.read_text(errors="replace")):
+            if not self.member_ids or self.member_ids[-1] != m.group(1):
+                self.member_ids.append(m.group(1))
+
+    def wait_assigned(self, timeout: float = 60.0, *, since: float | None = None) -> str:
+        """Wait until the share consumer polls and its membership is STABLE (after `since`); its member id."""
+        assert self.proc is not None
+        self.proc.wait_line(r"LAB polling", timeout, since=since or self.started_at)
+        deadline = time.time() + timeout
+        while (mid := self.member_id) is None:
+            if time.time() > deadline:
+                raise LabError(f"{self.spec.instance} polls but its log shows no STABLE membership "
+                               f"({self._client_log()})")
+            time.sleep(0.25)
+        return mid
+
+    def gc(self, megabytes: int, timeout: float = 240.0) -> int:
+        raise LabError(f"{self.spec.instance}: the share consumer has no GC command")

@@ -35,9 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "(default: %(default)s)")
     run.add_argument("--scenario", action="append", dest="scenarios", help="run only this scenario (repeatable)")
     run.add_argument("--short", action="store_true", help="the short scenario set (what the kafka test tier runs)")
-    run.add_argument("--client", choices=("java", "librdkafka", "streams", "connect"),
+    run.add_argument("--client", choices=("java", "librdkafka", "streams", "connect", "share"),
                      help="only the scenarios whose members run this client (java: LabConsumer, librdkafka: "
-                          "confluent-kafka, streams: a Kafka Streams application, connect: Connect workers)")
+                          "confluent-kafka, streams: a Kafka Streams application, connect: Connect workers, share: "
+                          "share consumers)")
     corpus = run.add_mutually_exclusive_group()
     corpus.add_argument("--commit-corpus", action="store_true",
                         help=f"replace {CORPUS.relative_to(REPO)}/<version>/ with this run's trimmed logs and truth "

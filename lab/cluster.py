@@ -50,6 +50,10 @@ KIP848 = {
     "group.streams.session.timeout.ms": "6000",
     "group.streams.min.heartbeat.interval.ms": "500",
     "group.streams.heartbeat.interval.ms": "1000",
+    "group.share.min.session.timeout.ms": "3000",
+    "group.share.session.timeout.ms": "6000",
+    "group.share.min.heartbeat.interval.ms": "500",
+    "group.share.heartbeat.interval.ms": "1000",
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
 }

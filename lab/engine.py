@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab.apps import ConnectWorker, StreamsMember
+from lab.apps import ConnectWorker, ShareMember, StreamsMember
 from lab.brokerlog import BrokerLogs, Rebalance
 from lab.cluster import BROKER_IDS, Cluster
 from lab.members import Member, MemberSpec, RdMember
@@ -18,8 +18,9 @@ from lab.procs import LabError
 
 Trigger = str | Callable[[], str | None] | None
 # The process each client kind runs, and the type of group its members form.
-MEMBER_KINDS: dict[str, type[Member]] = {"librdkafka": RdMember, "streams": StreamsMember, "connect": ConnectWorker}
-GROUP_TYPES = {"streams": "streams", "connect": "connect"}
+MEMBER_KINDS: dict[str, type[Member]] = {"librdkafka": RdMember, "streams": StreamsMember, "connect": ConnectWorker,
+                                         "share": ShareMember}
+GROUP_TYPES = {"streams": "streams", "connect": "connect", "share": "share"}
 # `Expect(trigger=FROM_BROKER)`: the member the broker's own line names (several members joined or left at once).
 FROM_BROKER = "from-broker"
 MEMBER_IN_REASON = re.compile(
@@ -33,7 +34,7 @@ def named_members(reb: Rebalance) -> list[str]:
     out = []
     for m in MEMBER_IN_REASON.finditer(" | ".join(reb.reasons)):
         name = m.group(1) or m.group(2) or m.group(3)
-        if name and name not in out and name not in ("with", "to", "is", "joins", "left", "fenced"):
+        if name and name not in out and name not in ("with", "to", "is", "joins", "left", "fenced", "leaving"):
             out.append(name)
     return out
 
@@ -139,6 +140,8 @@ class Lab:
             self.progress(f"  note: {reb.group} generation {reb.generation_after}: trigger {trigger} is not the "
                           f"member the broker named ({named})")
         protocol = self.groups.get(reb.group, "classic")
+        if protocol in ("classic", "consumer"):  # a group converted live: each rebalance in its own protocol
+            protocol = "consumer" if reb.outcome == "epoch" else "classic"
         row: dict[str, Any] = {
             "group_id": reb.group,
             "generation_after": reb.generation_after,
@@ -170,12 +173,32 @@ class Lab:
         if after:
             raise LabError(f"{title or group}: expected no rebalance, the broker logged {[r.reasons for r in after]}")
 
+    def membership(self, group: str, pattern: str, action: Callable[[], object], *, count: int = 1,
+                   timeout: float = 60.0, title: str = "") -> list[str]:
+        """Run `action` and wait until the brokers logged `count` new lines of `group` matching `pattern`: a
+        membership change that is no rebalance (a share group's), confirmed by the broker rather than assumed."""
+        self.logs.refresh()
+        before = len(self.logs.group_lines(group))
+        action()
+        deadline = time.time() + timeout
+        while True:
+            self.logs.refresh()
+            hits = [g.message for g in self.logs.group_lines(group)[before:] if re.search(pattern, g.message)]
+            if len(hits) >= count:
+                self.progress(f"  {group}: {title or pattern} ({len(hits)} broker line(s), no rebalance)")
+                return hits
+            if time.time() > deadline:
+                raise LabError(f"{title or group}: {len(hits)} broker line(s) matching {pattern!r} after "
+                               f"{timeout:.0f} s, expected {count}")
+            time.sleep(0.25)
+
     def unlabelled(self) -> list[tuple[str, int]]:
-        """Broker rebalances of the lab's groups that have no truth row (should be none after a clean run)."""
+        """Broker rebalances of the lab's groups that have no truth row (should be none after a clean run). A share
+        group's epochs are not rebalances: its members never stop for each other."""
         self.logs.refresh()
         known = {(r["group_id"], r["generation_after"]) for r in self.truth}
-        return [(g, r.generation_after) for g in self.groups for r in self.logs.rebalances(g)
-                if (g, r.generation_after) not in known]
+        return [(g, r.generation_after) for g in self.groups if self.clients.get(g) != "share"
+                for r in self.logs.rebalances(g) if (g, r.generation_after) not in known]
 
     def stop_members(self) -> None:
         """Kill whatever members are still running (after a failure)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -542,6 +543,70 @@ def ct_cluster(lab: Lab) -> None:
     _leave(lab, w1)
 
 
+# Share groups (KIP-932, lab/java/LabShareConsumer.java): records are handed out one by one, no member owns a
+# partition, so members come and go without stopping the others: churn, never a rebalance.
+SHARE_JOIN = r"joins the share group"
+SHARE_LEAVE = r"left the share group"
+SHARE_FENCED = r"fenced from the group because its session expired|session expired"
+
+
+def _sh_spec(group: str, n: int, topics: list[str]) -> MemberSpec:
+    return MemberSpec(instance=f"{group}-c{n}", group=group, topics=topics, client="share")
+
+
+def sh_churn(lab: Lab) -> None:
+    """Share consumers (production-ready in 4.2): three join one by one, one restarts three times in a row (as
+    fast as a crash loop would), one is killed with SIGKILL (fenced when its session expires), the rest leave. A
+    dozen membership changes in two minutes: a storm for a consumer group, nothing at all for a share group."""
+    if tuple(int(x) for x in lab.kit.version.split(".")[:2]) < (4, 2):
+        raise ScenarioSkipError(f"Kafka {lab.kit.version}: share groups are on by default from 4.2")
+    g = "lab-share"
+    t = _topic(lab, g)
+    members: list[Member] = []
+
+    def join(n: int) -> None:
+        members.append(lab.member(_sh_spec(g, n, [t]), wait=True))
+
+    def restart(member: Member) -> None:
+        member.start()
+        member.wait_assigned()
+
+    for n in (1, 2, 3):
+        lab.membership(g, SHARE_JOIN, functools.partial(join, n), title=f"{g}-c{n} joins")
+    c3 = members[2]
+    for _ in range(3):
+        lab.membership(g, SHARE_LEAVE, c3.close, title="c3 leaves")
+        lab.membership(g, SHARE_JOIN, lambda: restart(c3), title="c3 joins again")
+    lab.membership(g, SHARE_FENCED, members[1].kill9, title="kill -9 c2", timeout=90)
+    lab.membership(g, SHARE_LEAVE, lambda: _close_all([members[0], c3]), count=2, title="shutdown")
+
+
+# A classic group whose members move to the consumer protocol one by one (a rolling client upgrade) and back: the
+# 4.x coordinator converts the group live (`group.consumer.migration.policy`, bidirectional by default) and keeps its
+# generation counting as the group epoch.
+# The last consumer-protocol member's leave downgrades the group, in a classic rebalance of its own.
+DOWNGRADE = r"Downgrade group \S+ from consumer to classic for member leaving"
+
+
+def conversion(lab: Lab) -> None:
+    """Two classic members; the first restarts with group.protocol=consumer (the group becomes a consumer group with
+    a classic member), then leaves (the group is a classic group again), the second shuts down."""
+    g = "lab-convert"
+    t = _topic(lab, g)
+    c1 = _join(lab, _spec(g, 1, [t], layout="kafka"))
+    c2 = _join(lab, _spec(g, 2, [t], layout="kafka"))
+    _leave(lab, c1)
+    box: list[Member] = []
+    upgraded = _spec(g, 1, [t], layout="kafka", protocol="consumer")
+    lab.step(g, [Expect("membership_change", "member_join", JOIN, trigger=lambda: box[0].member_id)],
+             lambda: box.append(lab.member(upgraded, wait=True)), title="c1 joins with the consumer protocol",
+             settle=5.0)
+    upgraded_id = box[0].member_id
+    lab.step(g, [Expect("membership_change", "member_leave", DOWNGRADE, trigger=upgraded_id)], box[0].close,
+             title="c1 leaves: back to classic", settle=5.0)
+    _teardown(lab, [c2])
+
+
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario("scale", scale, short=True),
     Scenario("crash", crash, short=True),
@@ -563,6 +628,8 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("st_poll_timeout", st_poll_timeout, client="streams"),
     Scenario("ct_cluster", ct_cluster, client="connect"),
     Scenario("st_streams_protocol", st_streams_protocol, majors=(4,), client="streams"),
+    Scenario("sh_churn", sh_churn, majors=(4,), client="share"),
+    Scenario("conversion", conversion, majors=(4,)),
     # Last: it stops a broker (and starts it again).
     Scenario("coordinator", coordinator),
 )

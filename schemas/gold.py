@@ -27,6 +27,9 @@ GOLD_GROUP_STATES = _schema(
     ("state_id", S, False), ("group_id", S, False), ("state", S, False), ("generation", I, True),
     ("coordinator", S, True), ("started_at", T, False), ("ended_at", T, True), ("duration_ms", L, True),
     ("rebalance_id", S, True),
+    # Added in 0.4.0: the protocol the group spoke in this state (classic, consumer, streams): a group converted live
+    # between the classic and the consumer protocol shows the conversion where it changes.
+    ("protocol", S, True),
 )
 
 GOLD_MEMBER_SESSIONS = _schema(
@@ -36,6 +39,9 @@ GOLD_MEMBER_SESSIONS = _schema(
     ("rebalances", I, False),
     # Added in 0.3.0: java, librdkafka, streams or connect, from the member's own lines (null when none tells).
     ("client_kind", S, True),
+    # Added in 0.4.0: the member's group type (consumer, streams, connect, share). A share group's sessions are its
+    # only rows: its members come and go without a rebalance.
+    ("group_type", S, True),
 )
 
 GOLD_INCIDENTS = _schema(

@@ -45,6 +45,12 @@ def ev(seconds: float, event_type: str, **fields) -> dict:
         # Kafka Streams' planned follow-up (KIP-441): nobody joined or left for it.
         ("Updating metadata for member m1 during Stable", "triggered followup rebalance scheduled for 1732000000000",
          "membership_change", "probing_rebalance", "m1"),
+        # Kafka 4.x converting a group back to the classic protocol (4.2 wording, then 4.0's).
+        ("Downgrade group g from consumer to classic for member leaving.", None, "membership_change", "member_leave",
+         None),
+        ("Downgrade group g from consumer to classic.", None, "membership_change", "member_leave", None),
+        ("Downgrade group g from consumer to classic for static member replacement with different subscription.",
+         None, "membership_change", "static_member_replaced", None),
         ("something new in Kafka 5", None, "unknown", None, None),
     ],
 )

@@ -31,6 +31,8 @@ VERSIONS = sorted(p.name for p in CORPUS.glob("*") if (p / "truth" / "rebalances
 EXCEPTIONS = CORPUS / "unparsed-wordings.tsv"
 EPOCH = re.compile(r"\[GroupId (\S+)\](?:\[MemberId \S+\])? Bumped (?:streams )?group epoch to (\d+)")
 TARGET = re.compile(r"\[GroupId (\S+)\] Computed a new target assignment for epoch (\d+)")
+CONVERTED_GROUP = "lab-convert"  # scenario `conversion`: classic -> consumer -> classic, live (4.x)
+SHARE_GROUP = "lab-share"  # scenario `sh_churn`: share consumers come and go (4.2+)
 
 
 def known_exceptions() -> list[tuple[re.Pattern[str], str]]:
@@ -134,6 +136,8 @@ def test_lab_causes_match_the_truth(spark, tmp_path, version):
         states = with_transition_check(tables["gold_group_states"]).cache()
         illegal = states.filter(~F.col("legal_transition")).select("group_id", "previous_state", "state").collect()
         kinds = {r.state for r in states.filter(F.col("group_id") == "lab-kip848").select("state").collect()}
+        converted = states.filter(F.col("group_id") == CONVERTED_GROUP).orderBy("started_at", "state_id").collect()
+        share_sessions = tables["gold_member_sessions"].filter(F.col("group_id") == SHARE_GROUP).collect()
     finally:
         for name in ("gold_rebalances", "gold_member_sessions"):
             tables[name].unpersist()
@@ -147,6 +151,25 @@ def test_lab_causes_match_the_truth(spark, tmp_path, version):
     if "lab-st-scale" in {r.group_id for r in truth.select("group_id").distinct().collect()}:
         assert "lab-st-scale" not in {r.group_id for r in storms}
     assert illegal == []
+    broker_text = "".join(p.read_text(encoding="utf-8") for p in (root / "landing").glob("broker-*/server.log"))
+    if f"[GroupId {CONVERTED_GROUP}] Converted the" in broker_text:
+        # classic -> consumer -> classic, live: one timeline whose states carry the protocol of the moment, the
+        # generations counting on through both (the consumer group's epoch continues the classic generation).
+        protocols = [s.protocol for s in converted]
+        assert [p for i, p in enumerate(protocols) if i == 0 or p != protocols[i - 1]] == [
+            "classic", "consumer", "classic"], protocols
+        generations = [s.generation for s in converted if s.generation is not None]
+        assert generations == sorted(generations), generations
+    joins = broker_text.count(f"[GroupId {SHARE_GROUP}] Member ")  # joins and leaves of the share group
+    if joins:
+        # Share-group churn: no rebalance (the match above counts any as invented), no storm, and every member's
+        # comings and goings as sessions of a share group.
+        assert SHARE_GROUP not in {r.group_id for r in storms}
+        joined = len(re.findall(rf"\[GroupId {SHARE_GROUP}\] Member \S+ joins the share group", broker_text))
+        assert len(share_sessions) == joined >= 3
+        assert {(r.group_type, r.rebalances) for r in share_sessions} == {("share", 0)}
+        assert {r.end_reason for r in share_sessions} <= {"left", "expired"}
+        assert "expired" in {r.end_reason for r in share_sessions}  # the member killed with SIGKILL
     # KIP-848 groups (4.x) have their own states; classic groups of the same broker keep the classic machine.
     assert kinds >= ({"Assigning", "Stable"} if version.startswith("4.") else set())
 

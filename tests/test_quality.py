@@ -67,6 +67,25 @@ def test_transitions_follow_the_group_state_machine(spark):
     assertDataFrameEqual(checked, spark.createDataFrame(expected, checked.schema))
 
 
+def test_a_live_protocol_conversion_is_a_legal_transition(spark):
+    t = dt.datetime(2026, 11, 20, 8, 0)
+    s = dt.timedelta(seconds=1)
+    rows = [  # (state_id, state, protocol, started, ended): classic -> consumer -> classic, as Kafka 4.x does it
+        ("s1", "Stable", "classic", t, t + 2 * s),
+        ("s2", "Assigning", "consumer", t + 2 * s, t + 3 * s),        # the upgrade: any state may come before
+        ("s3", "Reconciling", "consumer", t + 3 * s, t + 4 * s),
+        ("s4", "Stable", "consumer", t + 4 * s, t + 6 * s),
+        ("s5", "PreparingRebalance", "classic", t + 6 * s, t + 7 * s),  # the downgrade
+        ("s6", "Stable", "classic", t + 7 * s, t + 8 * s),            # classic again: PreparingRebalance -> Stable
+        ("s7", "Assigning", "classic", t + 8 * s, None),               # a consumer state in a classic one: illegal
+    ]
+    states = spark.createDataFrame([(i, "g", st, p, "1", a, b) for i, st, p, a, b in rows],
+                                   "state_id string, group_id string, state string, protocol string, "
+                                   "coordinator string, started_at timestamp, ended_at timestamp")
+    checked = {r.state_id: r.legal_transition for r in with_transition_check(states).collect()}
+    assert checked == {"s1": None, "s2": True, "s3": True, "s4": True, "s5": True, "s6": False, "s7": False}
+
+
 def test_generations_grow_within_a_coordinator_epoch(spark):
     t = dt.datetime(2026, 11, 20, 8, 0)
     rows = [  # (rebalance_id, group, coordinator, generation_before, generation_after, started)

@@ -47,6 +47,27 @@ def test_log_text_is_escaped_and_the_page_has_no_script():
         assert f'id="{section}"' in page
 
 
+def test_group_types_conversions_and_share_memberships_are_drawn():
+    data = _data("orders")
+    later = T0 + dt.timedelta(seconds=30)
+    data["groups"].append({"group_id": "queue", "group_type": "share", "rebalances": 0, "unavailable_ms": 0,
+                           "membership_changes": 3})
+    data["states"] = [  # classic, then converted live to the consumer protocol
+        {"group_id": "orders", "state": "Stable", "generation": 3, "protocol": "classic", "started_at": T0,
+         "ended_at": later},
+        {"group_id": "orders", "state": "Assigning", "generation": 4, "protocol": "consumer", "started_at": later,
+         "ended_at": None}]
+    data["memberships"] = [
+        {"group_id": "queue", "member_id": "a", "joined_at": T0, "left_at": later, "end_reason": "left"},
+        {"group_id": "queue", "member_id": "b", "joined_at": later, "left_at": None, "end_reason": "active"}]
+    page = render(data)
+    assert page.count('class="conversion"') == 1 and "converted to the consumer protocol" in page
+    assert page.count('class="membership"') == 3  # two joins, one leave; no rebalance drawn for the share group
+    assert page.count('class="rebalance"') == 1
+    assert page.count('class="group-type"') == 2 and "<title>share group</title>" in page
+    assert "share membership changes" in page
+
+
 def _png_is_blank(png: bytes) -> bool:
     """Decode an 8-bit RGB(A) PNG (what Chromium writes) and tell whether every pixel is the same."""
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
@@ -92,6 +113,7 @@ def test_chromium_renders_the_report(tmp_path):
 def test_the_report_keeps_only_the_group_types_asked_for(spark, tmp_path):
     from pipelines import io
     from pipelines.report.data import collect
+    from schemas.gold import GOLD_MEMBER_SESSIONS
     from schemas.tables import GOLD_REBALANCES
     from tests.conftest import make_config
 
@@ -102,10 +124,23 @@ def test_the_report_keeps_only_the_group_types_asked_for(spark, tmp_path):
             for g, kind in (("orders", "consumer"), ("wordcount", "streams"), ("old", None))]
     io.append(spark.createDataFrame([tuple(r.get(f.name) for f in GOLD_REBALANCES.fields) for r in rows],
                                     GOLD_REBALANCES), cfg, "gold_rebalances")
+    # A share group has member sessions and never a rebalance.
+    sessions = [{"session_id": f"s-{m}", "group_id": "queue", "member_id": m, "joined_at": T0, "left_at": left,
+                 "end_reason": "left" if left else "active", "rebalances": 0, "group_type": "share"}
+                for m, left in (("a", T0 + dt.timedelta(seconds=5)), ("b", None))]
+    io.append(spark.createDataFrame([tuple(r.get(f.name) for f in GOLD_MEMBER_SESSIONS.fields) for r in sessions],
+                                    GOLD_MEMBER_SESSIONS), cfg, "gold_member_sessions")
     everything = collect(spark, cfg)
     assert sorted((g["group_id"], g["group_type"]) for g in everything["groups"]) == [
-        ("old", "consumer"), ("orders", "consumer"), ("wordcount", "streams")]  # rows before the column: consumer
+        ("old", "consumer"), ("orders", "consumer"), ("queue", "share"),
+        ("wordcount", "streams")]  # rows before the column: consumer
+    queue = next(g for g in everything["groups"] if g["group_id"] == "queue")
+    assert (queue["rebalances"], queue["membership_changes"]) == (0, 3)
     streams = collect(spark, cfg, group_types=("streams",))
     assert [g["group_id"] for g in streams["groups"]] == ["wordcount"]
     assert [r["group_id"] for r in streams["rebalances"]] == ["wordcount"]
+    assert streams["memberships"] == []
     assert "<th>type</th>" in render(streams)
+    share = collect(spark, cfg, group_types=("share",))
+    assert [g["group_id"] for g in share["groups"]] == ["queue"] and share["rebalances"] == []
+    assert sorted(m["member_id"] for m in share["memberships"]) == ["a", "b"]

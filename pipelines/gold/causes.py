@@ -24,6 +24,8 @@ Refinements with the members' own logs (GroupContext) decide what the broker can
   is on the separate `[Group G] Member X has left group through explicit LeaveGroup request; client reason: ...` line
   just before it, which decides (a poll timeout there is poll_timeout). A client reason the leaver sent itself
   outranks a poll-timeout line in its log, and one poll-timeout line explains one leave only.
+- Kafka 4.x converts a group back to the classic protocol when its last consumer-protocol member leaves; the
+  rebalance the downgrade opens (`Downgrade group G from consumer to classic for member leaving.`) is that leave.
 - coordinator_change (failover): a rebalance still open when the group moved to a new coordinator, restarted there
   by its members joining again, is the failover's cost.
 - membership_change after a leave: a leader's `cached metadata has changed` rejoin within seconds of a member's leave,
@@ -86,6 +88,12 @@ _RULES: tuple[tuple[re.Pattern[str], str, str, float], ...] = (
     (re.compile(r"explicit `LeaveGroup` request for \(([^,)\s]+)[^)]*\) members", re.I), "membership_change",
      "member_leave", 0.8),
     (re.compile(r"Adding new member (\S+)", re.I), "membership_change", "member_join", 0.85),
+    # Kafka 4.x, a group converted live back to the classic protocol: the rebalance the downgrade starts names no
+    # member (the one that left is on the `left the consumer group` line before it).
+    (re.compile(r"Downgrade group \S+ from consumer to classic for static member replacement", re.I),
+     "membership_change", "static_member_replaced", 0.8),
+    (re.compile(r"Downgrade group \S+ from consumer to classic(?: for member leaving)?\.?$", re.I),
+     "membership_change", "member_leave", 0.8),
     (re.compile(r"leader (\S+) re-joining group", re.I), "metadata_change", "leader_rejoin", 0.7),
     (re.compile(r"Updating metadata for static member (\S+)", re.I), "membership_change", "static_member_replaced",
      0.8),

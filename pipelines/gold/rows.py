@@ -62,16 +62,19 @@ def state_rows(group_id: str, transitions: list[Transition], rebalances: list[di
     """gold_group_states rows: one interval per transition, ended by the next one (the last stays open)."""
     states = []
     transitions = sorted(transitions, key=lambda t: t[0])
-    # A state belongs to the coordinator of its rebalance; states between rebalances to the last one known.
-    coordinators = {r["rebalance_id"]: r.get("coordinator") for r in rebalances}
-    coordinator = None
+    # A state belongs to the coordinator and the protocol of its rebalance; states between rebalances to the last
+    # ones known (a live conversion shows where the protocol changes).
+    by_id = {r["rebalance_id"]: r for r in rebalances}
+    coordinator = protocol = None
     for index, (ts, state, generation, rebalance_id, event_id) in enumerate(transitions):
         ended = transitions[index + 1][0] if index + 1 < len(transitions) else None
-        coordinator = coordinators.get(rebalance_id) or coordinator
+        rebalance = by_id.get(rebalance_id or "", {})
+        coordinator = rebalance.get("coordinator") or coordinator
+        protocol = rebalance.get("protocol") or protocol
         states.append({
             "state_id": stable_id(group_id, event_id, state), "group_id": group_id, "state": state,
             "generation": generation, "coordinator": coordinator, "started_at": ts, "ended_at": ended,
             "duration_ms": None if ended is None else int(secs(ended - ts) * 1000),
-            "rebalance_id": rebalance_id,
+            "rebalance_id": rebalance_id, "protocol": protocol,
         })
     return states

@@ -27,9 +27,11 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
     def __init__(self, group_id: str, events: list[dict[str, Any]], rules: Rules | None = None) -> None:
         super().__init__(group_id, events, rules)
         self.group_type = group_type(events)
-        if is_share_group(events):
-            return
         self._events = events
+        if is_share_group(events):
+            self._share_sessions(events)
+            self._label_sessions()
+            return
         has_broker = False
         for event in events:
             if event.get("source_kind") == "broker":
@@ -61,9 +63,27 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
         self.states.extend(state_rows(self.group_id, self._transitions, self.rebalances))
         for row in self.rebalances:
             row["group_type"] = self.group_type
+        self._label_sessions()
+
+    def _label_sessions(self) -> None:
         by_instance = client_kinds(self._events)
         for session in self.sessions.values():
             session["client_kind"] = client_kind_of(session, by_instance, self.group_type)
+            session["group_type"] = self.group_type
+
+    def _share_sessions(self, events: list[dict[str, Any]]) -> None:
+        """A share group's members, from its coordinator's joins, leaves and fences: sessions, and nothing else."""
+        for event in events:
+            member = event.get("member_id")
+            if event.get("source_kind") != "broker" or not member:
+                continue
+            kind = event["event_type"]
+            if kind == "share_member_joined":
+                self._join(member, event)
+            elif kind == "share_member_left":
+                self._leave(member, event["event_ts"], "left")
+            elif kind == "member_fenced":
+                self._leave(member, event["event_ts"], "expired")
 
 
 def is_share_group(events: list[dict[str, Any]]) -> bool:

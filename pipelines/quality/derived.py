@@ -53,15 +53,20 @@ def _rank(state: Column) -> Column:
 
 def with_transition_check(states: DataFrame) -> DataFrame:
     """Add `previous_state` and `legal_transition` (previous -> this state is a transition the coordinator can
-    make) to gold_group_states rows, per group in time order; null for a group's first state. A group with an
-    Assigning or Reconciling state is a consumer group and is held to CONSUMER_TRANSITIONS, others to
-    LEGAL_TRANSITIONS."""
+    make) to gold_group_states rows, per group in time order; null for a group's first state. A state of the
+    consumer or streams protocol is held to CONSUMER_TRANSITIONS, one of the classic protocol to LEGAL_TRANSITIONS
+    (rows without a protocol: a group with an Assigning or Reconciling state is a consumer group); the first state
+    after a live protocol conversion may follow any state of the other protocol."""
+    if "protocol" not in states.columns:  # rows written before the column
+        states = states.withColumn("protocol", F.lit(None).cast("string"))
     # Intervals are contiguous per group, so ties on the start are broken by the end (a zero-length interval
     # comes first), then by the state machine's own order.
     order = Window.partitionBy("group_id").orderBy(
         "started_at", F.col("ended_at").asc_nulls_last(), _rank(F.col("state")), "state_id")
     previous = F.lag("state").over(order)
-    consumer = F.max(F.col("state").isin(*CONSUMER_ONLY_STATES)).over(Window.partitionBy("group_id"))
+    protocol = F.col("protocol")
+    consumer = F.when(protocol.isNotNull(), protocol.isin("consumer", "streams")).otherwise(
+        F.max(F.col("state").isin(*CONSUMER_ONLY_STATES)).over(Window.partitionBy("group_id")))
     classic_legal, consumer_legal = F.lit(False), F.lit(False)
     for before, after in LEGAL_TRANSITIONS:
         classic_legal = classic_legal | ((previous == before) & (F.col("state") == after))
@@ -72,7 +77,8 @@ def with_transition_check(states: DataFrame) -> DataFrame:
     # state under another coordinator may follow any state of the previous one.
     previous_coordinator = F.lag("coordinator").over(order)
     moved = F.coalesce(previous_coordinator != F.col("coordinator"), F.lit(False))
-    legal = legal | moved
+    converted = F.coalesce(F.lag("protocol").over(order) != protocol, F.lit(False))
+    legal = legal | moved | converted
     return (
         states.withColumn("previous_state", previous)
         .withColumn("legal_transition", F.when(F.col("previous_state").isNotNull(), legal))

@@ -18,9 +18,24 @@ def _rows(df: DataFrame) -> list[dict[str, Any]]:
     return [r.asDict(recursive=True) for r in df.collect()]
 
 
+def _share_groups(sessions: DataFrame, group_types: tuple[str, ...]) -> DataFrame:
+    """Share groups (KIP-932) have no rebalances; their members' comings and goings are what the report shows."""
+    if group_types and "share" not in group_types:
+        return sessions.limit(0).select("group_id")
+    joins = F.count("joined_at")
+    leaves = F.count("left_at")
+    return (sessions.filter(F.col("group_type") == "share").groupBy("group_id")
+            .agg((joins + leaves).alias("membership_changes"))
+            .select("group_id", F.lit(0).cast("long").alias("rebalances"),
+                    F.lit(0).cast("long").alias("unavailable_ms"), F.lit(None).cast("string").alias("last_cause"),
+                    F.lit("share").alias("group_type"), "membership_changes")
+            .orderBy(F.desc("membership_changes"), "group_id").limit(MAX_GROUPS))
+
+
 def collect(spark: SparkSession, cfg: Config, *, group_types: tuple[str, ...] = ()) -> dict[str, list[dict[str, Any]]]:
     """Rows for each section of the report, bounded so that the page stays light; with `group_types`, only groups
-    of those types (`consumer`, `streams`, `connect`)."""
+    of those types (`consumer`, `streams`, `connect`, `share`). A share group is listed with its membership changes
+    (no rebalance ever)."""
     rebalances = io.read_table(spark, cfg, "gold_rebalances")
     if group_types:
         rebalances = rebalances.filter(F.coalesce(F.col("group_type"), F.lit("consumer")).isin(list(group_types)))
@@ -31,12 +46,19 @@ def collect(spark: SparkSession, cfg: Config, *, group_types: tuple[str, ...] = 
              F.coalesce(F.max("group_type"), F.lit("consumer")).alias("group_type"))
         .orderBy(F.desc("unavailable_ms"), "group_id").limit(MAX_GROUPS)
     )
+    sessions = io.read_table(spark, cfg, "gold_member_sessions")
+    share = _share_groups(sessions, group_types)
     groups = [r["group_id"] for r in lost.select("group_id").collect()]
-    in_scope = F.col("group_id").isin(groups) if group_types else F.lit(True)
+    share_groups = [r["group_id"] for r in share.select("group_id").collect()]
+    in_scope = F.col("group_id").isin(groups + share_groups) if group_types else F.lit(True)
     return {
-        "groups": _rows(lost),
+        "groups": _rows(lost) + _rows(share),
         "states": _rows(io.read_table(spark, cfg, "gold_group_states").filter(F.col("group_id").isin(groups))
-                        .select("group_id", "state", "generation", "started_at", "ended_at").orderBy("started_at")),
+                        .select("group_id", "state", "generation", "protocol", "started_at", "ended_at")
+                        .orderBy("started_at")),
+        "memberships": _rows(sessions.filter(F.col("group_id").isin(share_groups))
+                             .select("group_id", "member_id", "joined_at", "left_at", "end_reason")
+                             .orderBy("joined_at").limit(MAX_ROWS * 5)),
         "rebalances": _rows(rebalances.filter(F.col("group_id").isin(groups)).select(
             "rebalance_id", "group_id", "started_at", "completed_at", "duration_ms", "cause", "cause_detail",
             "generation_after", "trigger_member_id").orderBy("started_at")),

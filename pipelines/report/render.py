@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import html
+import itertools
 from collections import defaultdict
 from typing import Any
 
@@ -16,6 +17,8 @@ STATE_COLOURS = {
     "Stable": "#c7e9c0", "PreparingRebalance": "#fdae6b", "CompletingRebalance": "#fdd0a2", "Empty": "#d9d9d9",
     "Dead": "#969696", "Assigning": "#fdae6b", "Reconciling": "#fdd0a2",
 }
+# A group's type colours its label's marker: a share group never rebalances, so its row shows membership ticks.
+GROUP_TYPE_COLOURS = {"consumer": "#1f77b4", "streams": "#17becf", "connect": "#bcbd22", "share": "#e377c2"}
 WIDTH, ROW, LABEL = 1000, 26, 180
 
 
@@ -28,9 +31,28 @@ def _ts(value: object) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") if isinstance(value, dt.datetime) else esc(value)
 
 
-def _timeline(groups: list[dict[str, Any]], states: list[dict[str, Any]], rebalances: list[dict[str, Any]]) -> str:
+def _conversions(states: list[dict[str, Any]]) -> list[tuple[dt.datetime, str]]:
+    """Where a group's protocol changed between two consecutive states (a live conversion), and to which."""
+    out = []
+    for before, after in itertools.pairwise(states):
+        if before.get("protocol") and after.get("protocol") and before["protocol"] != after["protocol"]:
+            out.append((after["started_at"], after["protocol"]))
+    return out
+
+
+def _membership_ticks(rows: list[dict[str, Any]]) -> list[tuple[dt.datetime, str]]:
+    """A share group's member joins and departures, each a tick (no rebalance: its members never wait)."""
+    ticks = [(m["joined_at"], f"{m['member_id']} joined") for m in rows if m.get("joined_at")]
+    ticks += [(m["left_at"], f"{m['member_id']} {m['end_reason']}") for m in rows if m.get("left_at")]
+    return sorted(ticks, key=lambda t: t[0])
+
+
+def _timeline(groups: list[dict[str, Any]], states: list[dict[str, Any]], rebalances: list[dict[str, Any]],
+              memberships: list[dict[str, Any]] | None = None) -> str:
+    memberships = memberships or []
     times: list[dt.datetime] = [s["started_at"] for s in states] + [s["ended_at"] for s in states if s["ended_at"]]
     times += [r["started_at"] for r in rebalances]
+    times += [t for t, _ in _membership_ticks(memberships)]
     if not times:
         return "<p>No group states yet.</p>"
     start, end = min(times), max(times)
@@ -39,24 +61,37 @@ def _timeline(groups: list[dict[str, Any]], states: list[dict[str, Any]], rebala
     def x(t: dt.datetime) -> float:
         return LABEL + (WIDTH - LABEL - 10) * (t - start).total_seconds() / span
 
-    by_group_states, by_group_rebalances = defaultdict(list), defaultdict(list)
+    by_group_states, by_group_rebalances, by_group_members = defaultdict(list), defaultdict(list), defaultdict(list)
     for s in states:
         by_group_states[s["group_id"]].append(s)
     for r in rebalances:
         by_group_rebalances[r["group_id"]].append(r)
+    for m in memberships:
+        by_group_members[m["group_id"]].append(m)
     height = ROW * len(groups) + 30
     parts = [f'<svg class="timeline" width="{WIDTH}" height="{height}" role="img" '
              f'aria-label="group states over time">']
     for i, group in enumerate(groups):
         y = 10 + i * ROW
         name = esc(group["group_id"])
-        parts.append(f'<text x="0" y="{y + 15}" class="label">{name}</text>')
+        kind = group.get("group_type") or "consumer"
+        parts.append(f'<rect class="group-type" x="0" y="{y + 5}" width="8" height="10" '
+                     f'fill="{GROUP_TYPE_COLOURS.get(kind, "#7f7f7f")}"><title>{esc(kind)} group</title></rect>')
+        parts.append(f'<text x="12" y="{y + 15}" class="label">{name}</text>')
         for s in by_group_states[group["group_id"]]:
             x0, x1 = x(s["started_at"]), x(s["ended_at"] or end)
             colour = STATE_COLOURS.get(s["state"], "#eeeeee")
             parts.append(f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 1):.1f}" height="{ROW - 6}" '
                          f'fill="{colour}"><title>{esc(s["state"])} generation {esc(s["generation"])} from '
                          f'{_ts(s["started_at"])}</title></rect>')
+        for at, protocol in _conversions(by_group_states[group["group_id"]]):
+            parts.append(f'<line class="conversion" x1="{x(at):.1f}" x2="{x(at):.1f}" y1="{y - 2}" y2="{y + ROW - 4}" '
+                         f'stroke="#000" stroke-dasharray="3,2"><title>{_ts(at)} converted to the {esc(protocol)} '
+                         f'protocol</title></line>')
+        for at, what in _membership_ticks(by_group_members[group["group_id"]]):
+            parts.append(f'<line class="membership" x1="{x(at):.1f}" x2="{x(at):.1f}" y1="{y + 3}" '
+                         f'y2="{y + ROW - 9}" stroke="{GROUP_TYPE_COLOURS["share"]}"><title>{_ts(at)} '
+                         f'{esc(what)}</title></line>')
         for r in by_group_rebalances[group["group_id"]]:
             colour = CAUSE_COLOURS.get(r["cause"], "#000000")
             parts.append(f'<circle class="rebalance" cx="{x(r["started_at"]):.1f}" cy="{y + (ROW - 6) / 2}" r="5" '
@@ -133,7 +168,11 @@ def _legend() -> str:
                      for n, c in CAUSE_COLOURS.items())
     states = "".join(f'<span class="key"><i style="background:{c}"></i>{esc(n)}</span>'
                      for n, c in STATE_COLOURS.items())
-    return f'<p class="legend">Causes: {causes}</p><p class="legend">States: {states}</p>'
+    kinds = "".join(f'<span class="key"><i style="background:{c}"></i>{esc(n)}</span>'
+                    for n, c in GROUP_TYPE_COLOURS.items())
+    return (f'<p class="legend">Causes: {causes}</p><p class="legend">States: {states}</p>'
+            f'<p class="legend">Group types: {kinds} (dashed line: a live protocol conversion; thin ticks: a share '
+            f"group's members joining and leaving, never a rebalance)</p>")
 
 
 STYLE = """
@@ -150,7 +189,8 @@ def render(data: dict[str, list[dict[str, Any]]], *, title: str = "Kafka rebalan
     """The whole page."""
     groups = data["groups"]
     lost = _table(groups, [("group_id", "group"), ("group_type", "type"), ("rebalances", "rebalances"),
-                           ("unavailable_ms", "time without consuming (ms)"), ("last_cause", "last cause")], "lost")
+                           ("unavailable_ms", "time without consuming (ms)"), ("last_cause", "last cause"),
+                           ("membership_changes", "share membership changes")], "lost")
     alerts = _table(data["alerts"], [("opened_at", "opened (UTC)"), ("severity", "severity"), ("rule", "rule"),
                                      ("summary", "summary"), ("delivered_to", "delivered to")], "alerts")
     advice = _table(data["advice"], [("group_id", "group"), ("severity", "severity"), ("observed", "observed"),
@@ -162,7 +202,7 @@ def render(data: dict[str, list[dict[str, Any]]], *, title: str = "Kafka rebalan
 <h1>{esc(title)}</h1>
 <p>{len(data["rebalances"])} rebalances in {len(groups)} groups. Times are UTC.</p>
 {_legend()}
-<h2 id="timeline">Group timelines</h2>{_timeline(groups, data["states"], data["rebalances"])}
+<h2 id="timeline">Group timelines</h2>{_timeline(groups, data["states"], data["rebalances"], data.get("memberships"))}
 <h2 id="hourly">Rebalances per hour by cause</h2>{_hourly(data["hourly"])}
 <h2 id="lost">Groups that lost the most time</h2>{lost}
 <h2 id="incidents">Incidents and their evidence</h2>{_incidents(data["incidents"], data["evidence"])}
