@@ -45,6 +45,8 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     "subscription is up to date", "nassign", "config update", "loading offsets", "Herder st", "Starting task ",
     # The streams rebalance protocol (KIP-1071, 4.2): the client's membership manager and the broker's topic check.
     "stream-client [", "Membership is in", "active tasks", "topic configuration found",
+    # librdkafka's close of a consumer with a group (`Closing consumer`).
+    "Closing consumer",
     *GC_LITERALS,
 )
 

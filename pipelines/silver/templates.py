@@ -45,6 +45,10 @@ FIELD_PATTERNS: dict[str, str] = {
     "topics": r".*",
     "members": r".*",
     "_": r".*?",
+    # The group-protocol requests a client's protocol debug lines name (librdkafka's `Sent JoinGroupRequest (..)`,
+    # KafkaJS's `Request Heartbeat(key: 12, ..)`): matched, never stored.
+    "_group_api": r"(?:JoinGroup|SyncGroup|Heartbeat|LeaveGroup|FindCoordinator|GroupCoordinator"
+                  r"|ConsumerGroupHeartbeat|ShareGroupHeartbeat|StreamsGroupHeartbeat)",
     # Anything, across lines: for wordings that sit in a later line of the record (an exception under a log line).
     "_lines": r"[\s\S]*?",
 }
