@@ -1,8 +1,9 @@
-"""A cheap test for "does the text contain any of these literals", as Spark `contains` calls.
+"""A cheap test for "does the text contain any of these literals", as Spark `contains` and `rlike` calls.
 
 Each `contains` is one scan of the text, and most lines hold none of the literals, so the cost is the number of
 scans. Literals that share a short substring (a key) are grouped behind it: a text is searched for the key once and
-for the literals behind it only when it holds the key. The result is exactly `OR(contains(literal))`.
+for the literals behind it (one regex of them) only when it holds the key. The result is exactly
+`OR(contains(literal))`.
 """
 
 from __future__ import annotations
@@ -47,10 +48,22 @@ def search_plan(literals: Sequence[str]) -> dict[str | None, tuple[str, ...]]:
     return plan
 
 
+def _one_of(literals: Sequence[str]) -> str:
+    """A Java regex that finds any of `literals` (each quoted as it stands)."""
+    return "|".join(r"\Q" + literal.replace(r"\E", r"\E\\E\Q") + r"\E" for literal in literals)
+
+
 def contains_any(text: Column, literals: Sequence[str]) -> Column:
-    """True when `text` contains one of `literals` (null when `text` is null); false for an empty list."""
+    """True when `text` contains one of `literals` (null when `text` is null); false for an empty list.
+
+    The literals behind one key are one `rlike` of their alternation, searched only in texts that hold the key (the
+    generated code of a `contains` per literal grew past the JVM's 64 KB method limit at a few hundred literals);
+    the literals without a key, searched in every text, stay one `contains` each."""
     tests = []
     for key, group in search_plan(literals).items():
-        found = reduce(operator.or_, (text.contains(literal) for literal in group))
-        tests.append(found if key is None else text.contains(key) & found)
+        if key is None:
+            tests.append(reduce(operator.or_, (text.contains(literal) for literal in group)))
+        else:
+            found = text.contains(group[0]) if len(group) == 1 else text.rlike(_one_of(group))
+            tests.append(text.contains(key) & found)
     return reduce(operator.or_, tests) if tests else F.lit(False)

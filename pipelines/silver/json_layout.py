@@ -1,5 +1,6 @@
 """JSON-lines logs: logstash-logback-encoder (`@timestamp`, `message`, `logger_name`, `thread_name`, `level`) and
-Elastic ECS (`@timestamp`, `message`, `log.level`, `log.logger`, `process.thread.name`, flat or nested)."""
+Elastic ECS (`@timestamp`, `message`, `log.level`, `log.logger`, `process.thread.name`, flat or nested); clients that
+log the group as a field of their own beside the message (KafkaJS's `groupId`, franz-go's `group`)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ JSON_SCHEMA = StructType([
     StructField("log.level", _S), StructField("log.logger", _S), StructField("process.thread.name", _S),
     StructField("log", StructType([StructField("level", _S), StructField("logger", _S)])),
     StructField("process", StructType([StructField("thread", StructType([StructField("name", _S)]))])),
+    # The group of a client line whose message does not name it: KafkaJS (`groupId`), franz-go's JSON loggers
+    # (`group`).
+    StructField("groupId", _S), StructField("group", _S),
 ])
 
 
@@ -46,8 +50,8 @@ def parse_json(line: Column) -> Column:
 
 
 def json_fields(doc: Column, line: Column) -> dict[str, Column]:
-    """`ts`, `level`, `thread`, `logger`, `msg` of a JSON log line from its parsed `doc` (null where absent), read
-    from the raw `line` when the document is cut short."""
+    """`ts`, `level`, `thread`, `logger`, `msg` and `group` of a JSON log line from its parsed `doc` (null where
+    absent), all but `group` read from the raw `line` when the document is cut short."""
     parsed = {
         "ts": F.coalesce(doc["@timestamp"], doc["timestamp"], doc["ts"], doc["time"], doc["@t"]),
         "level": F.coalesce(doc["level"], doc["log.level"], doc["log"]["level"], doc["severity"], doc["loglevel"],
@@ -55,6 +59,7 @@ def json_fields(doc: Column, line: Column) -> dict[str, Column]:
         "thread": F.coalesce(doc["thread_name"], doc["process.thread.name"], doc["process"]["thread"]["name"]),
         "logger": F.coalesce(doc["logger_name"], doc["log.logger"], doc["log"]["logger"]),
         "msg": F.coalesce(doc["message"], doc["msg"], doc["content"], doc["@m"]),
+        "group": F.coalesce(doc["groupId"], doc["group"]),
     }
     whole = parsed["msg"].isNotNull()
     fallback = {
@@ -64,4 +69,7 @@ def json_fields(doc: Column, line: Column) -> dict[str, Column]:
         "logger": F.coalesce(_raw_string(line, "logger_name"), _raw_string(line, "log.logger")),
         "msg": _raw_string(line, "message"),
     }
-    return {name: F.when(whole, expr).otherwise(fallback[name]) for name, expr in parsed.items()}
+    out = {name: F.when(whole, expr).otherwise(fallback[name]) for name, expr in parsed.items() if name in fallback}
+    # A cut line keeps its message, not its group field: the file's other lines name the group.
+    out["group"] = parsed["group"]
+    return out

@@ -204,6 +204,9 @@ def with_layout(
         F.when(json_line, F.regexp_replace(F.coalesce(fields["msg"], F.lit("")), _RDKAFKA_TAG, ""))
         .otherwise(F.coalesce(fields["msg"], F.lit(""))).alias("msg"),
         fields["pre"].alias("_pre"),
+        # The group a JSON line carries as a field of its own (for templates whose text names none); null for other
+        # lines (`_json` is null for them). Not behind `json_line`: each use of it repeats the message's expression.
+        json["group"].alias("_json_group_id"),
     )
     return _read_general(df)
 

@@ -45,6 +45,10 @@ FIELD_PATTERNS: dict[str, str] = {
     "topics": r".*",
     "members": r".*",
     "_": r".*?",
+    # The group-protocol requests a client's protocol debug lines name (librdkafka's `Sent JoinGroupRequest (..)`,
+    # KafkaJS's `Request Heartbeat(key: 12, ..)`): matched, never stored.
+    "_group_api": r"(?:JoinGroup|SyncGroup|Heartbeat|LeaveGroup|FindCoordinator|GroupCoordinator"
+                  r"|ConsumerGroupHeartbeat|ShareGroupHeartbeat|StreamsGroupHeartbeat)",
     # Anything, across lines: for wordings that sit in a later line of the record (an exception under a log line).
     "_lines": r"[\s\S]*?",
 }
@@ -56,7 +60,8 @@ EVENT_FIELDS = tuple(sorted(FIELD_COLUMNS.get(f, f) for f in FIELD_PATTERNS if n
 
 # Component files, in match order (first matching row wins across all of them).
 COMPONENTS = ("broker_classic", "broker_new", "broker_groups_4x", "client_classic", "client_kip848",
-              "client_librdkafka", "client_streams", "client_connect")
+              "client_librdkafka", "client_streams", "client_connect", "client_kafka_python", "client_kafkajs",
+              "client_kafka_go", "client_sarama", "client_franz_go")
 # After a template: an optional final period, trailing blanks, and any later lines of the record (a stack trace).
 TAIL = r"\.?\s*(?:\n[\s\S]*)?$"
 
