@@ -40,7 +40,7 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     # no group): a literal of every wording that names no group by itself.
     "poll timeout", "Rebalance started", "Rebalance failed", "for rebalance", "last rebalance", "after rebalance",
     "eneration", "ssignment", "assigned partitions", "partition(s)", "tatic member",
-    "__consumer_offsets", "member id", "ffset commit", "OffsetCommit", "auto-commit", "ubscribed", "with epoch",
+    "member id", "ffset commit", "OffsetCommit", "auto-commit", "ubscribed", "with epoch",
     "ransitioned to", "econciliation", "onnectors and tasks", "onnector ", "configs updated", "config log",
     "subscription is up to date", "nassign", "config update", "loading offsets", "Herder st", "Starting task ",
     # The streams rebalance protocol (KIP-1071, 4.2): the client's membership manager and the broker's topic check.
