@@ -1,10 +1,7 @@
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collection;
-import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 
@@ -28,8 +25,6 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * so the GC scenarios hold on a fast or a loaded machine alike.
  */
 public final class LabConsumer {
-    private static volatile long sleepOnceMs = 0;
-    private static volatile long slowMs = 0;
     private static volatile String newSubscription = null;
     private static volatile boolean closing = false;
     private static volatile Object liveHeap = null;
@@ -93,27 +88,12 @@ public final class LabConsumer {
         return ms;
     }
 
-    static List<String> topics(String csv) {
-        List<String> out = new ArrayList<>();
-        for (String t : csv.split(",")) {
-            if (!t.isBlank()) {
-                out.add(t.trim());
-            }
-        }
-        return out;
-    }
-
     public static void main(String[] args) throws Exception {
         // Spring Boot puts the process id into its log pattern this way; set before the first logger exists.
         System.setProperty("PID", Long.toString(ProcessHandle.current().pid()));
-        Properties props = new Properties();
-        Properties lab = new Properties();
-        for (String arg : args) {
-            int eq = arg.indexOf('=');
-            String key = arg.substring(0, eq);
-            String value = arg.substring(eq + 1);
-            (key.startsWith("lab.") ? lab : props).setProperty(key, value);
-        }
+        LabCommands.Args parsed = new LabCommands.Args(args);
+        Properties props = parsed.client;
+        Properties lab = parsed.lab;
         props.setProperty("key.deserializer", ByteArrayDeserializer.class.getName());
         props.setProperty("value.deserializer", ByteArrayDeserializer.class.getName());
 
@@ -130,22 +110,14 @@ public final class LabConsumer {
             say("calibrated pause_ms=" + pause + " session_ms=" + props.getProperty("session.timeout.ms", "default"));
         }
 
-        LabCommands.start(Map.of(
-                "sleep", arg -> {
-                    sleepOnceMs = Long.parseLong(arg);
-                    say("ack sleep " + arg);
-                },
-                "slow", arg -> {
-                    slowMs = Long.parseLong(arg);
-                    say("ack slow " + arg);
-                },
+        LabCommands.start(LabCommands.withPacing(Map.of(
                 "gc", arg -> {
                     say("gc-start mb=" + arg);
                     long ms = gcPause(Long.parseLong(arg));
                     say("gc-done mb=" + arg + " ms=" + ms);
                 },
                 "subscribe", arg -> newSubscription = arg,
-                "close", arg -> closing = true),
+                "close", arg -> closing = true)),
                 () -> closing = true);  // the harness went away: leave cleanly rather than linger
 
         long pollMs = Long.parseLong(lab.getProperty("lab.poll.ms", "200"));
@@ -167,26 +139,20 @@ public final class LabConsumer {
                     say("lost " + partitions);
                 }
             };
-            consumer.subscribe(topics(lab.getProperty("lab.topics", "")), listener);
+            consumer.subscribe(parsed.list("lab.topics"), listener);
             say("started pid=" + ProcessHandle.current().pid());
             while (!closing) {
                 String subscription = newSubscription;
                 if (subscription != null) {
                     newSubscription = null;
-                    consumer.subscribe(topics(subscription), listener);
+                    consumer.subscribe(LabCommands.csv(subscription), listener);
                     say("subscribed " + subscription);
                 }
                 ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(pollMs));
                 if (!records.isEmpty()) {
                     say("records " + records.count());
                 }
-                long sleep = sleepOnceMs + slowMs;
-                sleepOnceMs = 0;
-                if (sleep > 0) {
-                    say("processing ms=" + sleep);
-                    Thread.sleep(sleep);
-                    say("processed ms=" + sleep);
-                }
+                LabCommands.pace();
             }
             say("closing");
         }

@@ -1,6 +1,4 @@
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 
@@ -23,30 +21,15 @@ public final class LabShareConsumer {
     private LabShareConsumer() {
     }
 
-    static List<String> topics(String csv) {
-        List<String> out = new ArrayList<>();
-        for (String t : csv.split(",")) {
-            if (!t.isBlank()) {
-                out.add(t.trim());
-            }
-        }
-        return out;
-    }
-
     public static void main(String[] args) throws Exception {
-        Properties props = new Properties();
-        Properties lab = new Properties();
-        for (String arg : args) {
-            int eq = arg.indexOf('=');
-            String key = arg.substring(0, eq);
-            (key.startsWith("lab.") ? lab : props).setProperty(key, arg.substring(eq + 1));
-        }
+        LabCommands.Args parsed = new LabCommands.Args(args);
+        Properties props = parsed.client;
         props.setProperty("key.deserializer", ByteArrayDeserializer.class.getName());
         props.setProperty("value.deserializer", ByteArrayDeserializer.class.getName());
         LabCommands.start(Map.of("close", arg -> closing = true), () -> closing = true);
 
         try (KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(props)) {
-            consumer.subscribe(topics(lab.getProperty("lab.topics", "")));
+            consumer.subscribe(parsed.list("lab.topics"));
             LabCommands.say("started pid=" + ProcessHandle.current().pid());
             boolean first = true;
             while (!closing) {

@@ -26,8 +26,6 @@ import org.apache.kafka.streams.kstream.Materialized;
  * transition to RUNNING (the broker's member id is that client id and a UUID).
  */
 public final class LabStreams {
-    private static volatile long slowMs = 0;
-    private static volatile long sleepOnceMs = 0;
     private static volatile boolean closing = false;
 
     private LabStreams() {
@@ -72,13 +70,9 @@ public final class LabStreams {
 
     public static void main(String[] args) throws Exception {
         System.setProperty("PID", Long.toString(ProcessHandle.current().pid()));
-        Properties props = new Properties();
-        Properties lab = new Properties();
-        for (String arg : args) {
-            int eq = arg.indexOf('=');
-            String key = arg.substring(0, eq);
-            (key.startsWith("lab.") ? lab : props).setProperty(key, arg.substring(eq + 1));
-        }
+        LabCommands.Args parsed = new LabCommands.Args(args);
+        Properties props = parsed.client;
+        Properties lab = parsed.lab;
         String input = lab.getProperty("lab.input");
         int toProduce = Integer.parseInt(lab.getProperty("lab.produce", "0"));
         int rate = Integer.parseInt(lab.getProperty("lab.rate", "0"));
@@ -88,16 +82,10 @@ public final class LabStreams {
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
                 .peek((k, v) -> {
-                    long ms = slowMs + sleepOnceMs;
-                    sleepOnceMs = 0;
-                    if (ms > 0) {
-                        try {
-                            say("processing ms=" + ms);
-                            Thread.sleep(ms);
-                            say("processed ms=" + ms);
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                        }
+                    try {
+                        LabCommands.pace();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
                     }
                 })
                 .groupByKey()
@@ -112,16 +100,7 @@ public final class LabStreams {
                 say("assigned member=" + clientId + "-StreamThread-1-consumer state=RUNNING");
             }
         });
-        LabCommands.start(Map.of(
-                "sleep", arg -> {
-                    sleepOnceMs = Long.parseLong(arg);
-                    say("ack sleep " + arg);
-                },
-                "slow", arg -> {
-                    slowMs = Long.parseLong(arg);
-                    say("ack slow " + arg);
-                },
-                "close", arg -> closing = true),
+        LabCommands.start(LabCommands.withPacing(Map.of("close", arg -> closing = true)),
                 () -> closing = true);
         streams.start();
         say("started pid=" + ProcessHandle.current().pid());
