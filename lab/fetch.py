@@ -47,6 +47,12 @@ class Kit:
     def major(self) -> int:
         return int(self.version.split(".")[0])
 
+    @property
+    def release(self) -> tuple[int, int]:
+        """(major, minor): behaviour differs between minor releases too."""
+        major, minor = self.version.split(".")[:2]
+        return int(major), int(minor)
+
     def classpath(self, which: str) -> str:
         """`broker`, `kafka` (clients with Kafka's layout), `logback` (clients with a Logback layout), `streams`
         (Kafka Streams with Kafka's layout) or `connect` (a Connect worker with the file connectors)."""
