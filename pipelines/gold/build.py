@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame
 
 from pipelines.gold.aggregates import health_from, hourly_stats_from
 from pipelines.gold.incidents import advice_from, incidents_from
-from pipelines.gold.rebalances import rebuild_rebalances, rebuild_sessions, rebuild_states, timeline_input
+from pipelines.gold.rebalances import replay_groups, timeline_input, timeline_outputs
 from pipelines.gold.timeline import Rules
 
 # Tables that compare every group with all the others (health: the last hour and day before the newest rebalance
@@ -26,12 +26,14 @@ def build_gold(
 ) -> dict[str, DataFrame]:
     """Every gold table (gold_rebalances, gold_group_states, gold_member_sessions, gold_incidents, gold_config_advice,
     gold_rebalance_stats_hourly, gold_group_health) of the groups in `events` (silver_events rows; `pauses`:
-    silver_gc_pauses). `persist` is applied to the frames read more than once (the timeline input and the three
-    timeline tables): the caller picks the storage level and frees them."""
-    inputs = persist(timeline_input(events, pauses, min_pause_ms=rules.gc_pause_min_ms))
-    rebalances = persist(rebuild_rebalances(inputs, rules))
-    sessions = persist(rebuild_sessions(inputs, rules))
-    states = persist(rebuild_states(inputs, rules))
+    silver_gc_pauses). Each group's timeline is replayed once for all three timeline tables. `persist` is applied
+    to the frames read more than once (the replay and the three timeline tables): the caller picks the storage level
+    and frees them."""
+    inputs = timeline_input(events, pauses, min_pause_ms=rules.gc_pause_min_ms)
+    timeline = timeline_outputs(persist(replay_groups(inputs, rules)))
+    rebalances = persist(timeline["gold_rebalances"])
+    sessions = persist(timeline["gold_member_sessions"])
+    states = persist(timeline["gold_group_states"])
     per_group = {
         "gold_rebalances": rebalances,
         "gold_group_states": states,

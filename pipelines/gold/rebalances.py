@@ -1,4 +1,5 @@
-"""Run the per-group timeline (pipelines/gold/timeline.py) over Spark: one applyInPandas call per output table.
+"""Run the per-group timeline (pipelines/gold/timeline.py) over Spark: one replay per group (one applyInPandas)
+gives the rows of all three timeline tables.
 
 A rebuild of the touched groups gives the same rows whatever order the files arrived in: every row is a function of
 all the group's events, and every id is derived from the events themselves.
@@ -12,7 +13,16 @@ from typing import Any
 import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import (
+    DataType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from pipelines.config import Thresholds
 from pipelines.gold.timeline import Rules, Timeline
@@ -108,42 +118,103 @@ def _records(pdf: pd.DataFrame) -> list[dict[str, Any]]:
     return records
 
 
-def _pandas_schema(schema: StructType) -> str:
-    return ", ".join(
-        f"{f.name} {f.dataType.simpleString()}" if f.name != "evidence" else "evidence_json string"
-        for f in schema.fields
-    )
+# The timeline's three outputs, replayed once per group: each output's columns travel side by side in one frame,
+# prefixed by the output's tag, and each row fills only the columns of its own output.
+OUTPUTS: dict[str, tuple[str, str, StructType]] = {
+    "r": ("rebalances", "gold_rebalances", GOLD_REBALANCES),
+    "s": ("states", "gold_group_states", GOLD_GROUP_STATES),
+    "m": ("sessions", "gold_member_sessions", GOLD_MEMBER_SESSIONS),
+}
+_TAG = "output"
 
 
-def _apply(inputs: DataFrame, rules: Rules, attribute: str, schema: StructType) -> DataFrame:
-    columns = [f.name if f.name != "evidence" else "evidence_json" for f in schema.fields]
+def _wire_name(name: str) -> str:
+    return "evidence_json" if name == "evidence" else name
+
+
+def _wire_fields(tag: str, schema: StructType) -> list[tuple[str, str, DataType]]:
+    """(column in the timeline's rows, column in the combined frame, its Spark type) of one output."""
+    return [(_wire_name(f.name), f"{tag}__{_wire_name(f.name)}",
+             StringType() if f.name == "evidence" else f.dataType) for f in schema.fields]
+
+
+def _combined_schema() -> str:
+    columns = [f"{_TAG} string"]
+    for tag, (_, _, schema) in OUTPUTS.items():
+        columns += [f"{wire} {dtype.simpleString()}" for _, wire, dtype in _wire_fields(tag, schema)]
+    return ", ".join(columns)
+
+
+def _typed(column: pd.Series, dtype: DataType) -> pd.Series:
+    """A combined column in a dtype that holds its nulls without changing its values (rows of the other outputs
+    leave it empty: an integer column must not become float)."""
+    if isinstance(dtype, IntegerType):
+        return pd.to_numeric(column).astype("Int32")
+    if isinstance(dtype, LongType):
+        return pd.to_numeric(column).astype("Int64")
+    if isinstance(dtype, DoubleType):
+        return pd.to_numeric(column).astype("float64")
+    if isinstance(dtype, TimestampType):
+        return pd.to_datetime(column)
+    # The ignore: pandas-stubs leaves None out of `where`'s `other`, which pandas takes (object columns keep it).
+    cells: pd.Series = column.astype(object).where(column.notna(), None)  # type: ignore[call-overload]
+    return cells
+
+
+def _replay(group_id: str, records: list[dict[str, Any]], rules: Rules) -> pd.DataFrame:
+    """One replay of a group's timeline: every output's rows in the combined frame of `_combined_schema`."""
+    timeline = Timeline(group_id, records, rules)
+    rows: list[dict[str, Any]] = []
+    for tag, (attribute, _, schema) in OUTPUTS.items():
+        produced = getattr(timeline, attribute)
+        produced = list(produced.values()) if isinstance(produced, dict) else produced
+        fields = _wire_fields(tag, schema)
+        rows += [{_TAG: tag, **{wire: row.get(name) for name, wire, _ in fields}} for row in produced]
+    frame = pd.DataFrame(rows, columns=[_TAG] + [wire for tag, (_, _, schema) in OUTPUTS.items()
+                                                 for _, wire, _ in _wire_fields(tag, schema)], dtype=object)
+    for tag, (_, _, schema) in OUTPUTS.items():
+        for _, wire, dtype in _wire_fields(tag, schema):
+            frame[wire] = _typed(frame[wire], dtype)
+    return frame
+
+
+def replay_groups(inputs: DataFrame, rules: Rules | None = None) -> DataFrame:
+    """Every group of `inputs` (a `timeline_input` frame, or silver_events rows) replayed once: the rows of all
+    three timeline outputs in one frame, told apart by `output`. `timeline_outputs` splits it."""
+    inputs = _as_input(inputs)
+    rules = rules or Rules()
 
     def run(pdf: pd.DataFrame) -> pd.DataFrame:
-        timeline = Timeline(pdf["group_id"].iloc[0], _records(pdf), rules)
-        rows = getattr(timeline, attribute)
-        rows = list(rows.values()) if isinstance(rows, dict) else rows
-        return pd.DataFrame(rows, columns=columns)
+        return _replay(pdf["group_id"].iloc[0], _records(pdf), rules)
 
-    return inputs.groupBy("group_id").applyInPandas(run, schema=_pandas_schema(schema))
+    return inputs.groupBy("group_id").applyInPandas(run, schema=_combined_schema())
+
+
+def timeline_outputs(replayed: DataFrame) -> dict[str, DataFrame]:
+    """gold_rebalances, gold_group_states and gold_member_sessions rows from a `replay_groups` frame."""
+    tables = {}
+    for tag, (_, table, schema) in OUTPUTS.items():
+        rows = replayed.filter(F.col(_TAG) == tag).select(
+            [F.col(wire).alias(name) for name, wire, _ in _wire_fields(tag, schema)])
+        if "evidence_json" in rows.columns:
+            rows = rows.withColumn("evidence", F.from_json("evidence_json", EVIDENCE))
+        tables[table] = rows.select(schema.fieldNames())
+    return tables
 
 
 def rebuild_rebalances(inputs: DataFrame, rules: Rules | None = None) -> DataFrame:
     """gold_rebalances rows for every group in `inputs` (a `timeline_input` frame, or silver_events rows)."""
-    inputs = _as_input(inputs)
-    rows = _apply(inputs, rules or Rules(), "rebalances", GOLD_REBALANCES)
-    return rows.withColumn("evidence", F.from_json("evidence_json", EVIDENCE)).select(
-        [f.name for f in GOLD_REBALANCES.fields]
-    )
+    return timeline_outputs(replay_groups(inputs, rules))["gold_rebalances"]
 
 
 def rebuild_states(inputs: DataFrame, rules: Rules | None = None) -> DataFrame:
     """gold_group_states rows: each state interval of each group, with its generation."""
-    return _apply(_as_input(inputs), rules or Rules(), "states", GOLD_GROUP_STATES)
+    return timeline_outputs(replay_groups(inputs, rules))["gold_group_states"]
 
 
 def rebuild_sessions(inputs: DataFrame, rules: Rules | None = None) -> DataFrame:
     """gold_member_sessions rows: each member's lifetime in its group."""
-    return _apply(_as_input(inputs), rules or Rules(), "sessions", GOLD_MEMBER_SESSIONS)
+    return timeline_outputs(replay_groups(inputs, rules))["gold_member_sessions"]
 
 
 def _as_input(df: DataFrame) -> DataFrame:
