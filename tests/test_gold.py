@@ -144,6 +144,10 @@ def test_kip848_a_classic_group_converted_to_a_consumer_group_is_a_members_join(
               ev(0.01, "group_epoch_bumped", group_epoch=7)]
     assert [(r["generation_after"], r["cause"], r["cause_detail"]) for r in reconstruct_group("g", bumped)] == [
         (7, "membership_change", "member_join")]
+    # The bump logged a millisecond before the conversion line is still its rebalance: no second one.
+    early = [ev(0, "group_epoch_bumped", group_epoch=7),
+             ev(0.001, "group_protocol_converted", state="classic", group_protocol="consumer")]
+    assert [r["generation_after"] for r in reconstruct_group("g", early)] == [7]
     # Back to classic (the last consumer-protocol member left): no join, and the downgrade's own rebalance decides.
     assert reconstruct_group("g", [ev(0, "group_protocol_converted", state="consumer", group_protocol="classic")]) == []
 

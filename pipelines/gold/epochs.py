@@ -66,11 +66,11 @@ class EpochReplay(CauseRefinement):
     """Epoch bumps of KIP-848 groups replayed over the group's state (the broker replay hands them here)."""
 
     def _upgrade(self, event: dict[str, Any]) -> None:
-        """A classic group converted to a consumer group with no `Bumped group epoch` line in the next NEIGHBOUR_S
+        """A classic group converted to a consumer group with no `Bumped group epoch` line within NEIGHBOUR_S of it
         (an excerpt, or a log cut there): the epoch rebalance of the member whose join converted it, open, its epoch
         and member unknown."""
         ts = event["event_ts"]
-        if any(0 <= secs(b - ts) <= NEIGHBOUR_S for b in self._bumps):
+        if any(abs(secs(b - ts)) <= NEIGHBOUR_S for b in self._bumps):
             return
         verdict = Verdict("membership_change", "member_join", 0.5, None,
                           f"{_CONVERTED}; the `Bumped group epoch` line and the member's own join line are not in the "
