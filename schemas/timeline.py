@@ -18,6 +18,8 @@ _EVENT_COLUMNS = (
     "ts_line_order",
     # A member's state transitions (Streams, librdkafka, KIP-848) show its side of a rebalance begin and end.
     "previous_state",
+    # The protocol a group was converted to (4.x): a conversion to `consumer` is a consumer-protocol member's join.
+    "group_protocol",
 )
 _EPOCH_COLUMNS = ("group_epoch", "target_epoch", "state", "topics")
 

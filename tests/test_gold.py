@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from pyspark.sql import functions as F
 
-from pipelines.gold.causes import classify_reason
+from pipelines.gold.causes import CLIENT_ONLY_CONFIDENCE, classify_reason
 from pipelines.gold.rebalances import rebuild_rebalances
 from pipelines.gold.timeline import Timeline, reconstruct_group
 from pipelines.quality.derived import CONSUMER_TRANSITIONS, LEGAL_TRANSITIONS
@@ -129,6 +129,27 @@ def test_kafka_4_leave_reason_names_the_member():
 
 def client(seconds: float, event_type: str, instance: str, **fields) -> dict:
     return ev(seconds, event_type, source_kind="client", instance=instance, **fields)
+
+
+def test_kip848_a_classic_group_converted_to_a_consumer_group_is_a_members_join():
+    """The new coordinator converts a classic group only for a member joining with the consumer protocol: with no
+    bump line after it (an excerpt), the conversion alone is that join's epoch rebalance, open and less sure; with
+    one, the bump is the rebalance and the conversion explains it."""
+    lone = [ev(0, "group_protocol_converted", state="classic", group_protocol="consumer")]
+    rows = reconstruct_group("g", lone)
+    assert [(r["protocol"], r["generation_after"], r["cause"], r["cause_detail"], r["outcome"]) for r in rows] == [
+        ("consumer", None, "membership_change", "member_join", "open")]
+    assert rows[0]["cause_confidence"] <= 0.5 and "are not in the log" in rows[0]["evidence_json"]
+    bumped = [ev(0, "group_protocol_converted", state="classic", group_protocol="consumer"),
+              ev(0.01, "group_epoch_bumped", group_epoch=7)]
+    assert [(r["generation_after"], r["cause"], r["cause_detail"]) for r in reconstruct_group("g", bumped)] == [
+        (7, "membership_change", "member_join")]
+    # The bump logged a millisecond before the conversion line is still its rebalance: no second one.
+    early = [ev(0, "group_epoch_bumped", group_epoch=7),
+             ev(0.001, "group_protocol_converted", state="classic", group_protocol="consumer")]
+    assert [r["generation_after"] for r in reconstruct_group("g", early)] == [7]
+    # Back to classic (the last consumer-protocol member left): no join, and the downgrade's own rebalance decides.
+    assert reconstruct_group("g", [ev(0, "group_protocol_converted", state="consumer", group_protocol="classic")]) == []
 
 
 def test_kip848_one_rebalance_per_group_epoch_with_its_cause():
@@ -326,6 +347,26 @@ def test_client_only_one_rebalance_per_generation_with_the_members_own_reason():
     assert "client log only" in rows[1]["evidence_json"]
 
 
+def test_client_only_a_lone_members_close_is_a_leave_and_the_coordinator_it_then_forgets_is_no_cause():
+    """librdkafka's close (`Closing consumer`, `Terminating group`, the LeaveGroup answer) in a group whose only log is
+    the leaver's: the rebalance of the members that stay is inferred, with less confidence; the coordinator the
+    closing client clears afterwards says nothing about the coordinator."""
+    events = [
+        cl(0, "client_leaving", "rdkafka#consumer-1"),
+        cl(0.001, "client_leaving", "rdkafka#consumer-1"),
+        cl(0.1, "client_member_state_changed", "rdkafka#consumer-1", previous_state="up", state="term"),
+        cl(0.1, "client_coordinator_lost", "rdkafka#consumer-1"),
+    ]
+    rows = reconstruct_group("g", events)
+    assert [(r["outcome"], r["cause"], r["cause_detail"]) for r in rows] == [("open", "membership_change",
+                                                                            "member_leave")]
+    assert rows[0]["cause_confidence"] < CLIENT_ONLY_CONFIDENCE["member_leave"]
+    assert "inferred" in rows[0]["evidence_json"] and "coordinator's log is missing" in rows[0]["evidence_json"]
+    # A coordinator lost before any leave still decides.
+    lost_first = [cl(-5, "client_coordinator_lost", "rdkafka#consumer-1"), *events]
+    assert [r["cause"] for r in reconstruct_group("g", lost_first)] == ["coordinator_change"]
+
+
 def test_client_only_a_member_that_only_saw_the_rebalance_names_who_left_from_the_leaders_assignment():
     events = [
         cl(0, "client_joining"),
@@ -515,6 +556,24 @@ def test_a_group_first_seen_loading_at_a_later_generation_has_just_moved_here():
     fresh = [dict(e, event_id=f"f{i}") for i, e in enumerate(events)]
     fresh[0]["generation"] = 0
     assert reconstruct_group("g", fresh)[0]["cause"] == "session_timeout"
+
+
+def test_a_new_member_right_after_the_group_had_no_coordinator_is_coordinator_failover():
+    # Unloaded, then loaded again 209 s later: a member whose session ran out meanwhile joins again with a new id as
+    # soon as it finds the coordinator. A join long after the load is an ordinary join.
+    def events(join_at: float) -> list[dict]:
+        return [
+            ev(0, "group_unloaded", generation=5051, broker_id=0),
+            ev(209, "group_loaded", generation=5052, broker_id=0),
+            ev(join_at, "rebalance_started", generation=5052, broker_id=0,
+               reason="Adding new member m9 with group instance id None"),
+        ]
+
+    [row] = reconstruct_group("g", events(209.7))
+    assert (row["cause"], row["cause_detail"], row["trigger_member_id"]) == (
+        "coordinator_change", "coordinator_failover", "m9")
+    assert "no coordinator" in row["evidence_json"] and row["cause_confidence"] < 0.75
+    assert reconstruct_group("g", events(900))[0]["cause"] == "membership_change"
 
 
 def _gc_expiry(settings_json):

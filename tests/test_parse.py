@@ -142,3 +142,23 @@ def test_a_file_without_any_time_keeps_its_order_and_says_so(spark):
              + " (org.apache.kafka.clients.consumer.internals.AbstractCoordinator)", lines[0]]
     rows = to_events(parse_with(_bronze(spark, "app-1", "app.log", timed))).orderBy("line_no").collect()
     assert [(r.ts_inferred, r.ts_line_order) for r in rows] == [(None, None), (True, None)]
+
+
+def test_pasted_lines_quoted_or_with_redacted_broker_names_parse_as_the_originals(spark):
+    # A paste quoted with Markdown's `> ` (a JSON client line, a text line): the marks are no part of the layout. A
+    # librdkafka line whose broker the poster redacted (`GroupCoordinator/<broker-1>: `) keeps its message.
+    lines = [
+        '> {"level":"info","ts":"2022-08-08T21:53:36.432+0800","msg":"synced","group":"orders",'
+        '"assigned":"t[0]"}',
+        "> [2024-05-14 10:21:07,482] INFO [GroupCoordinator 1]: Stabilized group orders generation 43 "
+        "(__consumer_offsets-17) with 2 members (kafka.coordinator.group.GroupCoordinator)",
+        "%7|1715682067.482|HEARTBEAT|rdkafka#consumer-1| [thrd:main]: GroupCoordinator/<broker-1>: "
+        "SyncGroupRequest failed: Broker: Unknown member: actions Permanent",
+    ]
+    rows = parse_with(_bronze(spark, "app-0", "app.log", lines)).orderBy("line_no").collect()
+    assert [(r.event_type, r.group_id, r.event_ts) for r in rows] == [
+        ("client_synced", "orders", dt.datetime(2022, 8, 8, 13, 53, 36, 432000)),
+        ("group_stabilized", "orders", dt.datetime(2024, 5, 14, 10, 21, 7, 482000)),
+        # the file's one client group
+        ("client_sync_failed", "orders", dt.datetime(2024, 5, 14, 10, 21, 7, 482000)),
+    ]

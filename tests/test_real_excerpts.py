@@ -21,11 +21,11 @@ from bench.excerpts import DEFAULT_ROOT, cause_share, line_share, load_corpus, m
 FRESH_FROM = 600
 FRESH2_FROM = 700
 LINE_FLOOR = 0.95  # measured 95.2% (679 of 713 lines, 140 excerpts)
-CAUSE_FLOOR = 0.86  # measured 86.4% (76 of 88)
-FRESH_LINE_FLOOR = 0.71  # measured 71.7% (104 of 145 lines, 28 excerpts)
-FRESH_CAUSE_FLOOR = 0.72  # measured 72.7% (8 of 11)
-FRESH2_LINE_FLOOR = 0.79  # measured 79.8% (99 of 124 lines, 28 excerpts)
-FRESH2_CAUSE_FLOOR = 0.27  # measured 27.3% (3 of 11)
+CAUSE_FLOOR = 0.87  # measured 87.5% (77 of 88)
+FRESH_LINE_FLOOR = 0.77  # measured 77.2% (112 of 145 lines, 28 excerpts)
+FRESH_CAUSE_FLOOR = 0.81  # measured 81.8% (9 of 11)
+FRESH2_LINE_FLOOR = 0.83  # measured 83.9% (104 of 124 lines, 28 excerpts)
+FRESH2_CAUSE_FLOOR = 0.54  # measured 54.5% (6 of 11)
 
 
 def _set(name: str) -> str:

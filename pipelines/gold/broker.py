@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from pipelines.gold.causes import Verdict, classify_reason, given_reason
-from pipelines.gold.epochs import EpochReplay
+from pipelines.gold.epochs import EpochReplay, is_upgrade
 from pipelines.gold.refine import REMOVAL_CAUSES
 from pipelines.gold.replay_state import EPOCH_CAUSES, NEIGHBOUR_S, OpenRebalance, secs, stable_id, to_int
 from pipelines.gold.rows import rebalance_row
@@ -58,10 +58,21 @@ class BrokerReplay(EpochReplay):
                 # The group's first line is its load at a generation it reached elsewhere: it has just moved here
                 # (its old coordinator's lines are not in these logs).
                 self._moves.append((ts, None, broker))
+            unloaded_at = self._unloads.pop(broker, None) if broker is not None else None
+            if unloaded_at is not None and broker is not None:
+                # The broker that had unloaded the group loads it again: it was elsewhere or nowhere in between.
+                self._outages.append((unloaded_at, ts, broker))
             self._coordinator, self._unloaded_from = broker, None
-        elif kind == "group_unloaded" and (broker is None or self._coordinator in (None, broker)):
-            # Only the current coordinator's unload counts: an old one's, logged after the group moved, says nothing.
-            self._unloaded_from = broker if broker is not None else self._coordinator
+        elif kind == "group_unloaded":
+            unloader = broker if broker is not None else self._coordinator
+            if unloader is not None:
+                self._unloads[unloader] = ts
+            if broker is None or self._coordinator in (None, broker):
+                # Only the current coordinator's unload moves the group: an old one's, logged after the group moved,
+                # says nothing about where it is.
+                self._unloaded_from = unloader
+            else:
+                self._coordinator = broker
         elif broker is not None:
             self._coordinator = broker
         if kind in ("member_joining", "member_loaded") and member:
@@ -89,6 +100,8 @@ class BrokerReplay(EpochReplay):
             self._start(event)
         elif kind == "group_epoch_bumped" and to_int(event.get("group_epoch")) is not None:
             self._bump(event)
+        elif is_upgrade(event):
+            self._upgrade(event)
         elif kind == "target_assignment_computed" and event["event_id"] in self._target_bumps:
             self._bump({**event, "group_epoch": event["target_epoch"]})
         elif kind == "group_stabilized" and self._current is not None:

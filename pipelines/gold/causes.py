@@ -27,7 +27,8 @@ Refinements with the members' own logs (GroupContext) decide what the broker can
 - Kafka 4.x converts a group back to the classic protocol when its last consumer-protocol member leaves; the
   rebalance the downgrade opens (`Downgrade group G from consumer to classic for member leaving.`) is that leave.
 - coordinator_change (failover): a rebalance still open when the group moved to a new coordinator, restarted there
-  by its members joining again, is the failover's cost.
+  by its members joining again, is the failover's cost; so is a new member's join within seconds of the group's load
+  after a stretch with no coordinator (unloaded, then loaded again): its session ran out while it could reach none.
 - membership_change after a leave: a leader's `cached metadata has changed` rejoin within seconds of a member's leave,
   when the leaver alone subscribed to some topic (client logs' `Subscribed to topic(s)`), is that leave's consequence:
   the group's subscription shrank, not the topics' partitions.
@@ -43,7 +44,10 @@ rebalance) and the members' own lines since their previous join say why, with le
   have stayed on the same broker).
 - a process that subscribed or discovered its coordinator, or was told to `re-join with the given member-id` (the
   MemberIdRequired round trip of a new member, 2.2+), before its first join: membership_change / member_join.
-- a clean `sending LeaveGroup request` (close): membership_change / member_leave.
+- a clean `sending LeaveGroup request` (close; librdkafka's `Terminating group`, `Closing consumer`, `LeaveGroup
+  response received`): membership_change / member_leave, with less confidence when only the leaver's own lines are
+  there (the rebalance of the members that stay is inferred). A coordinator the closing client forgets at or after
+  its own leave is the close's consequence, not a coordinator change.
 - only `Attempt to heartbeat failed since group is rebalancing` or `group is already rebalancing`: another member
   started it; membership_change with low confidence. The leader's `Finished assignment for group at generation N:
   {...}` lists the members, so a member missing from (or new in) the assignment of N compared with N-1 names it.
@@ -160,18 +164,20 @@ _EXPIRY_ANSWERS = ("client_heartbeat_failed", "client_join_failed", "client_sync
                    "client_coordinator_lost", "client_rejoin_requested", "client_generation_reset",
                    "client_rebalance_failed")
 # What a member hears when the coordinator no longer knows it: its session expired there (Java's UNKNOWN_MEMBER_ID
-# and `member id ... is not valid`, librdkafka's `Broker: Unknown member`), or what it sees itself when its own
+# and `member id ... is not valid`, librdkafka's `Broker: Unknown member`, kafka-python's and aiokafka's `local
+# member_id was not recognized`), or what it sees itself when its own
 # session runs out (librdkafka's SESSTMOUT, the Java client's `session timed out without receiving a heartbeat
 # response`).
 _EXPIRED = re.compile(r"UNKNOWN_MEMBER_ID|unknown member|member id .* is not valid|is not aware of this member"
-                      r"|session timed out", re.I)
+                      r"|session timed out|member_id was not recognized", re.I)
 # What a member hears when its coordinator moved or is gone: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a load.
 _COORDINATOR_GONE = re.compile(r"NOT_COORDINATOR|not coordinator|not the correct coordinator|NotCoordinator"
                                r"|COORDINATOR_NOT_AVAILABLE|coordinator not available|coordinator load in progress",
                                re.I)
 _NEW_MEMBER_SIGNS = re.compile(r"need to re-join with the given member-id", re.I)
 CLIENT_ONLY_CONFIDENCE = {"poll_timeout": 0.7, "metadata_change": 0.7, "coordinator_change": 0.5,
-                          "session_timeout": 0.6, "member_join": 0.6, "member_leave": 0.6, "seen_rebalancing": 0.3,
+                          "session_timeout": 0.6, "member_join": 0.6, "member_leave": 0.6, "lone_leave": 0.45,
+                          "seen_rebalancing": 0.3,
                           "silent_removal": 0.4}
 # What a verdict from members' lines alone cannot see, said in its explanation.
 _MISSING = "; the coordinator's log is missing, so its own reason is unknown"
@@ -191,6 +197,7 @@ def classify_client_signs(signs: list[dict[str, Any]],
     join (each with `_member`, the member id of its process where known), `newcomers` the first lines of processes
     that joined for the first time. Returns the verdict and the line that decided it (None when none did)."""
     conf = CLIENT_ONLY_CONFIDENCE
+    signs = _before_own_close(signs)
     for event in signs:
         reason = event.get("reason") or ""
         if event["event_type"] in _POLL_TIMEOUT_EVENTS or (
@@ -234,6 +241,13 @@ def classify_client_signs(signs: list[dict[str, Any]],
                        f"client log only: {_who(event)} started and joined the group"), event
     for event in signs:
         if event["event_type"] == "client_leaving":
+            if all(_process(e) == _process(event) for e in signs):
+                # Only the leaver's own lines: the rebalance of the members that stay is inferred, not seen.
+                return Verdict("membership_change", "member_leave", conf["lone_leave"], event.get("_member"),
+                               f"client log only: {_who(event)} left the group "
+                               f"({event.get('reason') or 'LeaveGroup'}); no other member's log is here, so the "
+                               "rebalance of the members that stay is inferred (none follows the last member's or a "
+                               "static member's close)" + _MISSING), event
             return Verdict("membership_change", "member_leave", conf["member_leave"], event.get("_member"),
                            f"client log only: {_who(event)} left the group "
                            f"({event.get('reason') or 'LeaveGroup'})"), event
@@ -241,6 +255,22 @@ def classify_client_signs(signs: list[dict[str, Any]],
     return Verdict("membership_change", None, conf["seen_rebalancing"], None,
                    "client log only: the members saw the group rebalancing (heartbeat or join answered "
                    "REBALANCE_IN_PROGRESS) but not who started it"), first
+
+
+def _process(event: dict[str, Any]) -> tuple[Any, Any]:
+    return event.get("instance"), event.get("client_id")
+
+
+def _before_own_close(signs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`signs` without the coordinator losses a process logged at or after its own clean leave: a closing client
+    forgets its coordinator (librdkafka's `is no longer coordinator` once its group handle terminates), which says
+    nothing about the coordinator."""
+    closed: dict[tuple[Any, Any], Any] = {}
+    for event in signs:
+        if event["event_type"] == "client_leaving" and not _POLL_TIMEOUT.search(event.get("reason") or ""):
+            closed.setdefault(_process(event), event["event_ts"])
+    return [e for e in signs if not (e["event_type"] in _COORDINATOR_LOST and _process(e) in closed
+                                     and e["event_ts"] >= closed[_process(e)])]
 
 
 def classify_removal(member: str, lines: list[dict[str, Any]],

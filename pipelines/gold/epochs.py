@@ -38,6 +38,8 @@ def epoch_verdict(event: dict[str, Any] | None) -> Verdict:
                        f"static member {member} replaced {event.get('old_member_id')}")
     if kind == "member_joining":
         return Verdict("membership_change", "member_join", 0.85, member, f"{member} joined the group")
+    if is_upgrade(event):
+        return Verdict("membership_change", "member_join", 0.7, None, _CONVERTED)
     if kind == "group_config_changed":
         return Verdict("metadata_change", "assignment_config_change", 0.8, None,
                        f"the group's assignment configuration changed to {event.get('reason')}")
@@ -48,8 +50,35 @@ def epoch_verdict(event: dict[str, Any] | None) -> Verdict:
                    "changed its subscription")
 
 
+# The new coordinator converts a classic group to a consumer group only while handling the heartbeat of a member that
+# joins with the consumer protocol (GroupMetadataManager, 3.7+), and that join bumps the group epoch.
+_CONVERTED = ("the classic group was converted to a consumer group, which the coordinator does when a member joins it "
+              "with the consumer protocol (group.protocol=consumer)")
+
+
+def is_upgrade(event: dict[str, Any]) -> bool:
+    """A `Converted the (empty) classic group to a consumer group` line: a consumer-protocol member joined."""
+    return (event["event_type"] == "group_protocol_converted"
+            and str(event.get("group_protocol") or "").lower() == "consumer")
+
+
 class EpochReplay(CauseRefinement):
     """Epoch bumps of KIP-848 groups replayed over the group's state (the broker replay hands them here)."""
+
+    def _upgrade(self, event: dict[str, Any]) -> None:
+        """A classic group converted to a consumer group with no `Bumped group epoch` line within NEIGHBOUR_S of it
+        (an excerpt, or a log cut there): the epoch rebalance of the member whose join converted it, open, its epoch
+        and member unknown."""
+        ts = event["event_ts"]
+        if any(abs(secs(b - ts)) <= NEIGHBOUR_S for b in self._bumps):
+            return
+        verdict = Verdict("membership_change", "member_join", 0.5, None,
+                          f"{_CONVERTED}; the `Bumped group epoch` line and the member's own join line are not in the "
+                          "log, so the epoch and the member are unknown")
+        current = OpenRebalance(stable_id(self.group_id, event["event_id"]), event, verdict, None, [],
+                                protocol="consumer")
+        self.rebalances.append(rebalance_row(self.group_id, current, completed_at=None, outcome="open"))
+        self._transition(ts, "Assigning", None, current.rebalance_id, event)
 
     def _bump(self, event: dict[str, Any]) -> None:
         """KIP-848: a consumer group's epoch bump is one rebalance; its cause is the member event just before it."""

@@ -25,6 +25,9 @@ _FOLLOWUP_WINDOW_S = 30.0
 # A Connect worker writes or removes a connector's (or its tasks') config, and the leader rejoins within moments to
 # hand the change out: the config line this long before a rejoin names what changed.
 _CONNECTOR_CHANGE_S = 5.0
+# A new member this soon after its group was loaded again, following a stretch with no coordinator at all (unloaded,
+# then loaded), is a member whose session ran out during that stretch: it rejoins as soon as it finds the coordinator.
+_AFTER_OUTAGE_S = 30.0
 
 
 class CauseRefinement(ReplayState):
@@ -107,7 +110,24 @@ class CauseRefinement(ReplayState):
                         f"removed at {removal.at:%H:%M:%S} by {removal.cause}, joining again")
                 self._removals.pop(instance or "", None)
                 return Verdict(removal.cause, "rejoin", 0.85, trigger, text), [], removal.rebalance_id
+            outage = self._outage_before(ts)
+            if outage is not None and verdict.detail == "member_join":
+                unloaded, loaded, broker = outage
+                text = (f"{verdict.explanation}; the group had no coordinator from its unload at {unloaded:%H:%M:%S} "
+                        f"until coordinator {broker} loaded it at {loaded:%H:%M:%S} ({secs(loaded - unloaded):.0f} s), "
+                        f"and {trigger} joined as a new member {secs(ts - loaded):.1f} s later: a member whose "
+                        "session ran out while it could reach no coordinator comes back with a new member id (its own "
+                        "log would show it)")
+                return Verdict("coordinator_change", "coordinator_failover", 0.6, trigger, text), [], None
         return verdict, [], None
+
+    def _outage_before(self, ts: pd.Timestamp) -> tuple[pd.Timestamp, pd.Timestamp, int] | None:
+        """The stretch without a coordinator (an unload, then a load) that ended at most _AFTER_OUTAGE_S before
+        `ts`."""
+        for unloaded, loaded, broker in reversed(self._outages):
+            if 0 <= secs(ts - loaded) <= _AFTER_OUTAGE_S:
+                return unloaded, loaded, broker
+        return None
 
     def _cooperative_followup(self, verdict: Verdict, ts: pd.Timestamp, client_reason: str | None
                               ) -> tuple[Verdict, list[dict[str, Any]], str | None] | None:

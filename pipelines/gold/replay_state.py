@@ -20,8 +20,8 @@ NEIGHBOUR_S = 5.0  # member events this close before a reason-less start (broker
 # KIP-848 consumer groups and KIP-1071 streams groups: broker events that bump a group's epoch, most decisive first
 # (a fence or leave explains the bump better than a join logged in the same instant).
 EPOCH_CAUSES = ("member_fenced", "member_left", "static_member_replaced", "member_joining",
-                "member_subscription_changed", "subscription_metadata_changed", "group_config_changed",
-                "streams_topology_changed")
+                "group_protocol_converted", "member_subscription_changed", "subscription_metadata_changed",
+                "group_config_changed", "streams_topology_changed")
 # A state transition: when, which state, generation, rebalance id (None between rebalances), id of the event.
 Transition = tuple[pd.Timestamp, str, int | None, str | None, str]
 
@@ -105,6 +105,10 @@ class ReplayState:
         self._pending: list[dict[str, Any]] = []
         self._implied: list[dict[str, Any]] = []
         self._unloaded_from: int | None = None
+        # When each broker last unloaded the group, and the stretches until the same broker loaded it again:
+        # unloaded at, loaded again at, by which broker.
+        self._unloads: dict[int, pd.Timestamp] = {}
+        self._outages: list[tuple[pd.Timestamp, pd.Timestamp, int]] = []
         self._last_activity: pd.Timestamp | None = None
         self._epoch_size: int | None = None
         bumps = [e for e in events if e.get("source_kind") == "broker" and e["event_type"] == "group_epoch_bumped"]

@@ -29,8 +29,9 @@ _KAFKA_PREFIX_START = (
     r"|GroupId )"
     r"|stream-(?:thread|client) \[)"
 )
-# The broker connection a librdkafka line is about (`GroupCoordinator/3: `, `sasl_ssl://b-1:9092/1: `).
-_RDKAFKA_BROKER = r"(?:\S+?/(?:-?\d+|internal|bootstrap): )?"
+# The broker connection a librdkafka line is about (`GroupCoordinator/3: `, `sasl_ssl://b-1:9092/1: `), its node id
+# also as a paste redacted it (`GroupCoordinator/<broker-1>: `).
+_RDKAFKA_BROKER = r"(?:\S+?/(?:-?\d+|internal|bootstrap|<[^<>\s]+>): )?"
 _RDKAFKA_TAG = rf"^\[thrd:[^\]]*\]: ?{_RDKAFKA_BROKER}"
 FIELDS = ("ts", "level", "thread", "logger", "msg", "pre")
 # Layouts that find the message wherever it sits: their time and level are searched in `pre`, the text before it.
@@ -101,18 +102,22 @@ LAYOUTS: tuple[Layout, ...] = (
 # prefixes, ANSI colours, other control characters (a stray SEP or MARKER would shift packed groups).
 _CRI = r"(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) (?:stdout|stderr) [FP] "
 _COMPOSE = r"(?m)^[\w.-]+\s+\| "
+# JSON lines pasted into a reply as a Markdown quote (`> {"level":...}`): the marks before the object. (Quoted text
+# lines keep theirs: the layouts already find a message after them, and the file's kind is read with them.)
+_QUOTE = r"(?m)^(?:> ?)+(?=\{)"
 _ANSI_AND_CONTROLS = r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
 
 
 def strip_envelope(value: Column) -> Column:
-    """The application's own text: docker json-file lines unwrapped, container prefixes, colours and control
-    characters removed (on every line of a multi-line record)."""
+    """The application's own text: docker json-file lines unwrapped, container prefixes, Markdown quote marks,
+    colours and control characters removed (on every line of a multi-line record)."""
     # A json-file line that is no valid JSON (cut, or hard-wrapped by a terminal) still yields its `log` text.
     raw_log = F.regexp_extract(value, r'^\{"log":"((?:[^"\\]|\\.)*?)(?:\\n)?(?:"|$)', 1)
     docker = F.when(value.startswith('{"log":"'), F.coalesce(
         F.regexp_replace(F.get_json_object(value, "$.log"), r"\n$", ""), F.regexp_replace(raw_log, r'\\"', '"')))
     cleaned = F.regexp_replace(F.coalesce(docker, value), _CRI, "")
     cleaned = F.regexp_replace(cleaned, _COMPOSE, "")
+    cleaned = F.regexp_replace(cleaned, _QUOTE, "")
     return F.regexp_replace(cleaned, _ANSI_AND_CONTROLS, "")
 
 
