@@ -23,6 +23,12 @@ def _progress(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+def _add_remote(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--remote", metavar="sc://HOST:PORT",
+                   help="run through this Spark Connect server (Databricks Connect, serverless, start-connect-server) "
+                   "instead of a local Spark; default: the SPARK_REMOTE environment variable, else local")
+
+
 def _add_storage(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conf", type=Path, help="configuration YAML (default: conf/local.yml of the project)")
     p.add_argument("--lakehouse", type=Path, help="directory of the Delta tables (overrides the configuration)")
@@ -69,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=7, help="simulation seed (default: 7)")
     demo.add_argument("--groups", type=int, default=4, help="consumer groups to simulate (default: 4)")
     demo.add_argument("--hours", type=float, default=2.0, help="simulated hours (default: 2)")
+    _add_remote(demo)
     _add_simulation(demo)
 
     sim = sub.add_parser("simulate", help="write realistic broker, client and GC logs with their ground truth")
@@ -85,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--landing", type=Path, help="landing directory: <landing>/<instance>/<file>")
     run.add_argument("--trigger", choices=["available-now", "continuous"], default="available-now",
                      help="available-now: process what is new and stop (default); continuous: keep running")
+    _add_remote(run)
     run.add_argument("--rebuild", action="store_true", help="drop every table and checkpoint first, then rebuild")
 
     parse = sub.add_parser("parse", help="parse log files in batch; JSON events on stdout, accounting on stderr")
@@ -92,15 +100,18 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("--kind", choices=["auto", "broker", "client", "gc"], default="auto",
                        help="only events of this kind (default: auto, every kind recognised from the content)")
     parse.add_argument("--tz", default=None, help="IANA time zone of timestamps without an offset (default UTC)")
+    _add_remote(parse)
     parse.add_argument("--conf", type=Path, help="configuration YAML (sources and time zones)")
 
     sql = sub.add_parser("sql", help="ad-hoc SQL; every table is a view of its own name")
     sql.add_argument("query", help='for example "SELECT cause, count(*) FROM gold_rebalances GROUP BY cause"')
     _add_storage(sql)
+    _add_remote(sql)
     sql.add_argument("--format", choices=["table", "json", "csv"], default="table")
     sql.add_argument("--limit", type=int, default=1000, help="at most this many rows (default 1000)")
     report = sub.add_parser("report", help="write the local dashboard as one self-contained HTML file")
     _add_storage(report)
+    _add_remote(report)
     report.add_argument("--out", type=Path, default=Path("rebalance-report.html"),
                         help="output file (default: rebalance-report.html)")
     report.add_argument("--group-type", action="append", choices=("consumer", "streams", "connect", "share"),
@@ -125,10 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the last line of defence prints one line, not a JVM trace
         from pipelines.errors import PipelineStateError
         from pipelines.quality.stage import QualityError
+        from pipelines.remote import RemoteSessionError
+        from pipelines.spark import SparkSetupError
 
         if isinstance(exc, PipelineStateError):
             print(f"rebalance {args.command}: {exc}", file=sys.stderr)
             return EXIT_USAGE
+        if isinstance(exc, (RemoteSessionError, SparkSetupError)):  # the message is the fix
+            print(f"rebalance {args.command}: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
         if isinstance(exc, QualityError):  # every failed rule on its own line, not only the first
             print(f"rebalance {args.command}: {exc}", file=sys.stderr)
             return EXIT_FAILURE

@@ -21,10 +21,11 @@ if TYPE_CHECKING:  # pyspark is imported by the commands that need it, so that `
 Progress = Callable[[str], None]
 
 
-def _spark(cfg: Config, app: str):
+def _spark(cfg: Config, app: str, args: argparse.Namespace):
+    """The session of a command: through the Spark Connect server of --remote (or SPARK_REMOTE), else local."""
     from pipelines.spark import get_spark
 
-    return get_spark(cfg, app_name=app)
+    return get_spark(cfg, app_name=app, remote=getattr(args, "remote", None))
 
 
 def _json_value(value: Any) -> Any:
@@ -76,7 +77,7 @@ def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
 
     cfg = _config(args, landing=args.landing)
     check_inputs(cfg)
-    spark = _spark(cfg, "rebalance-run")
+    spark = _spark(cfg, "rebalance-run", args)
     progress(f"reading {cfg.landing}, writing Delta tables under {cfg.lakehouse}")
     summary = run(spark, cfg, trigger=args.trigger, rebuild=args.rebuild, on_progress=progress)
     print(f"run finished: {summary.line()}")
@@ -109,7 +110,7 @@ def cmd_parse(args: argparse.Namespace, *, progress: Progress) -> int:
         raise ConfigError(f"no such file: {', '.join(missing)}")
     extra = {"sources": [{"instances": "*", "tz": args.tz}]} if args.tz else {}
     cfg = load_config(args.conf, extra)
-    spark = _spark(cfg, "rebalance-parse")
+    spark = _spark(cfg, "rebalance-parse", args)
     raw = io.read_files(spark, list(args.files))
     now = F.current_timestamp()
     staged = build_silver(raw, resolve_sources(cfg), existing_files=io.empty(spark, "bronze_files"), batch_id=0,
@@ -190,7 +191,7 @@ def _open_lakehouse(args: argparse.Namespace, app: str):
     if not cfg.uses_catalog and not cfg.lakehouse.is_dir():
         raise ConfigError(f"no lakehouse at {cfg.lakehouse}; run `rebalance demo` or `rebalance run` first, "
                           "or pass --lakehouse DIR")
-    spark = _spark(cfg, app)
+    spark = _spark(cfg, app, args)
     views = register_views(spark, cfg)
     if not views and not cfg.uses_catalog:
         raise ConfigError(f"{cfg.lakehouse} holds no tables yet; run `rebalance run` first")
@@ -267,7 +268,7 @@ def cmd_demo(args: argparse.Namespace, *, progress: Progress) -> int:
                    group_protocol=getattr(args, "group_protocol", "classic"))
     progress(f"wrote {sim.lines} log lines in {sim.files} files; starting Spark with Delta Lake")
     cfg = load_config(None, {"landing": workdir / "landing", "lakehouse": workdir / "lakehouse"})
-    spark = _spark(cfg, "rebalance-demo")
+    spark = _spark(cfg, "rebalance-demo", args)
     summary = run(spark, cfg, on_progress=progress)
     progress(f"pipeline finished: {summary.line()}")
     if summary.quality is not None:

@@ -6,8 +6,9 @@
     rebalance-job alerts      --catalog C --schema S --landing PATH --checkpoints PATH
 
 Each builds the configuration from its parameters (Auto Loader, Unity Catalog names) and calls `pipelines.run.run`
-with the session Databricks provides. A failed quality rule fails the `quality` task (exit 1, the rules named);
-the `alerts` task runs after it all the same and delivers the quality alert.
+with the session Databricks provides, a classic one on a job cluster or a Spark Connect one on serverless (the
+pipeline uses only what both support: no RDDs, no JVM calls, Delta through SQL). A failed quality rule fails the
+`quality` task (exit 1, the rules named); the `alerts` task runs after it all the same and delivers the quality alert.
 """
 
 from __future__ import annotations

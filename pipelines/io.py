@@ -6,17 +6,21 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.errors import AnalysisException, PySparkException
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamReader
 from pyspark.sql.types import StructType
 
+from pipelines import delta_sql
 from pipelines.bronze.damaged import damaged_gzips, with_torn_rows
 from pipelines.config import Config
 from pipelines.errors import PipelineStateError
 from schemas.tables import TABLES
+
+if TYPE_CHECKING:
+    from delta.tables import DeltaTable
 
 # A commit that lost a race with another writer (an OPTIMIZE, a VACUUM, a second job) is retried this often.
 CONFLICT_ATTEMPTS = 6
@@ -27,6 +31,12 @@ _T = TypeVar("_T")
 
 # Delta's idempotent-write key: a replayed micro-batch with the same (app id, batch id) is skipped by Delta.
 TXN_APP_PREFIX = "kafka-rebalance"
+# Delta's optimistic-concurrency conflicts, by error class: every subclass of the JVM's
+# DeltaConcurrentModificationException (ConcurrentAppend, ConcurrentDeleteRead, ...), and nothing else.
+CONFLICT_CONDITIONS = frozenset({
+    "DELTA_CONCURRENT_APPEND", "DELTA_CONCURRENT_DELETE_DELETE", "DELTA_CONCURRENT_DELETE_READ",
+    "DELTA_CONCURRENT_TRANSACTION", "DELTA_CONCURRENT_WRITE", "DELTA_METADATA_CHANGED", "DELTA_PROTOCOL_CHANGED",
+})
 # The streaming query that reads the landing directory (its checkpoint folder has this name).
 INGEST_QUERY = "ingest"
 
@@ -39,17 +49,30 @@ class TableRef:
         self.path = None if cfg.uses_catalog else str((cfg.lakehouse / name).resolve())
         self.full_name = f"{cfg.catalog}.{cfg.schema_name}.{name}" if cfg.uses_catalog else None
 
+    @property
+    def sql_name(self) -> str:
+        """The table in SQL: its catalog name, or delta.`path`."""
+        return self.full_name or f"delta.{delta_sql.quote_name(str(self.path))}"
+
     def delta(self, spark: SparkSession) -> DeltaTable:
+        """delta-spark's Python handle of the table; classic sessions only (tests and maintenance, not the pipeline,
+        which runs through Spark Connect too)."""
+        from delta.tables import DeltaTable
+
         if self.full_name:
             return DeltaTable.forName(spark, self.full_name)
         assert self.path is not None  # a table without a catalog name has a path (TableRef)
         return DeltaTable.forPath(spark, self.path)
 
     def exists(self, spark: SparkSession) -> bool:
+        """True when the table exists (for a path, when the path holds a Delta table)."""
         if self.full_name:
             return spark.catalog.tableExists(self.full_name)
-        assert self.path is not None  # a table without a catalog name has a path (TableRef)
-        return DeltaTable.isDeltaTable(spark, self.path)
+        try:
+            spark.sql(f"DESCRIBE DETAIL {self.sql_name}").collect()
+        except AnalysisException:
+            return False
+        return True
 
 
 def table(cfg: Config, name: str) -> TableRef:
@@ -69,13 +92,7 @@ def ensure_tables(spark: SparkSession, cfg: Config, names: list[str] | None = No
         if ref.exists(spark):
             _upgrade(spark, ref, TABLES[name])
             continue
-        builder = DeltaTable.createIfNotExists(spark).addColumns(TABLES[name])
-        if ref.full_name:
-            builder = builder.tableName(ref.full_name)
-        else:
-            assert ref.path is not None  # a table without a catalog name has a path (TableRef)
-            builder = builder.location(ref.path)
-        builder.execute()
+        spark.sql(delta_sql.create_table(ref.sql_name, TABLES[name]))
 
 
 def _upgrade(spark: SparkSession, ref: TableRef, declared: StructType) -> None:
@@ -97,9 +114,8 @@ def _upgrade(spark: SparkSession, ref: TableRef, declared: StructType) -> None:
             "landing files with `rebalance run --rebuild`, or run the release that wrote it"
         )
     if added:
-        target = ref.full_name or f"delta.`{ref.path}`"
         columns = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in added)
-        spark.sql(f"ALTER TABLE {target} ADD COLUMNS ({columns})")
+        spark.sql(f"ALTER TABLE {ref.sql_name} ADD COLUMNS ({columns})")
 
 
 def read_table(spark: SparkSession, cfg: Config, name: str, *, version: int | None = None) -> DataFrame:
@@ -111,9 +127,7 @@ def read_table(spark: SparkSession, cfg: Config, name: str, *, version: int | No
 
 def table_version(spark: SparkSession, cfg: Config, name: str) -> int:
     """The latest Delta version of one table."""
-    row = table(cfg, name).delta(spark).history(1).select("version").first()
-    assert row is not None  # a Delta table's history holds at least the commit that created it
-    return int(row[0])
+    return delta_sql.latest_version(spark, table(cfg, name).sql_name)
 
 
 def read_table_stream(spark: SparkSession, cfg: Config, name: str) -> DataFrame:
@@ -159,23 +173,15 @@ def with_conflict_retries(name: str, commit: Callable[[], _T]) -> _T:
 
 
 def is_commit_conflict(exc: BaseException) -> bool:
-    """True when `exc` is Delta's optimistic-concurrency conflict (a subclass of the JVM's
-    `DeltaConcurrentModificationException`: ConcurrentAppend, ConcurrentDeleteRead, ...).
+    """True when `exc` is Delta's optimistic-concurrency conflict (one of `CONFLICT_CONDITIONS`).
 
-    delta-spark's Python API leaves most conflicts as a plain Py4JJavaError (its converter to Python classes is not
-    installed by default, and covers only some classes), so the JVM exception's class hierarchy is checked, along
-    its chain of causes."""
-    java = getattr(exc, "java_exception", None) or getattr(exc, "_origin", None)
-    for _ in range(10):  # the cause chain is short; the bound guards against a cycle
-        if java is None:
-            return False
-        cls = java.getClass()
-        while cls is not None:
-            if cls.getName().endswith(".DeltaConcurrentModificationException"):
-                return True
-            cls = cls.getSuperclass()
-        java = java.getCause()
-    return False
+    A Spark Connect client gets the error class as the exception's condition. A classic session leaves most conflicts
+    as a plain Py4JJavaError, and a conflict inside a failed job is a cause of another error; both print the class in
+    brackets in their text, which names the whole chain of causes."""
+    if isinstance(exc, PySparkException) and exc.getCondition() in CONFLICT_CONDITIONS:
+        return True
+    text = str(exc)
+    return any(f"[{condition}]" in text for condition in CONFLICT_CONDITIONS)
 
 
 def append_once(df: DataFrame, cfg: Config, name: str, *, batch_id: int, writer_id: str) -> int:
@@ -210,28 +216,46 @@ def append(df: DataFrame, cfg: Config, name: str) -> None:
         with_conflict_retries(name, lambda: writer.save(ref.path))
 
 
+def merge(
+    spark: SparkSession,
+    df: DataFrame,
+    cfg: Config,
+    name: str,
+    *,
+    keys: list[str],
+    update: list[str] | None = None,
+    update_when: str | None = None,
+    insert: bool = True,
+    delete_unmatched_when: str | None = None,
+) -> None:
+    """One SQL MERGE of `df` into a table on `keys` (null-safe), retried after a commit conflict.
+
+    Matched rows get the `update` columns of `df` where `update_when` holds; unmatched rows of `df` are inserted
+    when `insert`; rows of the table that `df` lacks are deleted where `delete_unmatched_when` holds. Conditions
+    are SQL that name the table `t` and `df` `s`."""
+    with delta_sql.temp_view(df) as source:
+        sql = delta_sql.merge(
+            table(cfg, name).sql_name, source, on=delta_sql.null_safe_keys(keys),
+            update={c: f"s.{delta_sql.quote_name(c)}" for c in update or []}, update_when=update_when,
+            insert_all=insert, delete_unmatched_when=delete_unmatched_when,
+        )
+        with_conflict_retries(name, lambda: spark.sql(sql))
+
+
 def replace_keys(
-    spark: SparkSession, df: DataFrame, cfg: Config, name: str, *, keys: list[str], scope: Column
+    spark: SparkSession, df: DataFrame, cfg: Config, name: str, *, keys: list[str], scope: str
 ) -> None:
     """Make the rows of a table that fall in `scope` exactly `df`, in one MERGE on `keys`.
 
     Rows of `df` are updated (only when they changed) or inserted; rows of the table in `scope` that `df` no longer
-    has are deleted. `scope` refers to the table as `t`.
+    has are deleted. `scope` is a SQL condition that refers to the table as `t`.
     """
-    target = table(cfg, name).delta(spark)
     columns = [c.name for c in TABLES[name].fields]
-    source = df.select(columns)
-    with_conflict_retries(name, lambda: (
-        target.alias("t")
-        .merge(source.alias("s"), " AND ".join(f"t.{k} <=> s.{k}" for k in keys))
-        .whenMatchedUpdate(
-            condition=" OR ".join(f"NOT (t.{c} <=> s.{c})" for c in columns if c not in keys),
-            set={c: f"s.{c}" for c in columns},
-        )
-        .whenNotMatchedInsertAll()
-        .whenNotMatchedBySourceDelete(condition=scope)
-        .execute()
-    ))
+    changed = " OR ".join(
+        f"NOT (t.{q} <=> s.{q})" for q in (delta_sql.quote_name(c) for c in columns if c not in keys)
+    )
+    merge(spark, df.select(columns), cfg, name, keys=keys, update=columns, update_when=changed,
+          delete_unmatched_when=scope)
 
 
 def checkpoint_dir(cfg: Config, query: str) -> Path:

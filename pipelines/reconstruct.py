@@ -9,7 +9,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import io
+from pipelines import delta_sql, io
 from pipelines.config import Config
 from pipelines.gold.build import CROSS_GROUP, build_gold, cross_group_tables
 from pipelines.gold.rebalances import orphan_lines, route_orphans, rules_from
@@ -37,6 +37,7 @@ def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame) -> dict[st
     names = sorted(r.group_id for r in groups.collect())
     if not names:
         return {}
+    in_groups = f"t.group_id IN ({', '.join(delta_sql.string_literal(n) for n in names)})"
     level = StorageLevel.MEMORY_AND_DISK
     cached: list[DataFrame] = []
 
@@ -56,13 +57,13 @@ def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame) -> dict[st
                 continue
             rows = df.persist(level)
             counts[name] = rows.count()
-            io.replace_keys(spark, rows, cfg, name, keys=GOLD_KEYS[name], scope=F.col("t.group_id").isin(names))
+            io.replace_keys(spark, rows, cfg, name, keys=GOLD_KEYS[name], scope=in_groups)
             rows.unpersist()
         # Health compares every group with the newest rebalance of all groups, so it is rebuilt whole.
         merged = cross_group_tables(io.read_table(spark, cfg, "gold_rebalances"),
                                     io.read_table(spark, cfg, "gold_group_states"))
         for name, df in merged.items():
-            io.replace_keys(spark, df, cfg, name, keys=GOLD_KEYS[name], scope=F.lit(True))
+            io.replace_keys(spark, df, cfg, name, keys=GOLD_KEYS[name], scope="true")
     finally:
         for df in reversed(cached):
             df.unpersist()

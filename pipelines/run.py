@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
 
-from pipelines import io
+from pipelines import commits, io
 from pipelines.alerts.stage import run_alerts
 from pipelines.config import Config, ConfigError
 from pipelines.errors import PipelineStateError
@@ -18,12 +19,15 @@ from pipelines.ingest import make_ingest_batch
 from pipelines.quality.stage import QualityReport, run_quality
 from pipelines.reconstruct import make_reconstruct_batch
 from pipelines.release import check_release
+from pipelines.remote import is_connect
 from pipelines.streams import AVAILABLE_NOW, start_stream
 from schemas.tables import TABLES
 
 Trigger = Literal["available-now", "continuous"]
 Stage = Literal["ingest", "reconstruct", "quality", "alerts"]
 STAGES: tuple[Stage, ...] = ("ingest", "reconstruct", "quality", "alerts")
+# The tables the two streams write (the quality and alerts steps run in this process and count their own rows).
+STREAMED = [name for name in TABLES if name not in ("gold_quality_results", "gold_alerts", "gold_alert_deliveries")]
 INGEST_QUERY = io.INGEST_QUERY
 RECONSTRUCT_QUERY = "reconstruct"
 # The processing-time trigger of `--trigger continuous`.
@@ -43,6 +47,16 @@ class RunSummary:
         """Add one micro-batch's row counts."""
         self.batches[query] = self.batches.get(query, 0) + 1
         for name, count in counts.items():
+            self.added[name] = self.added.get(name, 0) + count
+
+    def record_from_server(self, queries: dict[str, StreamingQuery], added: dict[str, int]) -> None:
+        """Count the streams' micro-batches from their progress and their rows from the commits
+        (`commits.rows_added`), for a Spark Connect session, whose foreachBatch functions ran on the server."""
+        for query, progress in queries.items():
+            batches = {p.batchId for p in progress.recentProgress if p.numInputRows}
+            if batches:
+                self.batches[query] = self.batches.get(query, 0) + len(batches)
+        for name, count in added.items():
             self.added[name] = self.added.get(name, 0) + count
 
     def line(self) -> str:
@@ -117,9 +131,14 @@ def run(
     }
     started = [s for s in ("ingest", "reconstruct") if s in stages]
     if trigger == "available-now":
+        before = commits.versions(spark, cfg, STREAMED) if is_connect(spark) and started else None
+        finished: dict[str, StreamingQuery] = {}
         for stage in started:
             df, name, batch_fn = streams[stage]
-            start_stream(df, cfg, name, batch_fn, AVAILABLE_NOW).awaitTermination()
+            finished[name] = start_stream(df, cfg, name, batch_fn, AVAILABLE_NOW)
+            finished[name].awaitTermination()
+        if before is not None:
+            summary.record_from_server(finished, commits.rows_added(spark, cfg, before))
         now = run_ts or dt.datetime.now(dt.timezone.utc)
         if "quality" in stages:
             summary.quality = run_quality(spark, cfg, run_ts=now, on_progress=on_progress)

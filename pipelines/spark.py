@@ -11,6 +11,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from pipelines.config import Config
+from pipelines.remote import REMOTE_ENV, connect_session
 
 DELTA_VERSION = "4.0.1"
 # The delta-spark jar and its two runtime dependencies outside Spark itself (from its pom on Maven Central).
@@ -66,16 +67,24 @@ def on_databricks() -> bool:
     return "DATABRICKS_RUNTIME_VERSION" in os.environ
 
 
-def get_spark(cfg: Config, *, app_name: str = "rebalance", session: SparkSession | None = None) -> SparkSession:
-    """Return `session` if given, the platform's session on Databricks, else a local session with Delta.
+def get_spark(
+    cfg: Config, *, app_name: str = "rebalance", session: SparkSession | None = None, remote: str | None = None
+) -> SparkSession:
+    """Return `session` if given; a Spark Connect session to `remote` (sc://host:port) if given; the platform's
+    session on Databricks; a Spark Connect session to SPARK_REMOTE if set; else a local session with Delta.
 
     Settings that a streaming checkpoint freezes at its first run (shuffle partitions, the state store) are
-    fixed here, and the session time zone is UTC so that every timestamp in the tables is UTC.
+    fixed here for the local session (a remote server keeps its own), and the session time zone is UTC so that
+    every timestamp in the tables is UTC.
     """
     if session is not None:
         return session
+    if remote:
+        return connect_session(remote)
     if on_databricks():
         return SparkSession.builder.getOrCreate()
+    if os.environ.get(REMOTE_ENV):
+        return connect_session(os.environ[REMOTE_ENV])
     jars = ",".join(str(p) for p in delta_jars())
     # Python workers (applyInPandas) must run the interpreter that has this package, not whatever is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -244,7 +244,7 @@ def test_a_merge_that_loses_a_race_with_optimize_is_retried(spark, workspace):
     io.conflicts_retried.clear()
     maintenance.start()
     source = spark.createDataFrame(rows(range(3)), schema).coalesce(1).withColumn("cause", after_optimize("cause"))
-    io.replace_keys(spark, source, cfg, "gold_rebalances", keys=["rebalance_id"], scope=F.lit(True))
+    io.replace_keys(spark, source, cfg, "gold_rebalances", keys=["rebalance_id"], scope="true")
     maintenance.join(timeout=180)
     operations = [r.operation for r in io.table(cfg, "gold_rebalances").delta(spark).history().collect()]
     assert "OPTIMIZE" in operations and "MERGE" in operations

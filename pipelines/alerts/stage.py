@@ -61,13 +61,7 @@ def run_alerts(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
         changed = changed.filter(differs).select(alerts.columns).persist()
         counts["new_or_changed"] = changed.count()
         if counts["new_or_changed"]:
-            target = io.table(cfg, "gold_alerts").delta(spark)
-            (
-                target.alias("t").merge(changed.alias("s"), "t.alert_id = s.alert_id")
-                .whenMatchedUpdate(set={c: f"s.{c}" for c in _CONTENT})
-                .whenNotMatchedInsertAll()
-                .execute()
-            )
+            io.merge(spark, changed, cfg, "gold_alerts", keys=["alert_id"], update=list(_CONTENT))
         changed.unpersist()
     finally:
         alerts.unpersist()
@@ -105,13 +99,8 @@ def _deliver(spark: SparkSession, cfg: Config, *, on_progress: Callable[[str], N
             io.read_table(spark, cfg, "gold_alert_deliveries").groupBy("alert_id")
             .agg(F.array_sort(F.collect_set("sink")).alias("delivered_to"))
         )
-        target = io.table(cfg, "gold_alerts").delta(spark)
-        (
-            target.alias("t").merge(sinks_by_alert.alias("s"), "t.alert_id = s.alert_id")
-            .whenMatchedUpdate(condition="NOT (t.delivered_to <=> s.delivered_to)",
-                               set={"delivered_to": "s.delivered_to"})
-            .execute()
-        )
+        io.merge(spark, sinks_by_alert, cfg, "gold_alerts", keys=["alert_id"], update=["delivered_to"],
+                 update_when="NOT (t.delivered_to <=> s.delivered_to)", insert=False)
     if on_progress is not None and (delivered or failure):
         on_progress("alerts: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     if failure is not None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import io
+from pipelines import delta_sql, io
 from pipelines.config import Config
 from pipelines.quality.derived import with_generation_check, with_transition_check
 from pipelines.quality.findings import filter_final, judged_until, violations
@@ -103,7 +103,7 @@ def _store(spark: SparkSession, cfg: Config, report: QualityReport, versions: di
     frame = spark.createDataFrame(rows, GOLD_QUALITY_RESULTS)
     # Keyed by run: a repeated run with the same run_ts replaces its own rows, never another run's.
     io.replace_keys(spark, frame, cfg, "gold_quality_results", keys=["run_ts", "table_name", "rule"],
-                    scope=F.col("t.run_ts") == F.lit(run_ts))
+                    scope=f"t.run_ts = {delta_sql.timestamp_literal(run_ts)}")
 
 
 def _checked(spark: SparkSession, cfg: Config, table: str, version: int | None = None) -> DataFrame:

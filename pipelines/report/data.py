@@ -55,21 +55,22 @@ def collect(spark: SparkSession, cfg: Config, *, group_types: tuple[str, ...] = 
         "groups": _rows(lost) + _rows(share),
         "states": _rows(io.read_table(spark, cfg, "gold_group_states").filter(F.col("group_id").isin(groups))
                         .select("group_id", "state", "generation", "protocol", "started_at", "ended_at")
-                        .orderBy("started_at")),
+                        .orderBy("started_at", "group_id", "generation", "state")),
         "memberships": _rows(sessions.filter(F.col("group_id").isin(share_groups))
                              .select("group_id", "member_id", "joined_at", "left_at", "end_reason")
-                             .orderBy("joined_at").limit(MAX_ROWS * 5)),
+                             .orderBy("joined_at", "group_id", "member_id").limit(MAX_ROWS * 5)),
         "rebalances": _rows(rebalances.filter(F.col("group_id").isin(groups)).select(
             "rebalance_id", "group_id", "started_at", "completed_at", "duration_ms", "cause", "cause_detail",
-            "generation_after", "trigger_member_id").orderBy("started_at")),
+            "generation_after", "trigger_member_id").orderBy("started_at", "rebalance_id")),
         "hourly": _rows(io.read_table(spark, cfg, "gold_rebalance_stats_hourly").filter(in_scope)
-                        .groupBy("hour", "cause").agg(F.sum("rebalances").alias("rebalances")).orderBy("hour")),
+                        .groupBy("hour", "cause").agg(F.sum("rebalances").alias("rebalances"))
+                        .orderBy("hour", "cause")),
         "incidents": _rows(io.read_table(spark, cfg, "gold_incidents").filter(in_scope)
-                           .orderBy(F.desc("unavailable_ms")).limit(MAX_ROWS)),
+                           .orderBy(F.desc("unavailable_ms"), "incident_id").limit(MAX_ROWS)),
         "evidence": _rows(rebalances.filter(F.col("incident_id").isNotNull()).select(
-            "incident_id", "rebalance_id", "started_at", "cause", "cause_detail", "evidence").orderBy("started_at")
-            .limit(MAX_ROWS * 5)),
+            "incident_id", "rebalance_id", "started_at", "cause", "cause_detail", "evidence")
+            .orderBy("started_at", "rebalance_id").limit(MAX_ROWS * 5)),
         "advice": _rows(io.read_table(spark, cfg, "gold_config_advice").filter(in_scope).orderBy("group_id", "rule")),
-        "alerts": _rows(io.read_table(spark, cfg, "gold_alerts").filter(in_scope).orderBy(F.desc("opened_at"))
-                        .limit(MAX_ROWS)),
+        "alerts": _rows(io.read_table(spark, cfg, "gold_alerts").filter(in_scope)
+                        .orderBy(F.desc("opened_at"), "alert_id").limit(MAX_ROWS)),
     }
