@@ -104,4 +104,4 @@ def test_a_kafka_source_without_topic_or_reachable_brokers_is_refused(tmp_path, 
                      "--lakehouse", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 2
-    assert err.count("\n") == 1 and "could not be reached" in err
+    assert err.count("\n") == 1 and "no Kafka bootstrap server could be reached" in err
