@@ -60,6 +60,16 @@ def _resolve_simulation(args: argparse.Namespace) -> None:
         args.simulation_parser.error(str(exc))
 
 
+def _add_kafka_source(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--source", choices=["files", "kafka"], help="read the landing directory (files, the default) or "
+                   "Kafka topics that log shippers write to (kafka)")
+    p.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]", help="Kafka brokers to read from (--source kafka)")
+    p.add_argument("--topic", action="append", metavar="NAME",
+                   help="topic to read (repeat, or comma-separate, for several; --source kafka)")
+    p.add_argument("--envelope", choices=["auto", "plain", "filebeat", "vector", "fluentbit", "logstash"],
+                   help="how records wrap each line (default auto: each record's own shape)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every sub-command."""
     parser = _Parser(
@@ -94,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="available-now: process what is new and stop (default); continuous: keep running")
     _add_remote(run)
     run.add_argument("--rebuild", action="store_true", help="drop every table and checkpoint first, then rebuild")
+    _add_kafka_source(run)
 
     parse = sub.add_parser("parse", help="parse log files in batch; JSON events on stdout, accounting on stderr")
     parse.add_argument("files", nargs="+", type=Path, metavar="FILE")

@@ -75,10 +75,13 @@ def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
     """Run the pipeline over the landing directory."""
     from pipelines.run import check_inputs, run
 
-    cfg = _config(args, landing=args.landing)
+    kafka = {"bootstrap_servers": args.bootstrap_servers, "envelope": args.envelope,
+             "topics": ",".join(args.topic) if args.topic else None}
+    cfg = _config(args, landing=args.landing, source=args.source, kafka=kafka)
     check_inputs(cfg)
     spark = _spark(cfg, "rebalance-run", args)
-    progress(f"reading {cfg.landing}, writing Delta tables under {cfg.lakehouse}")
+    origin = f"Kafka topics {', '.join(cfg.kafka.topics)}" if cfg.source == "kafka" else str(cfg.landing)
+    progress(f"reading {origin}, writing Delta tables under {cfg.lakehouse}")
     summary = run(spark, cfg, trigger=args.trigger, rebuild=args.rebuild, on_progress=progress)
     print(f"run finished: {summary.line()}")
     if summary.quality is not None:

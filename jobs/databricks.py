@@ -5,6 +5,9 @@
     rebalance-job quality     --catalog C --schema S --landing PATH --checkpoints PATH
     rebalance-job alerts      --catalog C --schema S --landing PATH --checkpoints PATH
 
+The ingest task reads Kafka topics instead of the landing path with `--source kafka --bootstrap-servers HOST:PORT
+--topic NAME` (Databricks runtimes ship Spark's Kafka source).
+
 Each builds the configuration from its parameters (Auto Loader, Unity Catalog names) and calls `pipelines.run.run`
 with the session Databricks provides, a classic one on a job cluster or a Spark Connect one on serverless (the
 pipeline uses only what both support: no RDDs, no JVM calls, Delta through SQL). A failed quality rule fails the
@@ -31,6 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--checkpoints", required=True, help="checkpoint root (a volume or cloud storage URL)")
     parser.add_argument("--source-format", choices=["cloudFiles", "text"], default="cloudFiles")
     parser.add_argument("--conf", help="optional YAML with sources, time zones and thresholds")
+    parser.add_argument("--source", default=None, help="files (the landing path, default) or kafka (the topics)")
+    parser.add_argument("--bootstrap-servers", default=None, help="Kafka brokers (with --source kafka)")
+    parser.add_argument("--topic", default=None, help="Kafka topic(s), comma-separated (with --source kafka)")
+    parser.add_argument("--envelope", default=None, help="auto, plain, filebeat, vector, fluentbit or logstash")
     return parser
 
 
@@ -41,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_config(
             args.conf,
             {"catalog": args.catalog, "schema": args.schema, "landing": args.landing,
-             "checkpoints": args.checkpoints, "source_format": args.source_format},
+             "checkpoints": args.checkpoints, "source_format": args.source_format, "source": args.source or None,
+             "kafka": {"bootstrap_servers": args.bootstrap_servers or None, "topics": args.topic or None,
+                       "envelope": args.envelope or None}},
         )
     except ConfigError as exc:
         print(f"rebalance-job {args.task}: configuration error: {exc}", file=sys.stderr)

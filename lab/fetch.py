@@ -170,6 +170,27 @@ def _compile(home: Path, client_cp: tuple[Path, ...]) -> Path:
     return classes
 
 
+def _broker_binding(core: tuple[Path, ...]) -> list[tuple[str, str, str]]:
+    """The logging jars a broker of this distribution runs with (its core jars tell log4j 2 from reload4j)."""
+    log4j2 = _jar_version(core, "log4j-core")
+    if log4j2:  # 4.x brokers log through log4j 2 (KIP-653)
+        return [("org.apache.logging.log4j", "log4j-slf4j-impl", log4j2)]
+    slf4j = _jar_version(core, "slf4j-api") or "1.7.36"
+    return [("org.slf4j", "slf4j-reload4j", slf4j), ("ch.qos.reload4j", "reload4j", RELOAD4J)]
+
+
+def fetch_broker(version: str, *, progress=print) -> tuple[str, tuple[Path, ...]]:
+    """Only what a broker needs (for tests that need a broker and no lab programs): the resolved version and the
+    broker's classpath, from the same cache as `fetch`."""
+    version = resolve_version(version)
+    home = CACHE / version
+    home.mkdir(parents=True, exist_ok=True)
+    progress(f"kafka {version}: resolving the broker's jars with Maven into {home}")
+    kafka = ("org.apache.kafka", "kafka_2.13", version)
+    core = _copy_dependencies(home, "core", [kafka])
+    return version, _copy_dependencies(home, "broker", [kafka, *_broker_binding(core)])
+
+
 def fetch(version: str, *, progress=print) -> Kit:
     """Resolve `version`, fetch its jars (cached under ~/.cache/kafka-rebalance/lab/<version>) and compile."""
     version = resolve_version(version)
@@ -179,14 +200,11 @@ def fetch(version: str, *, progress=print) -> Kit:
     kafka = ("org.apache.kafka", "kafka_2.13", version)
     clients = ("org.apache.kafka", "kafka-clients", version)
     core = _copy_dependencies(home, "core", [kafka])
-    slf4j = _jar_version(core, "slf4j-api") or "1.7.36"
     log4j2 = _jar_version(core, "log4j-core")
-    if log4j2:  # 4.x brokers log through log4j 2 (KIP-653)
-        broker_binding = [("org.apache.logging.log4j", "log4j-slf4j-impl", log4j2)]
-        kafka_layout = [("org.apache.logging.log4j", "log4j-slf4j-impl", log4j2),
-                        ("org.apache.logging.log4j", "log4j-core", log4j2)]
+    broker_binding = _broker_binding(core)
+    if log4j2:
+        kafka_layout = [*broker_binding, ("org.apache.logging.log4j", "log4j-core", log4j2)]
     else:  # 3.x ships reload4j behind slf4j 1.7
-        broker_binding = [("org.slf4j", "slf4j-reload4j", slf4j), ("ch.qos.reload4j", "reload4j", RELOAD4J)]
         kafka_layout = broker_binding
     if _version_key(version) >= (4, 0, 0):
         logback = [("org.slf4j", "slf4j-api", SLF4J2), ("ch.qos.logback", "logback-classic", LOGBACK_SLF4J2)]

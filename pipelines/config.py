@@ -131,6 +131,35 @@ class Privacy(_Frozen):
                           description="environment variable holding the hashing salt (a secret; never stored)")
 
 
+Envelope = Literal["auto", "plain", "filebeat", "vector", "fluentbit", "logstash"]
+
+
+class KafkaSource(_Frozen):
+    """Where `source: kafka` reads: the topics that log shippers write to, and how their records are wrapped."""
+
+    bootstrap_servers: str | None = Field(default=None, description="host:port[,host:port...] of the brokers")
+    topics: tuple[str, ...] = Field(default=(), description="topics to subscribe to (one or more)")
+    envelope: Envelope = Field(
+        default="auto",
+        description="auto: each record's own shape (a shipper's JSON, else a plain line); or one of plain, filebeat, "
+        "vector, fluentbit, logstash, when a record of another shape is to be quarantined (unknown_envelope)",
+    )
+    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    max_offsets_per_trigger: int | None = Field(default=None, ge=1, description="bounds one micro-batch")
+    options: dict[str, str] = Field(
+        default_factory=dict,
+        description="more options of Spark's Kafka source, e.g. kafka.security.protocol (secrets from the "
+        "environment, never from files)",
+    )
+
+    @field_validator("topics", mode="before")
+    @classmethod
+    def _split_topics(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(t.strip() for t in value.split(",") if t.strip())
+        return value
+
+
 class Config(_Frozen):
     """The whole configuration of one deployment of the pipeline."""
 
@@ -141,6 +170,8 @@ class Config(_Frozen):
     schema_name: str | None = Field(default=None, alias="schema")
     source_format: Literal["text", "cloudFiles"] = "text"
     max_files_per_trigger: int = Field(default=1000, ge=1)
+    source: Literal["files", "kafka"] = Field(default="files", description="landing files, or Kafka topics")
+    kafka: KafkaSource = KafkaSource()
     sources: tuple[SourceRule, ...] = (SourceRule(),)
     spark: SparkSettings = SparkSettings()
     thresholds: Thresholds = Thresholds()
@@ -162,6 +193,16 @@ class Config(_Frozen):
         if self.catalog is not None and self.schema_name is None:
             raise ValueError(f"catalog '{self.catalog}' is set but schema is not; set schema too (tables are "
                              "<catalog>.<schema>.<name>), or remove catalog to keep tables under the lakehouse path")
+        return self
+
+    @model_validator(mode="after")
+    def _kafka_needs_topics(self) -> Config:
+        if self.source == "kafka":
+            if not self.kafka.bootstrap_servers:
+                raise ValueError("source is kafka but kafka.bootstrap_servers is not set; pass --bootstrap-servers "
+                                 "HOST:PORT (or set kafka.bootstrap_servers in the configuration)")
+            if not self.kafka.topics:
+                raise ValueError("source is kafka but no topic is set; pass --topic NAME (or set kafka.topics)")
         return self
 
     @property
@@ -223,6 +264,9 @@ def load_config(path: Path | None = None, overrides: dict[str, Any] | None = Non
             raise ConfigError(f"{source} must hold a mapping of keys to values, not {type(loaded).__name__}")
         raw = loaded or {}
     for key, value in (overrides or {}).items():
+        if isinstance(value, dict):  # a section: only the keys given override the file's
+            given = {k: v for k, v in value.items() if v is not None}
+            value = {**raw[key], **given} if isinstance(raw.get(key), dict) else (given or None)
         if value is not None:
             raw[key] = value
     try:

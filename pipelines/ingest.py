@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 
 from pipelines import io
 from pipelines.bronze.damaged import damaged_gzips, with_torn_rows
+from pipelines.bronze.envelopes import kafka_raw_lines
 from pipelines.config import Config
 from pipelines.silver.build import build_silver
 from pipelines.silver.privacy import hash_salt
@@ -38,7 +39,8 @@ BatchObserver = Callable[[str, dict[str, int]], None]
 def make_ingest_batch(
     cfg: Config, *, on_progress: Callable[[str], None] | None = None, on_batch: BatchObserver | None = None
 ) -> Callable[[DataFrame, int], None]:
-    """The foreachBatch function of the ingest stream: raw landing lines to bronze and silver tables."""
+    """The foreachBatch function of the ingest stream: raw landing lines (or Kafka records) to bronze and silver
+    tables."""
 
     sources, salt = resolve_sources(cfg), hash_salt(cfg)
 
@@ -47,13 +49,21 @@ def make_ingest_batch(
         clock = spark.sql("SELECT current_timestamp() AS t").first()
         assert clock is not None  # a SELECT without FROM has exactly one row
         now = F.lit(clock["t"])
-        existing = io.read_table(spark, cfg, "bronze_files").filter(F.col("duplicate_of").isNull())
-        damaged = damaged_gzips(io.landing_batch_files(cfg, batch_id) or [])
-        if on_progress is not None:
-            for d in damaged:
-                on_progress(f"ingest batch {batch_id}: {d.path}: {d.problem}; the torn line is quarantined "
-                            "(reason truncated_gzip)")
-        raw = with_torn_rows(spark, batch_df, damaged)
+        files = io.read_table(spark, cfg, "bronze_files")
+        existing = files.filter(F.col("duplicate_of").isNull())
+        if cfg.source == "kafka":
+            # A replayed batch must not see its own earlier attempt as where the partitions stopped.
+            read_before = files.filter(F.col("batch_id") < batch_id).select(
+                F.col("kafka_topic").alias("topic"), F.col("kafka_partition").alias("partition"),
+                F.col("kafka_last_offset").alias("last_offset")).filter(F.col("topic").isNotNull())
+            raw = kafka_raw_lines(batch_df, envelope=cfg.kafka.envelope, read_before=read_before)
+        else:
+            damaged = damaged_gzips(io.landing_batch_files(cfg, batch_id) or [])
+            if on_progress is not None:
+                for d in damaged:
+                    on_progress(f"ingest batch {batch_id}: {d.path}: {d.problem}; the torn line is quarantined "
+                                "(reason truncated_gzip)")
+            raw = with_torn_rows(spark, batch_df, damaged)
         staged = build_silver(raw, sources, existing_files=existing, batch_id=batch_id, now=now, hash_salt=salt)
         try:
             writes = staged.tables(batch_id=batch_id, ingested_at=now, late_before=late_cutoff(spark, cfg, batch_id))

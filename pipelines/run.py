@@ -16,6 +16,7 @@ from pipelines.alerts.stage import run_alerts
 from pipelines.config import Config, ConfigError
 from pipelines.errors import PipelineStateError
 from pipelines.ingest import make_ingest_batch
+from pipelines.kafka_check import check_brokers
 from pipelines.quality.stage import QualityReport, run_quality
 from pipelines.reconstruct import make_reconstruct_batch
 from pipelines.release import check_release
@@ -66,7 +67,11 @@ class RunSummary:
 
 
 def check_inputs(cfg: Config) -> None:
-    """Fail early, with the fix, when the landing directory is missing (local runs)."""
+    """Fail early, with the fix, when the landing directory is missing (local runs) or the brokers cannot be
+    reached (Kafka source)."""
+    if cfg.source == "kafka":
+        check_brokers(cfg)
+        return
     if cfg.source_format == "text" and not cfg.landing.is_dir():
         raise ConfigError(
             f"landing directory {cfg.landing} does not exist; create it and put closed log files under "
@@ -124,7 +129,7 @@ def run(
     check_checkpoints(spark, cfg)
     summary = RunSummary()
     streams = {
-        "ingest": (io.read_landing(spark, cfg), INGEST_QUERY,
+        "ingest": (io.read_source(spark, cfg), INGEST_QUERY,
                    make_ingest_batch(cfg, on_progress=on_progress, on_batch=summary.record)),
         "reconstruct": (io.read_table_stream(spark, cfg, "silver_accounting"), RECONSTRUCT_QUERY,
                         make_reconstruct_batch(cfg, on_progress=on_progress, on_batch=summary.record)),

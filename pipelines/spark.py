@@ -20,6 +20,17 @@ DELTA_ARTIFACTS = (
     ("io.delta", "delta-storage", DELTA_VERSION),
     ("org.antlr", "antlr4-runtime", "4.13.1"),
 )
+SPARK_VERSION = "4.0.1"
+# Spark's Kafka source and its runtime dependencies outside Spark itself (from the pom of spark-sql-kafka-0-10_2.13
+# 4.0.1: kafka-clients 3.9.1 and commons-pool2 2.12.0; its other compile dependencies ship with pyspark).
+KAFKA_ARTIFACTS = (
+    ("org.apache.spark", "spark-sql-kafka-0-10_2.13", SPARK_VERSION),
+    # The repository this project's CI reaches lacks this artifact's 4.0.1 (404, while its 4.0.0 and 4.1.1 are
+    # there): the first version found is used, and 4.0.0 is of the same 4.0 line.
+    ("org.apache.spark", "spark-token-provider-kafka-0-10_2.13", f"{SPARK_VERSION}|4.0.0"),
+    ("org.apache.kafka", "kafka-clients", "3.9.1"),
+    ("org.apache.commons", "commons-pool2", "2.12.0"),
+)
 MAVEN_REPO = os.environ.get("REBALANCE_MAVEN_REPO", "https://repo1.maven.org/maven2")
 LOG4J_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
 JAR_CACHE = Path(os.environ.get("REBALANCE_JAR_CACHE", Path.home() / ".cache" / "kafka-rebalance" / "jars"))
@@ -44,22 +55,41 @@ def _download(url: str, target: Path) -> None:
 
 def delta_jars(cache: Path = JAR_CACHE) -> list[Path]:
     """Delta Lake's jars, fetched once from Maven Central (checksums verified) and reused from the cache."""
+    return maven_jars(DELTA_ARTIFACTS, cache)
+
+
+def kafka_jars(cache: Path = JAR_CACHE) -> list[Path]:
+    """Spark's Kafka source jars, fetched like Delta's (only by sessions that read Kafka)."""
+    return maven_jars(KAFKA_ARTIFACTS, cache)
+
+
+def maven_jars(artifacts: tuple[tuple[str, str, str], ...], cache: Path = JAR_CACHE) -> list[Path]:
+    """Jars from Maven Central, fetched once (checksums verified) and reused from the cache."""
     cache.mkdir(parents=True, exist_ok=True)
     jars = []
-    for group, artifact, version in DELTA_ARTIFACTS:
-        target = cache / f"{artifact}-{version}.jar"
-        if not target.exists():
-            url = f"{MAVEN_REPO}/{group.replace('.', '/')}/{artifact}/{version}/{artifact}-{version}.jar"
-            print(f"fetching {artifact}-{version}.jar from Maven Central (once)", file=sys.stderr)
-            try:
-                _download(url, target)
-            except OSError as exc:
-                raise SparkSetupError(
-                    f"could not fetch {url}: {exc}. Check network access to Maven Central, or set "
-                    "REBALANCE_MAVEN_REPO to a mirror, or put the jar in " + str(cache)
-                ) from None
-        jars.append(target)
+    for group, artifact, versions in artifacts:
+        jars.append(_cached_jar(group, artifact, versions.split("|"), cache))
     return jars
+
+
+def _cached_jar(group: str, artifact: str, versions: list[str], cache: Path) -> Path:
+    """The first of `versions` already cached or fetched; a SparkSetupError naming the first URL otherwise."""
+    for version in versions:
+        target = cache / f"{artifact}-{version}.jar"
+        if target.exists():
+            return target
+    failure = ""
+    for version in versions:
+        target = cache / f"{artifact}-{version}.jar"
+        url = f"{MAVEN_REPO}/{group.replace('.', '/')}/{artifact}/{version}/{artifact}-{version}.jar"
+        print(f"fetching {artifact}-{version}.jar from Maven Central (once)", file=sys.stderr)
+        try:
+            _download(url, target)
+            return target
+        except OSError as exc:
+            failure = failure or f"could not fetch {url}: {exc}"
+    raise SparkSetupError(f"{failure}. Check network access to Maven Central, or set REBALANCE_MAVEN_REPO to a "
+                          f"mirror, or put the jar in {cache}")
 
 
 def on_databricks() -> bool:
@@ -68,10 +98,16 @@ def on_databricks() -> bool:
 
 
 def get_spark(
-    cfg: Config, *, app_name: str = "rebalance", session: SparkSession | None = None, remote: str | None = None
+    cfg: Config,
+    *,
+    app_name: str = "rebalance",
+    session: SparkSession | None = None,
+    remote: str | None = None,
+    kafka: bool | None = None,
 ) -> SparkSession:
     """Return `session` if given; a Spark Connect session to `remote` (sc://host:port) if given; the platform's
-    session on Databricks; a Spark Connect session to SPARK_REMOTE if set; else a local session with Delta.
+    session on Databricks; a Spark Connect session to SPARK_REMOTE if set; else a local session with Delta (and
+    Spark's Kafka source when `kafka`, by default when the configured source is Kafka).
 
     Settings that a streaming checkpoint freezes at its first run (shuffle partitions, the state store) are
     fixed here for the local session (a remote server keeps its own), and the session time zone is UTC so that
@@ -85,7 +121,9 @@ def get_spark(
         return SparkSession.builder.getOrCreate()
     if os.environ.get(REMOTE_ENV):
         return connect_session(os.environ[REMOTE_ENV])
-    jars = ",".join(str(p) for p in delta_jars())
+    # The Kafka jars are fetched only when needed: a landing-files user neither downloads nor loads them.
+    wanted = delta_jars() + (kafka_jars() if (cfg.source == "kafka" if kafka is None else kafka) else [])
+    jars = ",".join(str(p) for p in wanted)
     # Python workers (applyInPandas) must run the interpreter that has this package, not whatever is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (

@@ -14,12 +14,19 @@ BRONZE_FILES = _schema(
     ("file_fingerprint", S, False), ("source_file", S, False), ("instance", S, True), ("file_name", S, True),
     ("file_modified_at", T, True), ("lines_read", L, False), ("candidate_lines", L, False),
     ("duplicate_of", S, True), ("batch_id", L, False), ("ingested_at", T, False),
+    # Added in 0.4.0 (nullable, null for landing files): a Kafka "file" (the records of one topic partition, instance
+    # and file in one micro-batch) and the offsets it spans; the next batch's first offset is checked against them.
+    ("kafka_topic", S, True), ("kafka_partition", I, True), ("kafka_first_offset", L, True),
+    ("kafka_last_offset", L, True),
 )
 
 BRONZE_LOG_LINES = _schema(
     ("line_id", S, False), ("source_file", S, False), ("instance", S, True), ("file_name", S, True),
     ("file_fingerprint", S, False), ("line_no", L, False), ("value", S, True), ("line_length", L, False),
     ("batch_id", L, False), ("ingested_at", T, False),
+    # Added in 0.4.0 (nullable, null for landing files): where a line read from Kafka came from (the offset of the
+    # record's first line).
+    ("kafka_topic", S, True), ("kafka_partition", I, True), ("kafka_offset", L, True),
 )
 
 SILVER_EVENTS = _schema(

@@ -54,7 +54,8 @@ def spark(tmp_path_factory):
     from pipelines.spark import get_spark
 
     cfg = make_config(tmp_path_factory.mktemp("session"))
-    session = get_spark(cfg, app_name="rebalance-tests")
+    # With Spark's Kafka source: the kafka_source tier shares this one session.
+    session = get_spark(cfg, app_name="rebalance-tests", kafka=True)
     yield session
     session.stop()
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import operator
 from functools import reduce
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipelines.bronze.prefilter import is_candidate
@@ -44,8 +44,9 @@ _MEL_LEVELS = ("trce: ", "dbug: ", "info: ", "warn: ", "fail: ", "crit: ")
 
 
 def with_source_columns(raw: DataFrame) -> DataFrame:
-    """Raw text lines (`value`, `_metadata`, optionally `torn`) to one narrow row per line: provenance
-    (`source_file`, `instance`, `file_name`, `file_modified_at`, `block_start`), the scan order `scan_id`,
+    """Raw text lines (`value`, `_metadata`, optionally `torn`, `torn_reason`, `scan_id` and the Kafka columns) to one
+    narrow row per line: provenance (`source_file`, `instance`, `file_name`, `file_modified_at`, `block_start`,
+    `kafka_topic`, `kafka_partition`, `kafka_offset`), the scan order `scan_id` (given by a Kafka batch),
     `line_length`, `line_hash`, the flags `candidate` (the prefilter's verdict; a torn line is always one),
     `continuation`, `may_head` and `torn`, and `value` only where a flag is set (null for plain noise).
 
@@ -53,15 +54,23 @@ def with_source_columns(raw: DataFrame) -> DataFrame:
     `split_stats` reduces in the same scan."""
     path = F.col("_metadata.file_path")
     parts = F.split(path, "/")
+
+    def given(name: str, kind: str) -> Column:
+        return F.col(name) if name in raw.columns else F.lit(None).cast(kind)
+
     return raw.select(
         path.alias("source_file"),
         F.element_at(parts, -2).alias("instance"),
         F.col("_metadata.file_name").alias("file_name"),
         F.col("_metadata.file_modification_time").alias("file_modified_at"),
         F.col("_metadata.file_block_start").alias("block_start"),
-        F.monotonically_increasing_id().alias("scan_id"),
+        F.col("scan_id") if "scan_id" in raw.columns else F.monotonically_increasing_id().alias("scan_id"),
         F.col("value"),
         (F.col("torn") if "torn" in raw.columns else F.lit(False)).alias("torn"),
+        given("torn_reason", "string").alias("torn_reason"),
+        given("kafka_topic", "string").alias("kafka_topic"),
+        given("kafka_partition", "int").alias("kafka_partition"),
+        given("kafka_offset", "long").alias("kafka_offset"),
     ).select(
         "*",
         F.coalesce(F.length("value"), F.lit(0)).cast("long").alias("line_length"),
@@ -80,8 +89,10 @@ def with_source_columns(raw: DataFrame) -> DataFrame:
     )
 
 
-SPLIT_KEYS = ("source_file", "instance", "file_name", "file_modified_at", "block_start")
-_KEPT = ("scan_id", "value", "line_length", "candidate", "continuation", "may_head", "torn")
+SPLIT_KEYS = ("source_file", "instance", "file_name", "file_modified_at", "block_start", "kafka_topic",
+              "kafka_partition")
+_KEPT = ("scan_id", "value", "line_length", "candidate", "continuation", "may_head", "torn", "torn_reason",
+         "kafka_offset")
 
 
 def split_stats(lines: DataFrame) -> DataFrame:
@@ -94,6 +105,8 @@ def split_stats(lines: DataFrame) -> DataFrame:
         F.sum(F.col("candidate").cast("long")).alias("split_candidates"),
         F.bit_xor("line_hash").alias("split_hash"),
         F.sum("line_length").alias("split_chars"),
+        F.min("kafka_offset").alias("split_first_offset"),
+        F.max("kafka_offset").alias("split_last_offset"),
         F.collect_list(F.when(flagged, F.struct(*_KEPT))).alias("kept"),
     )
 
@@ -112,11 +125,14 @@ def with_split_offsets(splits: DataFrame) -> DataFrame:
 def file_stats(splits: DataFrame, *, existing_fingerprints: DataFrame) -> DataFrame:
     """One row per file: totals, a content fingerprint, and `duplicate_of` when the same content was landed before
     (under another name, in this batch or an earlier one)."""
-    files = splits.groupBy("source_file", "instance", "file_name", "file_modified_at").agg(
+    files = splits.groupBy("source_file", "instance", "file_name", "file_modified_at", "kafka_topic",
+                           "kafka_partition").agg(
         F.sum("split_lines").alias("lines_read"),
         F.sum("split_candidates").alias("candidate_lines"),
         F.bit_xor("split_hash").alias("content_hash"),
         F.sum("split_chars").alias("content_chars"),
+        F.min("split_first_offset").alias("kafka_first_offset"),
+        F.max("split_last_offset").alias("kafka_last_offset"),
     )
     files = files.withColumn(
         "file_fingerprint",
@@ -162,6 +178,10 @@ def join_records(lines: DataFrame) -> DataFrame:
         F.count(F.lit(1)).alias("record_lines"),
         F.max("candidate").alias("_candidate"),
         F.max("torn").alias("torn"),
+        F.max("torn_reason").alias("torn_reason"),
+        F.first("kafka_topic").alias("kafka_topic"),
+        F.first("kafka_partition").alias("kafka_partition"),
+        F.min("kafka_offset").alias("kafka_offset"),
     )
     return grouped.filter("_candidate").drop("_candidate")
 

@@ -70,6 +70,8 @@ def _with_record(lines: DataFrame) -> DataFrame:
         lines = lines.withColumn("record_lines", F.lit(1).cast("long"))
     if "torn" not in lines.columns:
         lines = lines.withColumn("torn", F.lit(False))
+    if "torn_reason" not in lines.columns:
+        lines = lines.withColumn("torn_reason", F.lit(None).cast("string"))
     # java.util.logging's SimpleFormatter prints the time and logger on one line and `LEVEL: message` on the next:
     # the two are read as one line.
     text = F.regexp_replace(strip_envelope(F.col("value")), _JUL_RECORD, "$1 $2")
@@ -224,7 +226,7 @@ def _disposition(template_id: Column) -> list[Column]:
         .otherwise("noise")
     )
     reason = (
-        F.when(torn, "truncated_gzip")
+        F.when(torn, F.coalesce(F.col("torn_reason"), F.lit("truncated_gzip")))
         .when(template_id.isNotNull() | gc_timed, "no_timestamp")
         .when(gc_line, "unknown_gc_line")
         .when(F.col("line_length") > F.length(F.col("value")), "line_too_long")

@@ -1,0 +1,222 @@
+"""Kafka topics as the source, against a real KRaft broker on 127.0.0.1: a simulated estate shipped as plain lines and
+in the JSON envelopes of Filebeat, Vector, Fluent Bit and Logstash gives the gold tables the landing files give; a
+restart reads only what is new; offsets deleted before they were read are one counted, quarantined record."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
+
+from pipelines import io
+from pipelines.run import run
+from tests.conftest import make_config
+from tests.kafka_broker import Broker
+
+pytestmark = pytest.mark.kafka_source
+
+ENVELOPES = ("plain", "filebeat", "vector", "fluentbit", "logstash")
+RUN_TS = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)
+# Gold columns that name events, rebalances or incidents by ids made from the source file and line position: they
+# differ between the two sources by design; everything else must be equal.
+POSITIONAL = {
+    "gold_rebalances": ["rebalance_id", "incident_id", "evidence"],
+    "gold_group_states": ["state_id", "rebalance_id"],
+    "gold_member_sessions": ["session_id"],
+    "gold_incidents": ["incident_id", "rebalance_ids", "summary"],
+    "gold_config_advice": ["evidence_rebalance_ids"],
+    "gold_group_health": [],
+    "gold_rebalance_stats_hourly": [],
+}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    server = Broker(tmp_path_factory.mktemp("kafka-broker"))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def estate(tmp_path_factory):
+    from simulator import simulate
+
+    return simulate(tmp_path_factory.mktemp("kafka-estate"), seed=5, groups=1, hours=0.5, kafka_version="3.6")
+
+
+@pytest.fixture(scope="module")
+def files_run(spark, estate, tmp_path_factory):
+    """The landing-files run of the estate: the oracle of the Kafka runs."""
+    cfg = make_config(tmp_path_factory.mktemp("kafka-oracle"), landing=estate.landing_dir)
+    run(spark, cfg, run_ts=RUN_TS)
+    return cfg
+
+
+def _create_topics(bootstrap: str, *names: str, partitions: int = 2) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(n, partitions, 1) for n in names]).values():
+        future.result(timeout=30)
+
+
+def envelope(kind: str, line: str, *, instance: str, file: str, n: int) -> str:
+    """`line` as the shipper `kind` would write it to Kafka (the fields each one's documentation names)."""
+    path = f"/var/log/kafka-apps/{instance}/{file}"
+    ts = "2026-11-20T08:00:00.000Z"
+    if kind == "filebeat":
+        return json.dumps({"@timestamp": ts, "@metadata": {"beat": "filebeat", "type": "_doc", "version": "8.15.0"},
+                           "message": line, "log": {"offset": n, "file": {"path": path}}, "host": {"name": instance},
+                           "agent": {"type": "filebeat"}, "input": {"type": "filestream"}, "ecs": {"version": "8.0.0"}})
+    if kind == "vector":
+        return json.dumps({"message": line, "host": instance, "file": path, "source_type": "file", "timestamp": ts})
+    if kind == "fluentbit":
+        return json.dumps({"@timestamp": ts, "log": line, "filepath": path,
+                           "kubernetes": {"pod_name": instance, "namespace_name": "apps", "container_name": "app"}})
+    if kind == "logstash":  # ECS compatibility on (host.name, log.file.path) and off (host, path), by turns
+        if n % 2:
+            return json.dumps({"@version": "1", "@timestamp": ts, "message": line, "host": {"name": instance},
+                               "log": {"file": {"path": path}}, "event": {"original": line}})
+        return json.dumps({"@version": "1", "@timestamp": ts, "message": line, "host": instance, "path": path})
+    return line
+
+
+def _lines(file: Path) -> list[str]:
+    text = file.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    return lines[:-1] if text.endswith("\n") else lines
+
+
+def produce_estate(bootstrap: str, landing: Path, *, prefix: str, only: set[str] | None = None) -> int:
+    """Every file of the landing directory, instance by instance, each instance through one envelope (in turn),
+    to the topic `<prefix>-<envelope>`, keyed `<instance>/<file>` so that one file keeps its order; the records."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True})
+    sent = 0
+    for i, folder in enumerate(sorted(p for p in landing.iterdir() if p.is_dir())):
+        kind = ENVELOPES[i % len(ENVELOPES)]
+        for file in sorted(folder.iterdir()):
+            if only is not None and f"{folder.name}/{file.name}" not in only:
+                continue
+            for n, line in enumerate(_lines(file)):
+                value = envelope(kind, line, instance=folder.name, file=file.name, n=n)
+                producer.produce(f"{prefix}-{kind}", key=f"{folder.name}/{file.name}", value=value.encode())
+                producer.poll(0)
+                sent += 1
+    assert producer.flush(60) == 0
+    return sent
+
+
+def kafka_config(root: Path, bootstrap: str, topics: list[str]):
+    return make_config(root, source="kafka", kafka={"bootstrap_servers": bootstrap, "topics": topics})
+
+
+def comparable(spark, cfg, name: str):
+    df = io.read_table(spark, cfg, name)
+    if name == "gold_rebalances":
+        df = df.withColumn("explanations", F.transform("evidence", lambda e: e["explanation"]))
+    return df.drop(*POSITIONAL[name])
+
+
+def assert_same_gold(spark, expected_cfg, actual_cfg) -> None:
+    for name in POSITIONAL:
+        assertDataFrameEqual(comparable(spark, actual_cfg, name), comparable(spark, expected_cfg, name))
+
+
+def assert_accounting_adds_up(spark, cfg) -> None:
+    acct = io.read_table(spark, cfg, "silver_accounting")
+    assert acct.filter(
+        F.col("lines_read") != F.col("noise_lines") + F.col("event_lines") + F.col("gc_pause_lines")
+        + F.col("quarantined_lines") + F.col("duplicate_lines")
+    ).count() == 0
+
+
+def test_every_envelope_gives_the_gold_tables_of_the_files(spark, broker, estate, files_run, tmp_path):
+    topics = [f"estate-{k}" for k in ENVELOPES]
+    _create_topics(broker.bootstrap, *topics)
+    sent = produce_estate(broker.bootstrap, estate.landing_dir, prefix="estate")
+    assert sent == estate.lines
+
+    files_cfg = files_run
+    kafka_cfg = kafka_config(tmp_path / "kafka", broker.bootstrap, topics)
+    run(spark, kafka_cfg, run_ts=RUN_TS)
+
+    assert io.read_table(spark, kafka_cfg, "gold_rebalances").count() > 20
+    assert_same_gold(spark, files_cfg, kafka_cfg)
+    # The same events from the same instances (a member's GC log joins it as with files), every line accounted for
+    # per topic partition, and each bronze line knows its topic, partition and offset.
+    events = ["event_type", "event_ts", "group_id", "member_id", "generation", "instance", "template_id"]
+    assertDataFrameEqual(io.read_table(spark, kafka_cfg, "silver_events").select(events),
+                         io.read_table(spark, files_cfg, "silver_events").select(events))
+    pauses = ["instance", "started_at", "duration_ms"]
+    assertDataFrameEqual(io.read_table(spark, kafka_cfg, "silver_gc_pauses").select(pauses),
+                         io.read_table(spark, files_cfg, "silver_gc_pauses").select(pauses))
+    assert_accounting_adds_up(spark, kafka_cfg)
+    files = io.read_table(spark, kafka_cfg, "bronze_files")
+    per_partition = {(r.kafka_topic, r.kafka_partition): r.n for r in files.groupBy("kafka_topic", "kafka_partition")
+                     .agg(F.sum("lines_read").alias("n")).collect()}
+    assert sum(per_partition.values()) == sent
+    assert {t for t, _ in per_partition} == set(topics)
+    assert io.read_table(spark, kafka_cfg, "bronze_log_lines").filter(
+        F.col("kafka_topic").isNull() | F.col("kafka_partition").isNull() | F.col("kafka_offset").isNull()).count() == 0
+
+
+def test_a_restart_reads_only_what_is_new(spark, broker, estate, files_run, tmp_path):
+    topics = [f"restart-{k}" for k in ENVELOPES]
+    _create_topics(broker.bootstrap, *topics)
+    every = sorted(f"{p.parent.name}/{p.name}" for p in estate.landing_dir.glob("*/*"))
+    first = set(every[::2])
+    cfg = kafka_config(tmp_path / "kafka", broker.bootstrap, topics)
+    sent = produce_estate(broker.bootstrap, estate.landing_dir, prefix="restart", only=first)
+    run(spark, cfg, run_ts=RUN_TS)
+    sent += produce_estate(broker.bootstrap, estate.landing_dir, prefix="restart", only=set(every) - first)
+    second = run(spark, cfg, run_ts=RUN_TS)
+    assert second.batches["ingest"] == 1
+    assert run(spark, cfg, run_ts=RUN_TS).batches == {}
+
+    files_cfg = files_run
+    files = io.read_table(spark, cfg, "bronze_files")
+    assert files.agg(F.sum("lines_read")).first()[0] == sent == estate.lines
+    ids = io.read_table(spark, cfg, "silver_events").select("event_id")
+    assert ids.count() == ids.distinct().count() == io.read_table(spark, files_cfg, "silver_events").count()
+    assert_same_gold(spark, files_cfg, cfg)
+
+
+def test_offsets_lost_to_retention_are_one_counted_record(spark, broker, tmp_path):
+    from confluent_kafka import Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    _create_topics(broker.bootstrap, "gappy", partitions=1)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    line = ("[2026-11-20 08:00:{:02d},000] INFO [GroupCoordinator 1]: Stabilized group g generation {} "
+            "(__consumer_offsets-1) with 1 members (kafka.coordinator.group.GroupCoordinator)")
+
+    def send(first: int, count: int) -> None:
+        for i in range(first, first + count):
+            producer.produce("gappy", key="broker-1/server.log", value=line.format(i, i).encode())
+        assert producer.flush(30) == 0
+
+    cfg = kafka_config(tmp_path, broker.bootstrap, ["gappy"])
+    send(0, 10)
+    run(spark, cfg, run_ts=RUN_TS)
+    send(10, 10)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.delete_records([TopicPartition("gappy", 0, 15)]).values():
+        future.result(timeout=30)
+    run(spark, cfg, run_ts=RUN_TS)
+
+    lost = io.read_table(spark, cfg, "silver_quarantine").filter(F.col("reason") == "kafka_offsets_lost")
+    assert [r.raw for r in lost.collect()] == [
+        "kafka topic gappy partition 0: offsets 10..14 (5 records) were deleted before they were read (retention); "
+        "they are lost"]
+    assert io.read_table(spark, cfg, "silver_events").count() == 15
+    assert_accounting_adds_up(spark, cfg)
+    assert io.read_table(spark, cfg, "bronze_files").agg(F.sum("lines_read")).first()[0] == 16
