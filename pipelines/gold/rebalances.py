@@ -138,11 +138,14 @@ def _wire_fields(tag: str, schema: StructType) -> list[tuple[str, str, DataType]
              StringType() if f.name == "evidence" else f.dataType) for f in schema.fields]
 
 
+# Each output's wire fields, and the combined frame's columns in order: fixed, so computed once, not per group.
+_WIRE = {tag: _wire_fields(tag, schema) for tag, (_, _, schema) in OUTPUTS.items()}
+_COLUMNS = [_TAG] + [wire for fields in _WIRE.values() for _, wire, _ in fields]
+
+
 def _combined_schema() -> str:
-    columns = [f"{_TAG} string"]
-    for tag, (_, _, schema) in OUTPUTS.items():
-        columns += [f"{wire} {dtype.simpleString()}" for _, wire, dtype in _wire_fields(tag, schema)]
-    return ", ".join(columns)
+    return ", ".join([f"{_TAG} string"] + [f"{wire} {dtype.simpleString()}"
+                                           for fields in _WIRE.values() for _, wire, dtype in fields])
 
 
 def _typed(column: pd.Series, dtype: DataType) -> pd.Series:
@@ -165,15 +168,13 @@ def _replay(group_id: str, records: list[dict[str, Any]], rules: Rules) -> pd.Da
     """One replay of a group's timeline: every output's rows in the combined frame of `_combined_schema`."""
     timeline = Timeline(group_id, records, rules)
     rows: list[dict[str, Any]] = []
-    for tag, (attribute, _, schema) in OUTPUTS.items():
+    for tag, (attribute, _, _) in OUTPUTS.items():
         produced = getattr(timeline, attribute)
         produced = list(produced.values()) if isinstance(produced, dict) else produced
-        fields = _wire_fields(tag, schema)
-        rows += [{_TAG: tag, **{wire: row.get(name) for name, wire, _ in fields}} for row in produced]
-    frame = pd.DataFrame(rows, columns=[_TAG] + [wire for tag, (_, _, schema) in OUTPUTS.items()
-                                                 for _, wire, _ in _wire_fields(tag, schema)], dtype=object)
-    for tag, (_, _, schema) in OUTPUTS.items():
-        for _, wire, dtype in _wire_fields(tag, schema):
+        rows += [{_TAG: tag, **{wire: row.get(name) for name, wire, _ in _WIRE[tag]}} for row in produced]
+    frame = pd.DataFrame(rows, columns=_COLUMNS, dtype=object)
+    for fields in _WIRE.values():
+        for _, wire, dtype in fields:
             frame[wire] = _typed(frame[wire], dtype)
     return frame
 
@@ -195,7 +196,7 @@ def timeline_outputs(replayed: DataFrame) -> dict[str, DataFrame]:
     tables = {}
     for tag, (_, table, schema) in OUTPUTS.items():
         rows = replayed.filter(F.col(_TAG) == tag).select(
-            [F.col(wire).alias(name) for name, wire, _ in _wire_fields(tag, schema)])
+            [F.col(wire).alias(name) for name, wire, _ in _WIRE[tag]])
         if "evidence_json" in rows.columns:
             rows = rows.withColumn("evidence", F.from_json("evidence_json", EVIDENCE))
         tables[table] = rows.select(schema.fieldNames())
