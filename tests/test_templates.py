@@ -92,6 +92,10 @@ NOT_IN_CATALOG = {
     "n_dynamic_left_4_0", "n_static_left_classic_4_0",
     # 3.7.0's AsyncKafkaConsumer, seen in a public excerpt of its logs; outside the catalog's rows.
     "k_hb_error_3_7",
+    # Checked against AbstractCoordinator directly (DEBUG lines the catalog does not keep), and the exception classes
+    # a wrapper prints as a line of their own (the catalog keeps their messages, not the `class: message` line).
+    "c_debug_join_response", "c_debug_heartbeat_send", "c_not_coordinator_exception",
+    "c_coordinator_not_available_exception",
 }
 # Components the catalog covers (broker and Java consumer); librdkafka, Streams and Connect rows were checked
 # against their own sources (see each file's header).
@@ -127,7 +131,8 @@ def test_every_row_renders_a_wording_of_the_catalog():
 
 # Component -> the fewest rows it holds (Sarama prints few group lines of its own).
 NEW_COMPONENTS = {"client_librdkafka": 10, "client_streams": 10, "client_connect": 10, "client_kafka_python": 10,
-                  "client_kafkajs": 10, "client_kafka_go": 10, "client_sarama": 5, "client_franz_go": 10}
+                  "client_kafkajs": 10, "client_kafka_go": 10, "client_sarama": 5, "client_franz_go": 10,
+                  "client_callbacks": 10}
 
 
 @pytest.mark.parametrize("component", NEW_COMPONENTS)
@@ -155,6 +160,19 @@ REAL_BODIES = [
      {"group_id": "eta-calculator-kafka-consumer-rebalancer", "reason": "Broker: Group rebalance in progress"}),
     ('Group "CONSUMER-0.redacted" heartbeat error response in state up (join state started, 3 partition(s) '
      "assigned): Broker: Group rebalance in progress", "r_heartbeat_error_0_9", {"group_id": "CONSUMER-0.redacted"}),
+    # What applications print in their rebalance listeners (wordings/client_callbacks.yml).
+    ("my-app-group-id: partitions revoked: [topic.name-41, topic.name-40]", "cb_spring_revoked",
+     {"group_name": "my-app-group-id", "partitions": "[topic.name-41, topic.name-40]"}),
+    ("% COOPERATIVE rebalance: 5 partition(s) revoked: [stam[0]@unset stam[2]@unset]", "cb_go_revoked", {}),
+    ("RebalanceCb: Local: Assign partitions: BB[1], CC[1], ", "cb_cpp_assign", {}),
+    ("Revoked partitions: TopicName [0]", "cb_dotnet_revoked", {"partitions": "TopicName [0]"}),
+    ('Pre rebalance Revoke([TopicPartitionListElem { topic: "t", partition: 8 }])', "cb_rust_pre_revoke", {}),
+    ("GroupCoordinator: Broker changed state UP -> DOWN", "r_coordinator_conn_down", {}),
+    ('GroupCoordinator: Broker nodename changed from "" to "172.200.0.224:9092"', "r_coordinator_nodename",
+     {"coordinator": "172.200.0.224:9092"}),
+    ("OffsetCommit for 1 partition(s): cgrp auto commit timer: returned: Broker: Not coordinator",
+     "r_commit_returned_error", {"reason": "Broker: Not coordinator"}),
+    ("OffsetCommit for 1 partition(s) in join-state steady: manual: returned: Success", "r_commit_returned_ok", {}),
     ('Heartbeat for group "my_consumer_unique_id" generation id 22', "r_heartbeat",
      {"group_id": "my_consumer_unique_id", "generation": "22"}),
     ('Group "myGroup" changed state init -> query-coord (v1, join-state init)', "r_state_0_9_3",

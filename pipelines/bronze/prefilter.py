@@ -47,10 +47,19 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     "stream-client [", "Membership is in", "active tasks", "topic configuration found",
     # Clients without the Java or librdkafka wordings: the group as a JSON field of its own (franz-go's JSON loggers),
     # Sarama's and kafka-go's partition watchers (they name no group), franz-go's short messages (`synced`, `heartbeat
-    # errored`).
+    # errored`, the leader's `balanced`).
     '"group":"', "loop check partition number", "getting partitions", "heartbeat", "synced", "syncing", "joined",
+    "balanced",
     # librdkafka's close of a consumer with a group (`Closing consumer`).
     "Closing consumer",
+    # What applications print in their rebalance listeners (wordings/client_callbacks.yml): `Revoked partitions`,
+    # Spring's `<group>: partitions assigned: [..]`, the clients' examples' `RebalanceCb:` and `Got assigned:`.
+    "evok", "partitions assigned", "Assigned partitions", "partitions lost", "were lost", "RebalanceCb",
+    "re rebalance", "ost rebalance", "group rebalanced", "Got assigned", "incrementally assigned",
+    # Exceptions printed as lines of their own, and Connect's own stop.
+    "TaskMigrated", "Connect stopped",
+    # librdkafka's assignor metadata request and a subscribed topic's new partition count, when printed bare.
+    "partition assignor", "partition count changed",
     *GC_LITERALS,
 )
 

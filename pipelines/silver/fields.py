@@ -44,7 +44,10 @@ def typed_fields(parts: Column, alternation: Alternation) -> dict[str, Column]:
     reason = raw.pop("reason")
     out = dict(raw)
     out.pop("instance_id")
-    out["group_id"] = F.coalesce(raw["group_id"], F.col("_prefix_group_id"), F.col("_json_group_id"),
+    out.pop("group_name")
+    # A group printed in quotes by a wrapper (`"my-group"`) is the same group.
+    group = F.regexp_replace(F.coalesce(raw["group_id"], raw["group_name"]), r'^"(.+)"$', "$1")
+    out["group_id"] = F.coalesce(group, F.col("_prefix_group_id"), F.col("_json_group_id"),
                                  streams_application(raw["client_id"]))
     out["member_id"] = F.when(raw["member_id"] != "<no ID>", raw["member_id"])
     out["group_instance_id"] = _unwrap(F.coalesce(raw["instance_id"], F.col("_prefix_instance_id")))

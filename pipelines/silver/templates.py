@@ -15,6 +15,9 @@ from pydantic import BaseModel, ConfigDict, field_validator
 # crosses a line break, so a multi-line record's later lines are matched only by literals that name them.
 FIELD_PATTERNS: dict[str, str] = {
     "group_id": r".+?",
+    # A group id that ends at the first blank or colon, for wordings that start with the group (Spring's
+    # `<group>: partitions revoked: ..`): searched anywhere in a line, `.+?` would take the text before it along.
+    "group_name": r"[^\s:\"'\[\]]+",
     # KIP-848 clients print `<no ID>` before their first heartbeat response (4.0).
     # A member id is the client id, a dash and a UUID; a client id may hold spaces ("ClickHouse 19.11.0.830").
     "member_id": r"<no ID>|\S*?|[^\s'{}=,][^\n'{}=,]*?-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
@@ -55,13 +58,13 @@ FIELD_PATTERNS: dict[str, str] = {
 INT_FIELDS = frozenset({"generation", "group_epoch", "member_epoch", "previous_member_epoch", "target_epoch",
                         "offsets_partition", "member_count", "static_count"})
 # Template field names that are stored under another column name in silver_events.
-FIELD_COLUMNS = {"instance_id": "group_instance_id"}
-EVENT_FIELDS = tuple(sorted(FIELD_COLUMNS.get(f, f) for f in FIELD_PATTERNS if not f.startswith("_")))
+FIELD_COLUMNS = {"instance_id": "group_instance_id", "group_name": "group_id"}
+EVENT_FIELDS = tuple(sorted({FIELD_COLUMNS.get(f, f) for f in FIELD_PATTERNS if not f.startswith("_")}))
 
 # Component files, in match order (first matching row wins across all of them).
 COMPONENTS = ("broker_classic", "broker_new", "broker_groups_4x", "client_classic", "client_kip848",
               "client_librdkafka", "client_streams", "client_connect", "client_kafka_python", "client_kafkajs",
-              "client_kafka_go", "client_sarama", "client_franz_go")
+              "client_kafka_go", "client_sarama", "client_franz_go", "client_callbacks")
 # After a template: an optional final period, trailing blanks, and any later lines of the record (a stack trace).
 TAIL = r"\.?\s*(?:\n[\s\S]*)?$"
 
