@@ -177,6 +177,7 @@ _COORDINATOR_GONE = re.compile(r"NOT_COORDINATOR|not coordinator|not the correct
 _NEW_MEMBER_SIGNS = re.compile(r"need to re-join with the given member-id", re.I)
 CLIENT_ONLY_CONFIDENCE = {"poll_timeout": 0.7, "metadata_change": 0.7, "coordinator_change": 0.5,
                           "session_timeout": 0.6, "member_join": 0.6, "member_leave": 0.6, "lone_leave": 0.45,
+                          "unjoined_start": 0.4,
                           "seen_rebalancing": 0.3,
                           "silent_removal": 0.4}
 # What a verdict from members' lines alone cannot see, said in its explanation.
@@ -198,6 +199,14 @@ def classify_client_signs(signs: list[dict[str, Any]],
     that joined for the first time. Returns the verdict and the line that decided it (None when none did)."""
     conf = CLIENT_ONLY_CONFIDENCE
     signs = _before_own_close(signs)
+    # A process whose first line here is its way into the group (a subscribe, its first coordinator lookup) may hear
+    # that no coordinator is available yet (a new cluster, an offsets topic still loading): its start, not a
+    # coordinator change. A process that was already joining or in the group when it lost its coordinator is not.
+    first_lines: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for event in sorted(signs + newcomers, key=lambda e: e["event_ts"]):
+        first_lines.setdefault(_process(event), event)
+    new_processes = {_process(e) for e in newcomers}
+    starting = {p for p, e in first_lines.items() if is_newcomer_sign(e) and p in new_processes}
     for event in signs:
         reason = event.get("reason") or ""
         if event["event_type"] in _POLL_TIMEOUT_EVENTS or (
@@ -214,6 +223,8 @@ def classify_client_signs(signs: list[dict[str, Any]],
                            f"client log only: {_who(event)} was no longer a member when it next reached the "
                            f"coordinator ({_said(event).strip()[:160]}): its session had expired" + _MISSING), event
     for event in signs:
+        if _process(event) in starting:
+            continue
         if event["event_type"] in _EXPIRY_ANSWERS and _COORDINATOR_GONE.search(_said(event)):
             return Verdict("coordinator_change", "coordinator_lost", conf["coordinator_change"], event.get("_member"),
                            f"client log only: {_who(event)} was told its coordinator had moved or was unavailable "
@@ -231,10 +242,16 @@ def classify_client_signs(signs: list[dict[str, Any]],
                 return Verdict(cause, detail, conf["metadata_change"], event.get("_member"),
                                f"client log only: {_who(event)} asked to rejoin because {reason}"), event
     for event in signs:
-        if event["event_type"] in _COORDINATOR_LOST:
+        if event["event_type"] in _COORDINATOR_LOST and _process(event) not in starting:
             return Verdict("coordinator_change", "coordinator_lost", conf["coordinator_change"], event.get("_member"),
                            f"client log only: {_who(event)} lost its group coordinator "
                            f"({event.get('reason') or 'marked dead'}) and rejoined"), event
+    if newcomers and signs and all(e.get("_unjoined") for e in signs):
+        event = newcomers[0]
+        return Verdict("membership_change", "member_join", conf["unjoined_start"], event.get("_member"),
+                       f"client log only: {_who(event)} started and was on its way into the group ("
+                       f"{event['event_type']}); the log ends before its join, so the rebalance that join makes is "
+                       "inferred" + _MISSING), event
     if newcomers:
         event = newcomers[0]
         return Verdict("membership_change", "member_join", conf["member_join"], event.get("_member"),

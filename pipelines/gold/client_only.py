@@ -114,9 +114,13 @@ class ClientOnlyReplay(ReplayState):
                     else:
                         ends.append(dict(event, _member=event.get("member_id") or member))
                         stream_ends += 1
-            if any(is_sign(e) for e in signs) or stream_ends:
-                # A process that never joined in this log and shows a rebalance is new to the group.
-                trailing += [dict(e, _newcomer=first and is_newcomer_sign(e))
+            # Only a process whose very first line is that way in: a lookup in the middle of its life (`querying for
+            # coordinator ... in state up`, then `coordinator is ...`) is no start.
+            starting = first and is_newcomer_sign(stream[0])
+            if any(is_sign(e) for e in signs) or stream_ends or starting:
+                # A process that never joined in this log and shows a rebalance is new to the group; one that only
+                # subscribed or looked up its coordinator is on its way into it (the log ends before its join).
+                trailing += [dict(e, _newcomer=starting and is_newcomer_sign(e))
                              for e in named_chain(chain_into_join(signs), member)]
         by_generation: dict[int, list[dict[str, Any]]] = {}
         for join in joins:
@@ -151,14 +155,18 @@ class ClientOnlyReplay(ReplayState):
 
         orphans = [e for e in ends if not after_a_join(e["event_ts"])]
         signs = [e for e in rest if is_sign(e)]
+        newcomers = [e for e in rest if e.get("_newcomer")]
         if not signs and not orphans:
-            return
+            if not newcomers:
+                return
+            # A new process's join is a rebalance of the group even when the log ends before it is seen.
+            signs = [dict(newcomers[0], _rebalancing=True, _unjoined=True)]
         since = min(e["event_ts"] for e in signs) if signs else None
         closing = [e for e in orphans if since is None or e["event_ts"] >= since]
         completed = max((e["event_ts"] for e in closing), default=None)
         self._client_rebalance(None, [{"generation": None, "event": None, "member": None,
                                        "signs": signs or [dict(e, _rebalancing=True) for e in closing],
-                                       "newcomers": [e for e in rest if e.get("_newcomer")],
+                                       "newcomers": [dict(e, _unjoined=True) for e in newcomers],
                                        "completed": completed}], assignments, previous)
 
     def _removal(self, gone: list[str], since: pd.Timestamp) -> tuple[Verdict, dict[str, Any]] | None:
