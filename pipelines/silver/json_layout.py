@@ -23,6 +23,9 @@ JSON_SCHEMA = StructType([
     # The group of a client line whose message does not name it: KafkaJS (`groupId`), franz-go's JSON loggers
     # (`group`).
     StructField("groupId", _S), StructField("group", _S),
+    # The error of an entry, beside its message (KafkaJS's `[Connection] Response Heartbeat(..)` with `error: "The
+    # group is rebalancing, so a rejoin is needed"`).
+    StructField("error", _S),
 ])
 
 
@@ -70,6 +73,11 @@ def json_fields(doc: Column, line: Column) -> dict[str, Column]:
         "msg": _raw_string(line, "message"),
     }
     out = {name: F.when(whole, expr).otherwise(fallback[name]) for name, expr in parsed.items() if name in fallback}
+    # An entry's error field follows its message as a later line of the record (`error: <text>`): templates that
+    # read it name that line, every other template ignores it as it ignores a stack trace.
+    error = F.when(whole, doc["error"]).otherwise(_raw_string(line, "error"))
+    out["msg"] = F.when(error.isNotNull() & out["msg"].isNotNull(),
+                        F.concat(out["msg"], F.lit("\nerror: "), error)).otherwise(out["msg"])
     # A cut line keeps its message, not its group field: the file's other lines name the group.
     out["group"] = parsed["group"]
     return out
