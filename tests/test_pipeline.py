@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import shutil
 
 import pytest
+import yaml
 from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
+from jobs.cli import main
 from pipelines import io
 from pipelines.run import PipelineStateError, register_views, run
 from schemas.tables import TABLES
@@ -84,17 +87,20 @@ def test_lost_checkpoint_is_refused_then_rebuilt_to_the_same_tables(spark, works
     assert io.read_table(spark, cfg, "silver_events").count() == 16
 
 
+# A layout that prints the time after the message: no built-in layout and no general path reads its time, so only the
+# source's own pattern (sources[].pattern) turns these lines into events.
+OWN_PATTERN = r"^(?P<msg>.*) @@ (?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) (?P<level>[A-Z]+)$"
+_OWN_PREFIX = "[Consumer clientId=consumer-billing-1, groupId=billing] "
+OWN_LAYOUT_LINES = [
+    _OWN_PREFIX + "(Re-)joining group @@ 2024-05-14 08:21:07.100 INFO",
+    _OWN_PREFIX + "Successfully joined group with generation Generation{generationId=7, memberId='m-1', "
+    "protocol='range'} @@ 2024-05-14 08:21:07.520 INFO",
+]
+
+
 def test_a_sources_own_layout_reaches_the_parser_of_the_stream(spark, workspace):
-    # A layout that prints the time after the message: no built-in layout and no general path reads its time, so only
-    # the source's own pattern (sources[].pattern) turns these lines into events.
-    pattern = r"^(?P<msg>.*) @@ (?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) (?P<level>[A-Z]+)$"
+    pattern, lines = OWN_PATTERN, OWN_LAYOUT_LINES
     cfg = make_config(workspace, sources=[{"instances": "legacy-*", "pattern": pattern}, {"instances": "*"}])
-    prefix = "[Consumer clientId=consumer-billing-1, groupId=billing] "
-    lines = [
-        prefix + "(Re-)joining group @@ 2024-05-14 08:21:07.100 INFO",
-        prefix + "Successfully joined group with generation Generation{generationId=7, memberId='m-1', "
-        "protocol='range'} @@ 2024-05-14 08:21:07.520 INFO",
-    ]
     (cfg.landing / "legacy-7").mkdir(parents=True)
     (cfg.landing / "legacy-7" / "app.log").write_text("\n".join(lines) + "\n")
     run(spark, cfg, stages=("ingest",))
@@ -105,3 +111,21 @@ def test_a_sources_own_layout_reaches_the_parser_of_the_stream(spark, workspace)
         (2, "client_joined", "billing", 7, dt.datetime(2024, 5, 14, 8, 21, 7, 520000), "INFO"),
     ], events.schema)
     assertDataFrameEqual(events, expected)
+
+
+def test_rebalance_parse_reads_a_file_with_the_sources_own_layout(spark, tmp_path, capsys):
+    conf = tmp_path / "own.yml"
+    conf.write_text(yaml.safe_dump({
+        "spark": {"master": "local[2]", "shuffle_partitions": 2, "driver_memory": "2g"},
+        "sources": [{"instances": "legacy-*", "pattern": OWN_PATTERN}, {"instances": "*"}],
+    }))
+    file = tmp_path / "legacy-7" / "app.log"
+    file.parent.mkdir()
+    file.write_text("\n".join(OWN_LAYOUT_LINES) + "\n")
+    assert main(["parse", str(file), "--conf", str(conf)]) == 0
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(e["line_no"], e["event_type"], e["group_id"], e.get("generation"), e["event_ts"][:23])
+            for e in printed] == [
+        (1, "client_joining", "billing", None, "2024-05-14T08:21:07.100"),
+        (2, "client_joined", "billing", 7, "2024-05-14T08:21:07.520"),
+    ]
