@@ -6,9 +6,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import random
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
@@ -220,3 +226,49 @@ def test_offsets_lost_to_retention_are_one_counted_record(spark, broker, tmp_pat
     assert io.read_table(spark, cfg, "silver_events").count() == 15
     assert_accounting_adds_up(spark, cfg)
     assert io.read_table(spark, cfg, "bronze_files").agg(F.sum("lines_read")).first()[0] == 16
+
+
+def test_driver_killed_while_reading_a_topic_loses_and_doubles_nothing(spark, broker, estate, files_run, tmp_path):
+    """`kill -9` of `rebalance run --source kafka` (the Python driver and its JVM) at random moments while records
+    keep arriving, then a clean run: every record is read once and the tables are the landing-files run's."""
+    topics = [f"killed-{k}" for k in ENVELOPES]
+    _create_topics(broker.bootstrap, *topics)
+    cfg = kafka_config(tmp_path / "kafka", broker.bootstrap, topics)
+    conf = tmp_path / "kill.yml"
+    conf.write_text(yaml.safe_dump({
+        "landing": str(cfg.landing), "lakehouse": str(cfg.lakehouse), "source": "kafka",
+        # Small micro-batches, so that a kill falls between the commits of one run as well as inside one.
+        "kafka": {"bootstrap_servers": broker.bootstrap, "topics": topics, "max_offsets_per_trigger": 3000},
+        "spark": {"master": "local[2]", "shuffle_partitions": 2, "driver_memory": "1g"},
+    }), encoding="utf-8")
+    every = sorted(f"{p.parent.name}/{p.name}" for p in estate.landing_dir.glob("*/*"))
+    pending = [set(every[i::3]) for i in range(3)]
+    rng = random.Random(20261126)
+    sent, killed, completed, cycle = 0, 0, 0, 0
+    while (killed < 3 or pending) and cycle < 6:
+        cycle += 1
+        if pending:  # records keep arriving between (and during) the runs
+            sent += produce_estate(broker.bootstrap, estate.landing_dir, prefix="killed", only=pending.pop())
+        proc = subprocess.Popen([sys.executable, "-m", "jobs.cli", "run", "--conf", str(conf)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            # A run's first commit comes about a minute after its start (JVM, jars, tables), its last after three.
+            proc.wait(timeout=rng.uniform(60, 150))
+            completed += 1
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            killed += 1
+    # The kills fell after work was committed, not only during start-up: the clean run continues from there.
+    committed = [p.name for p in (cfg.checkpoint_root / "ingest" / "commits").glob("[0-9]*")]
+    run(spark, cfg, run_ts=RUN_TS)
+    print(f"kill -9 on the Kafka source: {killed} kills, {completed} runs completed, {cycle} cycles, "
+          f"{len(committed)} micro-batches committed before the clean run")
+    assert killed >= 3 and committed and sent == estate.lines
+    assert io.read_table(spark, cfg, "bronze_files").agg(F.sum("lines_read")).first()[0] == sent
+    offsets = io.read_table(spark, cfg, "bronze_log_lines").groupBy("kafka_topic", "kafka_partition", "kafka_offset")
+    assert offsets.count().filter("count > 1").count() == 0
+    ids = io.read_table(spark, cfg, "silver_events").select("event_id")
+    assert ids.count() == ids.distinct().count() == io.read_table(spark, files_run, "silver_events").count()
+    assert_accounting_adds_up(spark, cfg)
+    assert_same_gold(spark, files_run, cfg)
