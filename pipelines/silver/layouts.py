@@ -32,7 +32,7 @@ _KAFKA_PREFIX_START = (
 # The broker connection a librdkafka line is about (`GroupCoordinator/3: `, `sasl_ssl://b-1:9092/1: `), its node id
 # also as a paste redacted it (`GroupCoordinator/<broker-1>: `).
 _RDKAFKA_BROKER = r"(?:\S+?/(?:-?\d+|internal|bootstrap|<[^<>\s]+>): )?"
-_RDKAFKA_TAG = rf"^\[thrd:[^\]]*\]: ?{_RDKAFKA_BROKER}"
+_RDKAFKA_TAG = rf"^\[thrd:[^\]]*\]: *{_RDKAFKA_BROKER}"
 FIELDS = ("ts", "level", "thread", "logger", "msg", "pre")
 # Layouts that find the message wherever it sits: their time and level are searched in `pre`, the text before it.
 GENERAL = ("anywhere", "librdkafka", "librdkafka_bare")
@@ -90,7 +90,7 @@ LAYOUTS: tuple[Layout, ...] = (
     # callback): the message follows `[thrd:<thread>]: ` and, for lines about one broker connection, `<broker>/<id>: `.
     Layout(
         "librdkafka",
-        rf"^(?P<pre>.*?)\[thrd:(?P<thread>[^\]]*)\]: ?{_RDKAFKA_BROKER}(?P<msg>.*)$",
+        rf"^(?P<pre>.*?)\[thrd:(?P<thread>[^\]]*)\]: *{_RDKAFKA_BROKER}(?P<msg>.*)$",
     ),
     # librdkafka before 1.0 printed no thread: `%7|<epoch>|FAC|name| msg`, and .NET's `7|<time>|name|FAC| msg`.
     Layout("librdkafka_bare", rf"^(?P<pre>.*?\|[A-Z][A-Z_]{{2,}}\|(?:[^|]*\|)?) {_RDKAFKA_BROKER}(?P<msg>.*)$"),
