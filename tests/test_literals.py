@@ -7,7 +7,7 @@ import re
 
 from pyspark.sql import functions as F
 
-from pipelines.bronze.literals import contains_any, minimal_literals, search_plan
+from pipelines.bronze.literals import MIN_SHARED, contains_any, minimal_literals, search_plan
 from pipelines.bronze.prefilter import PREFILTER_LITERALS
 from pipelines.silver.templates import load_templates
 
@@ -22,7 +22,7 @@ def test_the_plan_covers_every_literal_once_and_keys_stand_for_several():
     planned = [literal for group in plan.values() for literal in group]
     assert sorted(planned) == sorted(minimal_literals(literals))
     for key, group in plan.items():
-        assert key is None or (len(group) >= 3 and all(key in literal for literal in group))
+        assert key is None or (len(group) >= MIN_SHARED and all(key in literal for literal in group))
     # The point of the plan: far fewer scans of a line that holds none of the literals.
     assert len(plan) - (None in plan) + len(plan.get(None, ())) < len(planned) / 4
 

@@ -2,8 +2,13 @@
 
 Each `contains` is one scan of the text, and most lines hold none of the literals, so the cost is the number of
 scans. Literals that share a short substring (a key) are grouped behind it: a text is searched for the key once and
-for the literals behind it (one regex of them) only when it holds the key. The result is exactly
-`OR(contains(literal))`.
+for the literals behind it only when it holds the key. The result is exactly `OR(contains(literal))`.
+
+A key can be common in noise (`tion` is in nine of ten broker lines: `Partition`, `configuration`), so the search
+behind it must stay cheap: a small group is a `contains` per literal. A Java regex of an alternation tries every
+literal at every position of the text and cost twice as much per line as the `contains` it replaced; it is kept
+only for large groups (the templates' literals), where a `contains` each would grow the generated code past the
+JVM's 64 KB method limit.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 KEY_LENGTH = 4  # short enough to be shared, long enough to be rare in noise
-MIN_SHARED = 3  # a key is worth a scan of its own when it stands for at least this many literals
+MIN_SHARED = 2  # a key is worth a scan of its own when it stands for at least this many literals
+CONTAINS_UP_TO = 16  # a group of at most this many literals is searched with a `contains` each, a larger one by regex
 
 
 def minimal_literals(literals: Sequence[str]) -> tuple[str, ...]:
@@ -56,14 +62,14 @@ def _one_of(literals: Sequence[str]) -> str:
 def contains_any(text: Column, literals: Sequence[str]) -> Column:
     """True when `text` contains one of `literals` (null when `text` is null); false for an empty list.
 
-    The literals behind one key are one `rlike` of their alternation, searched only in texts that hold the key (the
-    generated code of a `contains` per literal grew past the JVM's 64 KB method limit at a few hundred literals);
-    the literals without a key, searched in every text, stay one `contains` each."""
+    The literals behind one key are searched only in texts that hold the key: a `contains` each for a group of up to
+    CONTAINS_UP_TO literals, one `rlike` of their alternation for a larger group. The literals without a key,
+    searched in every text, stay one `contains` each."""
     tests = []
     for key, group in search_plan(literals).items():
-        if key is None:
-            tests.append(reduce(operator.or_, (text.contains(literal) for literal in group)))
+        if key is None or len(group) <= CONTAINS_UP_TO:
+            found = reduce(operator.or_, (text.contains(literal) for literal in group))
         else:
-            found = text.contains(group[0]) if len(group) == 1 else text.rlike(_one_of(group))
-            tests.append(text.contains(key) & found)
+            found = text.rlike(_one_of(group))
+        tests.append(found if key is None else text.contains(key) & found)
     return reduce(operator.or_, tests) if tests else F.lit(False)
