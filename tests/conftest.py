@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -76,6 +80,20 @@ def land(source: Path, landing: Path) -> None:
             partial = target_dir / f".{file.name}.partial"
             shutil.copyfile(file, partial)
             partial.rename(target_dir / file.name)
+
+
+def run_cli_killed_after(conf: Path, seconds: float, *, env: dict[str, str] | None = None) -> bool:
+    """Start `rebalance run --conf conf` as its own process group and `kill -9` the whole group (the Python driver
+    and its JVM) if it is still running after `seconds`; True when it was killed, False when it ended first."""
+    proc = subprocess.Popen([sys.executable, "-m", "jobs.cli", "run", "--conf", str(conf)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        proc.wait(timeout=seconds)
+        return False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return True
 
 
 class Receiver:

@@ -8,9 +8,6 @@ import json
 import os
 import random
 import shutil
-import signal
-import subprocess
-import sys
 import tarfile
 import threading
 import time
@@ -27,7 +24,7 @@ from pipelines.release import CHECKPOINT_LAYOUT
 from pipelines.run import run
 from schemas.tables import TABLES, keys_of
 from simulator import simulate
-from tests.conftest import DATA, Receiver, land, make_config
+from tests.conftest import DATA, Receiver, land, make_config, run_cli_killed_after
 
 # Every table the oracle returns; batch_id and ingested_at (silver only) say when a row was ingested, which the
 # oracle's single batch cannot know.
@@ -402,15 +399,10 @@ def test_driver_killed_at_random_moments_loses_and_doubles_nothing(spark, worksp
                 shutil.copyfile(source, target / f".{source.name}.partial")
                 (target / f".{source.name}.partial").rename(target / source.name)
             pending = pending[2:]
-            proc = subprocess.Popen([sys.executable, "-m", "jobs.cli", "run", "--conf", str(conf)], env=env,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-            try:
-                proc.wait(timeout=rng.uniform(4, 45))
-                completed += 1
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            if run_cli_killed_after(conf, rng.uniform(4, 45), env=env):
                 killed += 1
+            else:
+                completed += 1
         for source in pending:
             target = cfg.landing / source.parent.name
             target.mkdir(parents=True, exist_ok=True)
