@@ -136,7 +136,9 @@ def test_lab_causes_match_the_truth(spark, tmp_path, version):
         states = with_transition_check(tables["gold_group_states"]).cache()
         illegal = states.filter(~F.col("legal_transition")).select("group_id", "previous_state", "state").collect()
         kinds = {r.state for r in states.filter(F.col("group_id") == "lab-kip848").select("state").collect()}
-        converted = states.filter(F.col("group_id") == CONVERTED_GROUP).orderBy("started_at", "state_id").collect()
+        # States are contiguous intervals: among those starting at one instant, a zero-length one came first.
+        converted = states.filter(F.col("group_id") == CONVERTED_GROUP).orderBy(
+            "started_at", F.col("ended_at").asc_nulls_last(), "state_id").collect()
         share_sessions = tables["gold_member_sessions"].filter(F.col("group_id") == SHARE_GROUP).collect()
     finally:
         for name in ("gold_rebalances", "gold_member_sessions"):
