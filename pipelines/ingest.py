@@ -51,16 +51,12 @@ def make_ingest_batch(
         now = F.lit(clock["t"])
         files = io.read_table(spark, cfg, "bronze_files")
         existing = files.filter(F.col("duplicate_of").isNull())
-        earlier_contents: DataFrame | None = None
         if cfg.source == "kafka":
             # A replayed batch must not see its own earlier attempt as where the partitions stopped.
             read_before = files.filter(F.col("batch_id") < batch_id).select(
                 F.col("kafka_topic").alias("topic"), F.col("kafka_partition").alias("partition"),
                 F.col("kafka_last_offset").alias("last_offset")).filter(F.col("topic").isNotNull())
             raw = kafka_raw_lines(batch_df, envelope=cfg.kafka.envelope, read_before=read_before)
-            # A topic's "files" are cut per batch: repeats of a text count on from the earlier batches.
-            earlier_contents = io.read_table(spark, cfg, "bronze_log_lines").filter(
-                (F.col("batch_id") < batch_id) & F.col("content_hash").isNotNull()).select("content_hash")
         else:
             damaged = damaged_gzips(io.landing_batch_files(cfg, batch_id) or [])
             if on_progress is not None:
@@ -68,8 +64,7 @@ def make_ingest_batch(
                     on_progress(f"ingest batch {batch_id}: {d.path}: {d.problem}; the torn line is quarantined "
                                 "(reason truncated_gzip)")
             raw = with_torn_rows(spark, batch_df, damaged)
-        staged = build_silver(raw, sources, existing_files=existing, batch_id=batch_id, now=now, hash_salt=salt,
-                              earlier_contents=earlier_contents)
+        staged = build_silver(raw, sources, existing_files=existing, batch_id=batch_id, now=now, hash_salt=salt)
         try:
             writes = staged.tables(batch_id=batch_id, ingested_at=now, late_before=late_cutoff(spark, cfg, batch_id))
             counts = {}

@@ -186,39 +186,10 @@ def join_records(lines: DataFrame) -> DataFrame:
     return grouped.filter("_candidate").drop("_candidate")
 
 
-def _short_hash(*parts: Column) -> Column:
-    return F.substring(F.sha2(F.concat_ws("|", *parts), 256), 1, 24)
-
-
-def with_line_ids(records: DataFrame, *, earlier_contents: DataFrame | None = None) -> DataFrame:
-    """Add `content_hash` (of the instance, file name and record text) and `line_id`: the content hash for the first
-    record of a file with that text, and a hash of it and `n` for its n-th repeat (in line order).
-
-    The id depends on what the line says and where it was written, not on how it was read, so the same estate read
-    from landed files or from a Kafka topic (whose "files" are cut per micro-batch) gives the same ids, and with
-    them the same event, rebalance and incident ids. `earlier_contents` (`content_hash` of records ingested by
-    earlier batches) continues the repeat count of a file that spans batches, as a topic's files do."""
-    records = records.withColumn("content_hash", _short_hash(F.coalesce("instance", F.lit("")),
-                                                             F.coalesce("file_name", F.lit("")), F.col("value")))
-    same_text = Window.partitionBy("instance", "file_name", "content_hash").orderBy("source_file", "line_no")
-    repeat = F.row_number().over(same_text) - 1
-    if earlier_contents is not None:
-        here = records.select("content_hash").distinct()
-        seen = (earlier_contents.join(F.broadcast(here), "content_hash")
-                .groupBy("content_hash").agg(F.count(F.lit(1)).alias("_seen")))
-        records = records.join(seen, "content_hash", "left")
-        repeat = repeat + F.coalesce(F.col("_seen"), F.lit(0))
-    records = records.withColumn("_repeat", repeat)
-    line_id = F.when(F.col("_repeat") == 0, F.col("content_hash")).otherwise(
-        _short_hash(F.col("content_hash"), F.col("_repeat").cast("string")))
-    return records.withColumn("line_id", line_id).drop("_repeat", "_seen")
-
-
-def candidate_lines(lines: DataFrame, *, splits: DataFrame, files: DataFrame,
-                    earlier_contents: DataFrame | None = None) -> DataFrame:
+def candidate_lines(lines: DataFrame, *, splits: DataFrame, files: DataFrame) -> DataFrame:
     """The flagged lines of `kept_lines` to candidate records of non-duplicate files with `line_no` (1-based, of the
-    record's first line), `record_lines`, `file_fingerprint`, `value` truncated to MAX_LINE_CHARS, and the stable
-    `content_hash` and `line_id` of `with_line_ids`."""
+    record's first line), `record_lines`, `file_fingerprint`, a stable `line_id`, and `value` truncated to
+    MAX_LINE_CHARS."""
     offsets = splits.select("source_file", "block_start", "first_scan_id", "lines_before")
     keep = files.filter(F.col("duplicate_of").isNull()).select("source_file", "file_fingerprint")
     line_no = F.col("scan_id") - F.col("first_scan_id") + F.col("lines_before") + 1
@@ -227,6 +198,6 @@ def candidate_lines(lines: DataFrame, *, splits: DataFrame, files: DataFrame,
         .join(F.broadcast(keep), "source_file")
         .withColumn("line_no", line_no)
         .transform(join_records)
+        .withColumn("line_id", F.substring(F.sha2(F.concat_ws("|", "file_fingerprint", "line_no"), 256), 1, 24))
         .withColumn("value", F.substring("value", 1, MAX_LINE_CHARS))
-        .transform(with_line_ids, earlier_contents=earlier_contents)
     )
