@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import random
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +16,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from pipelines import io
 from pipelines.run import run
-from tests.conftest import make_config
+from tests.conftest import make_config, run_cli_killed_after
 from tests.kafka_broker import Broker
 
 pytestmark = pytest.mark.kafka_source
@@ -249,16 +245,11 @@ def test_driver_killed_while_reading_a_topic_loses_and_doubles_nothing(spark, br
         cycle += 1
         if pending:  # records keep arriving between (and during) the runs
             sent += produce_estate(broker.bootstrap, estate.landing_dir, prefix="killed", only=pending.pop())
-        proc = subprocess.Popen([sys.executable, "-m", "jobs.cli", "run", "--conf", str(conf)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        try:
-            # A run's first commit comes about a minute after its start (JVM, jars, tables), its last after three.
-            proc.wait(timeout=rng.uniform(60, 150))
-            completed += 1
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        # A run's first commit comes about a minute after its start (JVM, jars, tables), its last after three.
+        if run_cli_killed_after(conf, rng.uniform(60, 150)):
             killed += 1
+        else:
+            completed += 1
     # The kills fell after work was committed, not only during start-up: the clean run continues from there.
     committed = [p.name for p in (cfg.checkpoint_root / "ingest" / "commits").glob("[0-9]*")]
     run(spark, cfg, run_ts=RUN_TS)
