@@ -5,7 +5,7 @@
 
 For each Kafka version the simulator speaks, simulate an estate (every scenario: scale up/down, rolling deploys,
 crashes and crash loops, GC pauses long and short, poll timeouts, partition additions, coordinator moves, service
-restarts), run the batch pipeline (`pipelines.batch.build_batch`, the streaming run's oracle) over its landing
+restarts), run the batch pipeline (`pipelines.batch.batch_tables`, the streaming run's oracle) over its landing
 folder, match gold_rebalances to the truth on (group_id, generation_after) with `simulator.evaluate` and write one
 markdown file: per version the counts (found/truth, invented, cause right) and the confusion matrix (true cause x
 our cause), plus every mismatch. One Spark session for all versions. Not part of the test suite (minutes per
@@ -63,7 +63,7 @@ def evaluate_version(spark, version: str, root: Path, *, seed: int, groups: int,
     """Simulate one estate, run the batch pipeline, match the truth: counts, confusion, mismatches, timings."""
     from pyspark.sql import functions as F
 
-    from pipelines.batch import build_batch
+    from pipelines.batch import batch_tables
     from pipelines.config import load_config
     from simulator import simulate
     from simulator.evaluate import accuracy, match_truth
@@ -75,17 +75,17 @@ def evaluate_version(spark, version: str, root: Path, *, seed: int, groups: int,
     t_sim = time.monotonic() - t0
     cfg = load_config(None, {"landing": sim.landing_dir, "lakehouse": root / version / "lakehouse"})
     t1 = time.monotonic()
-    tables = build_batch(spark, cfg)
-    rebalances = tables["gold_rebalances"]
-    matched = match_truth(rebalances, spark.read.json(str(sim.truth_file))).cache()
-    result = accuracy(matched)
-    wrong = (matched.filter(~F.col("cause").eqNullSafe(F.col("true_cause")))
-             .select("group_id", "generation_after", "true_cause", "true_cause_detail", "cause", "cause_detail")
-             .orderBy("group_id", "generation_after").collect())
-    total = rebalances.count()
-    no_generation = rebalances.filter(F.col("generation_after").isNull()).count()
+    with batch_tables(spark, cfg) as tables:
+        rebalances = tables["gold_rebalances"]
+        matched = match_truth(rebalances, spark.read.json(str(sim.truth_file))).cache()
+        result = accuracy(matched)
+        wrong = (matched.filter(~F.col("cause").eqNullSafe(F.col("true_cause")))
+                 .select("group_id", "generation_after", "true_cause", "true_cause_detail", "cause", "cause_detail")
+                 .orderBy("group_id", "generation_after").collect())
+        total = rebalances.count()
+        no_generation = rebalances.filter(F.col("generation_after").isNull()).count()
+        matched.unpersist()
     t_pipe = time.monotonic() - t1
-    matched.unpersist()
     return {"version": version, "protocol": group_protocol, "seed": seed, "lines": sim.lines, "files": sim.files,
             "groups": len(sim.groups),
             "truth_by_cause": sim.by_cause, "result": result, "wrong": [r.asDict() for r in wrong],

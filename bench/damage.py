@@ -5,7 +5,7 @@
 Simulate one estate (`simulator.simulate`), then for each kind of damage copy its landing folder and damage the
 copy (pure Python on the text files, seeded): lines lost, lines duplicated, neighbouring lines of one broker file
 swapped, one broker's clock ahead, one hour of one broker's log missing, and all of them at once. Run the batch
-pipeline (`pipelines.batch.build_batch`) over each copy, match gold_rebalances to the truth with
+pipeline (`pipelines.batch.batch_tables`) over each copy, match gold_rebalances to the truth with
 `simulator.evaluate` and print a markdown table (written to `<out>/<timestamp>-damage.md` with --out), followed
 by every rebalance missed, invented or given another cause. Not part of the test suite; tests/test_damage.py runs
 the all-at-once damage on a small estate.
@@ -157,17 +157,19 @@ def evaluate(spark, cfg, truth_file: Path) -> dict:
     """Run the batch pipeline over `cfg.landing`, match the truth: counts and every rebalance not matched right."""
     from pyspark.sql import functions as F
 
-    from pipelines.batch import build_batch
+    from pipelines.batch import batch_tables
     from simulator.evaluate import accuracy, match_truth
 
-    matched = match_truth(build_batch(spark, cfg)["gold_rebalances"], spark.read.json(str(truth_file))).cache()
-    try:
-        result = accuracy(matched)
-        wrong = (matched.filter(~F.col("cause").eqNullSafe(F.col("true_cause")))
-                 .select("group_id", "generation_after", "true_cause", "true_cause_detail", "cause", "cause_detail")
-                 .orderBy("group_id", "generation_after").collect())
-    finally:
-        matched.unpersist()
+    with batch_tables(spark, cfg) as tables:
+        matched = match_truth(tables["gold_rebalances"], spark.read.json(str(truth_file))).cache()
+        try:
+            result = accuracy(matched)
+            wrong = (matched.filter(~F.col("cause").eqNullSafe(F.col("true_cause")))
+                     .select("group_id", "generation_after", "true_cause", "true_cause_detail", "cause",
+                             "cause_detail")
+                     .orderBy("group_id", "generation_after").collect())
+        finally:
+            matched.unpersist()
     return {"result": result, "wrong": [r.asDict() for r in wrong]}
 
 
@@ -231,7 +233,6 @@ def main(argv: list[str] | None = None) -> int:
             cfg = load_config(None, {"landing": landing, "lakehouse": work / kind / "lakehouse"})
             t0 = time.monotonic()
             run = {"kind": kind, **evaluate(spark, cfg, sim.truth_file), "seconds": time.monotonic() - t0}
-            spark.catalog.clearCache()  # build_batch persists its gold inputs; one damage's cache is no use to the next
             print(f"  {kind}: {run['result'].line()} ({run['seconds']:.0f} s)", file=sys.stderr, flush=True)
             runs.append(run)
     finally:

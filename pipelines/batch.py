@@ -6,6 +6,9 @@ order and grouping in which files arrive, the streaming run must end with exactl
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -19,12 +22,25 @@ from pipelines.silver.privacy import hash_salt
 from pipelines.sources import resolve_sources
 
 
-def build_batch(spark: SparkSession, cfg: Config) -> dict[str, DataFrame]:
-    """Silver events and GC pauses and every gold table, computed in one batch over all landing files."""
+@contextmanager
+def batch_tables(spark: SparkSession, cfg: Config) -> Iterator[dict[str, DataFrame]]:
+    """Silver events and GC pauses and every gold table, computed in one batch over all landing files; the frames
+    the build caches are released when the block ends (a session that builds many oracles keeps none of them)."""
     raw = io.read_files(spark, io.landing_files(cfg))
     staged = build_silver(raw, resolve_sources(cfg), existing_files=io.empty(spark, "bronze_files"), batch_id=0,
                           now=F.current_timestamp(), hash_salt=hash_salt(cfg))
-    events = to_events(staged.parsed)
-    pauses = to_gc_pauses(staged.parsed)
-    tables = build_gold(events, pauses, rules_from(cfg.thresholds), persist=lambda df: df.persist())
-    return {"silver_events": events, "silver_gc_pauses": pauses, **tables}
+    cached: list[DataFrame] = []
+
+    def persist(df: DataFrame) -> DataFrame:
+        cached.append(df.persist())
+        return cached[-1]
+
+    try:
+        events = to_events(staged.parsed)
+        pauses = to_gc_pauses(staged.parsed)
+        tables = build_gold(events, pauses, rules_from(cfg.thresholds), persist=persist)
+        yield {"silver_events": events, "silver_gc_pauses": pauses, **tables}
+    finally:
+        for df in cached:
+            df.unpersist()
+        staged.unpersist()

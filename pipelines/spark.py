@@ -145,6 +145,13 @@ def get_spark(
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
+        # With the UI off, the driver's status store still keeps the plans and metrics of the last 1,000 SQL
+        # executions, jobs and stages: a long `run` (or one test session) grew its heap by hundreds of MB for a
+        # page nobody can open.
+        .config("spark.sql.ui.retainedExecutions", "50")
+        .config("spark.ui.retainedJobs", "100")
+        .config("spark.ui.retainedStages", "100")
+        .config("spark.ui.retainedTasks", "10000")
         # Spark's generated code for the parse stage has methods of 15-25 KB of bytecode; HotSpot leaves methods
         # over 8 KB interpreted unless told otherwise.
         .config("spark.driver.extraJavaOptions",

@@ -64,6 +64,15 @@ def spark(tmp_path_factory):
     session.stop()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Forget the Delta table logs the test opened: tests write new lakehouse paths, and Delta keeps each table's
+    log and snapshot cached for an hour, which in one session for the whole run is hundreds of MB of heap."""
+    session = getattr(item, "funcargs", {}).get("spark")
+    if session is not None and getattr(session, "_jvm", None) is not None:
+        session._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
+
+
 @pytest.fixture
 def workspace(tmp_path) -> Path:
     """An empty landing directory and lakehouse location for one test."""

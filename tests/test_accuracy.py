@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines import io
-from pipelines.batch import build_batch
+from pipelines.batch import batch_tables
 from pipelines.run import STAGES, run
 from simulator import simulate
 from simulator.evaluate import accuracy, match_truth
@@ -22,11 +22,11 @@ GOLD_TABLES = ["gold_rebalances", "gold_group_states", "gold_member_sessions", "
 
 
 def _same_as_oracle(spark, cfg) -> None:
-    oracle = build_batch(spark, cfg)
-    assert sorted(name for name in oracle if name.startswith("gold_")) == sorted(GOLD_TABLES)
-    for name in GOLD_TABLES:
-        streamed = io.read_table(spark, cfg, name)
-        assertDataFrameEqual(streamed, oracle[name].select(streamed.columns))
+    with batch_tables(spark, cfg) as oracle:
+        assert sorted(name for name in oracle if name.startswith("gold_")) == sorted(GOLD_TABLES)
+        for name in GOLD_TABLES:
+            streamed = io.read_table(spark, cfg, name)
+            assertDataFrameEqual(streamed, oracle[name].select(streamed.columns))
 
 
 def _check_accuracy(spark, cfg, truth_file):

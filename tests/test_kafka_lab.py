@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from lab.corpus import RECORD_START, is_group_related
 from pipelines import io
 from pipelines.alerts.rules import storm_alerts
-from pipelines.batch import build_batch
+from pipelines.batch import batch_tables
 from pipelines.config import AlertSettings, load_config
 from pipelines.quality.derived import with_transition_check
 from simulator.evaluate import accuracy, match_truth
@@ -124,8 +124,7 @@ def test_lab_corpus_is_parsed_and_truth_is_confirmed(spark, version):
 def test_lab_causes_match_the_truth(spark, tmp_path, version):
     root = CORPUS / version
     cfg = load_config(None, {"landing": root / "landing", "lakehouse": tmp_path / "lakehouse"})
-    tables = build_batch(spark, cfg)
-    try:
+    with batch_tables(spark, cfg) as tables:
         truth = spark.read.json(str(root / "truth" / "rebalances.jsonl"))
         matched = match_truth(tables["gold_rebalances"], truth).cache()
         result = accuracy(matched)
@@ -140,9 +139,8 @@ def test_lab_causes_match_the_truth(spark, tmp_path, version):
         converted = states.filter(F.col("group_id") == CONVERTED_GROUP).orderBy(
             "started_at", F.col("ended_at").asc_nulls_last(), "state_id").collect()
         share_sessions = tables["gold_member_sessions"].filter(F.col("group_id") == SHARE_GROUP).collect()
-    finally:
-        for name in ("gold_rebalances", "gold_member_sessions"):
-            tables[name].unpersist()
+        states.unpersist()
+        matched.unpersist()
     assert result.found == result.truth, result.confusion
     assert result.invented == 0, result.confusion
     assert result.cause_accuracy >= 0.95, (result.line(), result.confusion)

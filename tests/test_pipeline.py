@@ -40,8 +40,11 @@ def test_two_drops_then_a_rerun(spark, workspace):
     first_ids = {r.rebalance_id for r in gold.select("rebalance_id").collect()}
 
     land(DATA / "landing" / "part2", cfg.landing)
+    spark.catalog.clearCache()
     second = run(spark, cfg)
     assert second.added["bronze_files"] == 2
+    # A run releases every frame it cached (a scheduled job runs many batches in one driver).
+    assert spark._jsparkSession.sharedState().cacheManager().isEmpty()
     gold = io.read_table(spark, cfg, "gold_rebalances")
     expected = expected_first + [
         ("orders-app", 2, 3, "stabilized", "session_timeout", "heartbeat_expiration", 1085, 2, 1),

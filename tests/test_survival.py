@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines import io
-from pipelines.batch import build_batch
+from pipelines.batch import batch_tables
 from pipelines.errors import PipelineStateError
 from pipelines.release import CHECKPOINT_LAYOUT
 from pipelines.run import run
@@ -33,12 +33,12 @@ COMPARED = ["silver_events", "silver_gc_pauses", "gold_rebalances", "gold_group_
 
 
 def _same_as_oracle(spark, cfg) -> None:
-    oracle = build_batch(spark, cfg)
-    assert sorted(oracle) == sorted(COMPARED)
-    for name in COMPARED:
-        streamed = io.read_table(spark, cfg, name)
-        columns = [c for c in streamed.columns if c not in ("batch_id", "ingested_at")]
-        assertDataFrameEqual(streamed.select(columns), oracle[name].select(columns))
+    with batch_tables(spark, cfg) as oracle:
+        assert sorted(oracle) == sorted(COMPARED)
+        for name in COMPARED:
+            streamed = io.read_table(spark, cfg, name)
+            columns = [c for c in streamed.columns if c not in ("batch_id", "ingested_at")]
+            assertDataFrameEqual(streamed.select(columns), oracle[name].select(columns))
 
 
 def _each_key_once(spark, cfg) -> None:

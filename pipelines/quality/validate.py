@@ -90,7 +90,9 @@ def validate(parts: list[tuple[TableCheck, DataFrame]]) -> list[RuleResult]:
     import great_expectations as gx
 
     context = _context()
-    source = context.data_sources.add_spark(name="rebalance")
+    # GX would cache each batch and never release it (a leak per run in the driver's cache); the caller persists
+    # the frames it validates and releases them.
+    source = context.data_sources.add_spark(name="rebalance", persist=False)
     results: list[RuleResult] = []
     for index, (check, frame) in enumerate(parts):
         name = f"{check.table}_{index}"
