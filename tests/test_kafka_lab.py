@@ -22,6 +22,7 @@ from pipelines import io
 from pipelines.alerts.rules import storm_alerts
 from pipelines.batch import batch_tables
 from pipelines.config import AlertSettings, load_config
+from pipelines.gold.state_order import state_time_order
 from pipelines.quality.derived import with_transition_check
 from simulator.evaluate import accuracy, match_truth
 from tests.conftest import silver_batch
@@ -135,9 +136,7 @@ def test_lab_causes_match_the_truth(spark, tmp_path, version):
         states = with_transition_check(tables["gold_group_states"]).cache()
         illegal = states.filter(~F.col("legal_transition")).select("group_id", "previous_state", "state").collect()
         kinds = {r.state for r in states.filter(F.col("group_id") == "lab-kip848").select("state").collect()}
-        # States are contiguous intervals: among those starting at one instant, a zero-length one came first.
-        converted = states.filter(F.col("group_id") == CONVERTED_GROUP).orderBy(
-            "started_at", F.col("ended_at").asc_nulls_last(), "state_id").collect()
+        converted = states.filter(F.col("group_id") == CONVERTED_GROUP).orderBy(*state_time_order()).collect()
         share_sessions = tables["gold_member_sessions"].filter(F.col("group_id") == SHARE_GROUP).collect()
         states.unpersist()
         matched.unpersist()

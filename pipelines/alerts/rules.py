@@ -10,7 +10,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipelines.config import AlertSettings
-from pipelines.gold.aggregates import latest_state_first
+from pipelines.gold.state_order import state_time_order
 from schemas.gold import GOLD_ALERTS
 
 
@@ -80,7 +80,7 @@ def long_rebalance_alerts(rebalances: DataFrame, *, settings: AlertSettings) -> 
 def stuck_alerts(states: DataFrame, *, settings: AlertSettings, run_ts: dt.datetime) -> DataFrame:
     """A group whose latest state is PreparingRebalance or CompletingRebalance for longer than `stuck_after_min`
     at `run_ts` (the wall clock of the run): fires even when no new log line arrives."""
-    latest = Window.partitionBy("group_id").orderBy(*latest_state_first())
+    latest = Window.partitionBy("group_id").orderBy(*state_time_order(newest_first=True))
     now = F.lit(run_ts.astimezone(dt.timezone.utc).replace(tzinfo=None)).cast("timestamp")
     stuck = (
         states.withColumn("_n", F.row_number().over(latest)).filter("_n = 1")

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from pipelines.gold.state_order import state_time_order
 from schemas.gold import GOLD_GROUP_HEALTH, GOLD_REBALANCE_STATS_HOURLY
-
-
-def latest_state_first() -> list[Column]:
-    """The order of a group's gold_group_states rows from the newest: by start, and among states that start at the
-    same instant, the one still open, then the one that ends later (a zero-length state came before it)."""
-    return [F.desc("started_at"), F.col("ended_at").desc_nulls_first(), F.desc("state_id")]
 
 
 def health_from(rebalances: DataFrame, states: DataFrame) -> DataFrame:
@@ -19,7 +14,7 @@ def health_from(rebalances: DataFrame, states: DataFrame) -> DataFrame:
     hour and the day before `as_of` — the time of the newest rebalance in the data (logs may be replayed late, so
     the data's own clock, not the wall clock, defines "the last hour")."""
     as_of = rebalances.agg(F.max(F.coalesce("completed_at", "started_at")).alias("as_of"))
-    latest_state = Window.partitionBy("group_id").orderBy(*latest_state_first())
+    latest_state = Window.partitionBy("group_id").orderBy(*state_time_order(newest_first=True))
     current = (
         states.withColumn("_n", F.row_number().over(latest_state)).filter("_n = 1")
         .select("group_id", "state", F.col("started_at").alias("state_since"), "generation")

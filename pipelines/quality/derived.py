@@ -6,8 +6,10 @@ leaves nulls out of its column checks.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
+
+from pipelines.gold.state_order import state_time_order
 
 # gold_group_states.state: the classic group coordinator's states, and those of KIP-848 consumer groups (the new
 # coordinator derives Assigning, Reconciling and Stable from the group, target and member epochs).
@@ -39,18 +41,6 @@ CONSUMER_TRANSITIONS = (
     ("Empty", "Dead"), ("Assigning", "Dead"), ("Reconciling", "Dead"), ("Stable", "Dead"), ("Dead", "Dead"),
 )
 
-# Among intervals that start in the same millisecond, the order in which the state machine passes through them.
-_STATE_ORDER = {state: rank for rank, state in enumerate(
-    ("Stable", "Empty", "Dead", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"))}
-
-
-def _rank(state: Column) -> Column:
-    rank = F.lit(len(_STATE_ORDER))
-    for name, value in reversed(list(_STATE_ORDER.items())):
-        rank = F.when(state == name, value).otherwise(rank)
-    return rank
-
-
 def with_transition_check(states: DataFrame) -> DataFrame:
     """Add `previous_state` and `legal_transition` (previous -> this state is a transition the coordinator can
     make) to gold_group_states rows, per group in time order; null for a group's first state. A state of the
@@ -59,10 +49,7 @@ def with_transition_check(states: DataFrame) -> DataFrame:
     after a live protocol conversion may follow any state of the other protocol."""
     if "protocol" not in states.columns:  # rows written before the column
         states = states.withColumn("protocol", F.lit(None).cast("string"))
-    # Intervals are contiguous per group, so ties on the start are broken by the end (a zero-length interval
-    # comes first), then by the state machine's own order.
-    order = Window.partitionBy("group_id").orderBy(
-        "started_at", F.col("ended_at").asc_nulls_last(), _rank(F.col("state")), "state_id")
+    order = Window.partitionBy("group_id").orderBy(*state_time_order())
     previous = F.lag("state").over(order)
     protocol = F.col("protocol")
     consumer = F.when(protocol.isNotNull(), protocol.isin("consumer", "streams")).otherwise(
