@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import delta_sql, io
+from pipelines.caching import CachedFrames
 from pipelines.config import Config
 from pipelines.gold.build import CROSS_GROUP, build_gold, cross_group_tables
 from pipelines.gold.rebalances import orphan_lines, route_orphans, rules_from
@@ -38,35 +38,25 @@ def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame) -> dict[st
     if not names:
         return {}
     in_groups = f"t.group_id IN ({', '.join(delta_sql.string_literal(n) for n in names)})"
-    level = StorageLevel.MEMORY_AND_DISK
-    cached: list[DataFrame] = []
-
-    def persist(df: DataFrame) -> DataFrame:
-        cached.append(df.persist(level))
-        return df
-
     silver = io.read_table(spark, cfg, "silver_events")
     # The group-less warnings go along: the build places them near the groups' own lines (route_orphans).
     events = silver.join(F.broadcast(groups), "group_id").unionByName(orphan_lines(silver))
     pauses = io.read_table(spark, cfg, "silver_gc_pauses")
-    tables = build_gold(events, pauses, rules_from(cfg.thresholds), persist=persist)
     counts = {}
-    try:
+    with CachedFrames() as cached:
+        tables = build_gold(events, pauses, rules_from(cfg.thresholds), persist=cached)
         for name, df in tables.items():
             if name in CROSS_GROUP:
                 continue
-            rows = df.persist(level)
-            counts[name] = rows.count()
-            io.replace_keys(spark, rows, cfg, name, keys=GOLD_KEYS[name], scope=in_groups)
-            rows.unpersist()
+            with CachedFrames() as once:
+                rows = once(df)
+                counts[name] = rows.count()
+                io.replace_keys(spark, rows, cfg, name, keys=GOLD_KEYS[name], scope=in_groups)
         # Health compares every group with the newest rebalance of all groups, so it is rebuilt whole.
         merged = cross_group_tables(io.read_table(spark, cfg, "gold_rebalances"),
                                     io.read_table(spark, cfg, "gold_group_states"))
         for name, df in merged.items():
             io.replace_keys(spark, df, cfg, name, keys=GOLD_KEYS[name], scope="true")
-    finally:
-        for df in reversed(cached):
-            df.unpersist()
     return counts
 
 

@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from pipelines import io
 from pipelines.alerts.rules import all_alerts
 from pipelines.alerts.sinks import Delivery, DeliveryError, append_jsonl, post_webhook, webhook_url
+from pipelines.caching import CachedFrames
 from pipelines.config import Config
 from pipelines.quality.rules import checks, scopes
 from pipelines.quality.stage import input_violations
@@ -44,27 +45,24 @@ def run_alerts(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
     settings = cfg.alerts
     quality = io.read_table(spark, cfg, "gold_quality_results")
     input_rules = {rule for rule, scope in scopes(checks()).items() if scope == "input"}
-    alerts = all_alerts(
-        io.read_table(spark, cfg, "gold_rebalances"), io.read_table(spark, cfg, "gold_group_states"),
-        io.read_table(spark, cfg, "gold_member_sessions"), settings=settings, run_ts=run_ts,
-        quality=quality, input_rules=input_rules,
-        violations=input_violations(spark, cfg, rules=_found(quality, input_rules)),
-    ).persist()
     counts: dict[str, int] = {}
-    try:
+    with CachedFrames() as cached:
+        alerts = cached(all_alerts(
+            io.read_table(spark, cfg, "gold_rebalances"), io.read_table(spark, cfg, "gold_group_states"),
+            io.read_table(spark, cfg, "gold_member_sessions"), settings=settings, run_ts=run_ts,
+            quality=quality, input_rules=input_rules,
+            violations=input_violations(spark, cfg, rules=_found(quality, input_rules)),
+        ))
         stored = io.read_table(spark, cfg, "gold_alerts")
         changed = alerts.join(stored.select("alert_id", *[F.col(c).alias(f"_{c}") for c in _CONTENT]), "alert_id",
                               "left")
         differs = F.lit(False)
         for c in _CONTENT:
             differs = differs | ~F.col(c).eqNullSafe(F.col(f"_{c}"))
-        changed = changed.filter(differs).select(alerts.columns).persist()
+        changed = cached(changed.filter(differs).select(alerts.columns))
         counts["new_or_changed"] = changed.count()
         if counts["new_or_changed"]:
             io.merge(spark, changed, cfg, "gold_alerts", keys=["alert_id"], update=list(_CONTENT))
-        changed.unpersist()
-    finally:
-        alerts.unpersist()
     counts.update(_deliver(spark, cfg, on_progress=on_progress))
     return counts
 

@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import delta_sql, io
+from pipelines.caching import CachedFrames
 from pipelines.config import Config
 from pipelines.quality.derived import with_generation_check, with_transition_check
 from pipelines.quality.findings import filter_final, judged_until, violations
@@ -123,19 +124,16 @@ def _judged_until(spark: SparkSession, cfg: Config, version: int | None = None) 
 def _validate(spark: SparkSession, cfg: Config, table_checks: tuple[TableCheck, ...],
               versions: dict[str, int]) -> list[RuleResult]:
     until = _judged_until(spark, cfg, versions.get("silver_events"))
-    frames = [_checked(spark, cfg, c.table, versions[c.table]).persist() for c in table_checks]
-    parts: list[tuple[TableCheck, DataFrame]] = []
-    for check, frame in zip(table_checks, frames, strict=True):
-        if check.part("pipeline").rules:
-            parts.append((check.part("pipeline"), frame))
-        if check.part("input").rules:
-            final = filter_final(frame, time_column=str(check.time_column), until=until)
-            parts.append((check.part("input"), final))
-    try:
+    with CachedFrames() as cached:
+        parts: list[tuple[TableCheck, DataFrame]] = []
+        for check in table_checks:
+            frame = cached(_checked(spark, cfg, check.table, versions[check.table]))
+            if check.part("pipeline").rules:
+                parts.append((check.part("pipeline"), frame))
+            if check.part("input").rules:
+                final = filter_final(frame, time_column=str(check.time_column), until=until)
+                parts.append((check.part("input"), final))
         results = validate(parts)
-    finally:
-        for frame in frames:
-            frame.unpersist()
     order = {(c.table, r.name): i for i, (c, r) in enumerate((c, r) for c in table_checks for r in c.rules)}
     return sorted(results, key=lambda r: order[(r.table, r.rule)])
 

@@ -1,0 +1,39 @@
+"""Frames cached for the span of one block of work and always released when it ends.
+
+A long-lived driver (a scheduled job of many batches, a test session, a notebook) keeps every persisted plan until
+somebody unpersists it; a stage that forgets, or raises between `persist` and `unpersist`, leaks executor memory
+and driver-side plans for the rest of the session.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+
+
+class CachedFrames:
+    """Persist frames and remember them; `release` (or leaving the `with` block, also on error) unpersists them in
+    the reverse order they were cached. Call the instance on a frame to persist it: it returns the same frame, so
+    it fits wherever a `persist` callback is expected."""
+
+    def __init__(self, level: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> None:
+        self._level = level
+        self._frames: list[DataFrame] = []
+
+    def __call__(self, df: DataFrame) -> DataFrame:
+        self._frames.append(df.persist(self._level))
+        return self._frames[-1]
+
+    def release(self) -> None:
+        """Unpersist every frame cached so far, newest first, and forget them."""
+        while self._frames:
+            self._frames.pop().unpersist()
+
+    def __enter__(self) -> CachedFrames:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
