@@ -13,6 +13,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import io
+from pipelines.bronze.lines import LineIds
+from pipelines.caching import CachedFrames
 from pipelines.config import Config
 from pipelines.gold.build import build_gold
 from pipelines.gold.rebalances import rules_from
@@ -23,24 +25,18 @@ from pipelines.sources import resolve_sources
 
 
 @contextmanager
-def batch_tables(spark: SparkSession, cfg: Config) -> Iterator[dict[str, DataFrame]]:
-    """Silver events and GC pauses and every gold table, computed in one batch over all landing files; the frames
-    the build caches are released when the block ends (a session that builds many oracles keeps none of them)."""
+def batch_tables(spark: SparkSession, cfg: Config, *, line_ids: LineIds = "content") -> Iterator[dict[str, DataFrame]]:
+    """Silver events and GC pauses and every gold table, computed in one batch over all landing files with line ids
+    of the scheme `line_ids`; the frames the build caches are released when the block ends (a session that builds
+    many oracles keeps none of them)."""
     raw = io.read_files(spark, io.landing_files(cfg))
     staged = build_silver(raw, resolve_sources(cfg), existing_files=io.empty(spark, "bronze_files"), batch_id=0,
-                          now=F.current_timestamp(), hash_salt=hash_salt(cfg))
-    cached: list[DataFrame] = []
-
-    def persist(df: DataFrame) -> DataFrame:
-        cached.append(df.persist())
-        return cached[-1]
-
+                          now=F.current_timestamp(), hash_salt=hash_salt(cfg), line_ids=line_ids)
     try:
-        events = to_events(staged.parsed)
-        pauses = to_gc_pauses(staged.parsed)
-        tables = build_gold(events, pauses, rules_from(cfg.thresholds), persist=persist)
-        yield {"silver_events": events, "silver_gc_pauses": pauses, **tables}
+        with CachedFrames() as cached:
+            events = to_events(staged.parsed)
+            pauses = to_gc_pauses(staged.parsed)
+            tables = build_gold(events, pauses, rules_from(cfg.thresholds), persist=cached)
+            yield {"silver_events": events, "silver_gc_pauses": pauses, **tables}
     finally:
-        for df in cached:
-            df.unpersist()
         staged.unpersist()

@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from pipelines import io
 from pipelines.bronze.damaged import damaged_gzips, with_torn_rows
 from pipelines.bronze.envelopes import kafka_raw_lines
+from pipelines.bronze.lines import LineIds
 from pipelines.config import Config
 from pipelines.silver.build import build_silver
 from pipelines.silver.privacy import hash_salt
@@ -37,10 +38,11 @@ BatchObserver = Callable[[str, dict[str, int]], None]
 
 
 def make_ingest_batch(
-    cfg: Config, *, on_progress: Callable[[str], None] | None = None, on_batch: BatchObserver | None = None
+    cfg: Config, *, line_ids: LineIds = "content", on_progress: Callable[[str], None] | None = None,
+    on_batch: BatchObserver | None = None,
 ) -> Callable[[DataFrame, int], None]:
     """The foreachBatch function of the ingest stream: raw landing lines (or Kafka records) to bronze and silver
-    tables."""
+    tables, with line ids of the lakehouse's scheme `line_ids` (`pipelines.release.check_release` says which)."""
 
     sources, salt = resolve_sources(cfg), hash_salt(cfg)
 
@@ -51,6 +53,7 @@ def make_ingest_batch(
         now = F.lit(clock["t"])
         files = io.read_table(spark, cfg, "bronze_files")
         existing = files.filter(F.col("duplicate_of").isNull())
+        earlier_contents: DataFrame | None = None
         if cfg.source == "kafka":
             # A replayed batch must not see its own earlier attempt as where the partitions stopped.
             read_before = files.filter(F.col("batch_id") < batch_id).select(
@@ -64,7 +67,13 @@ def make_ingest_batch(
                     on_progress(f"ingest batch {batch_id}: {d.path}: {d.problem}; the torn line is quarantined "
                                 "(reason truncated_gzip)")
             raw = with_torn_rows(spark, batch_df, damaged)
-        staged = build_silver(raw, sources, existing_files=existing, batch_id=batch_id, now=now, hash_salt=salt)
+        if line_ids == "content":
+            # A topic's "files" are cut per batch, and a later file may repeat an earlier one's text: repeats count
+            # on from the earlier batches (a replayed batch does not count its own earlier attempt).
+            earlier_contents = io.read_table(spark, cfg, "bronze_log_lines").filter(
+                (F.col("batch_id") < batch_id) & F.col("content_hash").isNotNull()).select("content_hash")
+        staged = build_silver(raw, sources, existing_files=existing, batch_id=batch_id, now=now, hash_salt=salt,
+                              line_ids=line_ids, earlier_contents=earlier_contents)
         try:
             writes = staged.tables(batch_id=batch_id, ingested_at=now, late_before=late_cutoff(spark, cfg, batch_id))
             counts = {}

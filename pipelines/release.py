@@ -4,6 +4,13 @@ misreading them.
 Streaming checkpoints hold state whose layout only the code that wrote it knows (the foreachBatch writers' batch
 ids, the shuffle partition count, the sources' offsets). `CHECKPOINT_LAYOUT` is raised whenever a release changes
 that layout; a release refuses checkpoints of a newer layout, and of an older layout it cannot continue.
+
+The marker also records the lakehouse's line-id scheme (`pipelines.bronze.lines.LineIds`). Line ids flow into every
+event, rebalance, state, session, incident and alert id, and an alert's id is the idempotency key of its webhook
+deliveries: rewriting the ids of a lakehouse in place would deliver its alerts again. So a lakehouse keeps the
+scheme it was begun with: one begun before the marker said (release 0.1.0, whose marker has no `line_ids`, or no
+marker at all) keeps position-derived ids, and a new one (or one rebuilt with `--rebuild`) takes content-derived
+ids.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import json
 from importlib import metadata
 
+from pipelines.bronze.lines import LineIds
 from pipelines.config import Config
 from pipelines.errors import PipelineStateError
 
@@ -28,18 +36,20 @@ def this_release() -> str:
         return "unknown"
 
 
-def check_release(cfg: Config) -> None:
+def check_release(cfg: Config) -> LineIds:
     """Stop, naming both releases, when the checkpoints were written by a release whose layout this one cannot
-    continue; record this release in the checkpoint root otherwise."""
+    continue; record this release in the checkpoint root otherwise, and return the lakehouse's line-id scheme."""
     root = cfg.checkpoint_root
     marker = root / MARKER
+    line_ids: LineIds
     if marker.is_file():
         found = json.loads(marker.read_text(encoding="utf-8"))
         layout, release = found.get("checkpoint_layout"), found.get("release", "unknown")
+        line_ids = "content" if found.get("line_ids") == "content" else "position"
     elif any((root / q / "offsets").is_dir() for q in ("ingest", "reconstruct")):
-        layout, release = 1, "0.1.0"
+        layout, release, line_ids = 1, "0.1.0", "position"
     else:
-        layout, release = CHECKPOINT_LAYOUT, this_release()
+        layout, release, line_ids = CHECKPOINT_LAYOUT, this_release(), "content"
     if layout not in CONTINUES_FROM and layout != CHECKPOINT_LAYOUT:
         newer = isinstance(layout, int) and layout > CHECKPOINT_LAYOUT
         raise PipelineStateError(
@@ -49,5 +59,6 @@ def check_release(cfg: Config) -> None:
             + "; or run `rebalance run --rebuild` to rebuild every table from the landing files"
         )
     root.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps({"release": this_release(), "checkpoint_layout": CHECKPOINT_LAYOUT}) + "\n",
-                      encoding="utf-8")
+    marker.write_text(json.dumps({"release": this_release(), "checkpoint_layout": CHECKPOINT_LAYOUT,
+                                  "line_ids": line_ids}) + "\n", encoding="utf-8")
+    return line_ids

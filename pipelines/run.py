@@ -124,13 +124,13 @@ def run(
         check_inputs(cfg)
     if rebuild:
         reset(cfg)
-    check_release(cfg)
+    line_ids = check_release(cfg)
     io.ensure_tables(spark, cfg)
     check_checkpoints(spark, cfg)
     summary = RunSummary()
     streams = {
         "ingest": (io.read_source(spark, cfg), INGEST_QUERY,
-                   make_ingest_batch(cfg, on_progress=on_progress, on_batch=summary.record)),
+                   make_ingest_batch(cfg, line_ids=line_ids, on_progress=on_progress, on_batch=summary.record)),
         "reconstruct": (io.read_table_stream(spark, cfg, "silver_accounting"), RECONSTRUCT_QUERY,
                         make_reconstruct_batch(cfg, on_progress=on_progress, on_batch=summary.record)),
     }

@@ -27,6 +27,9 @@ BRONZE_LOG_LINES = _schema(
     # Added in 0.4.0 (nullable, null for landing files): where a line read from Kafka came from (the offset of the
     # record's first line).
     ("kafka_topic", S, True), ("kafka_partition", I, True), ("kafka_offset", L, True),
+    # Added in 0.5.0 (null in rows written before): a hash of the instance, file name and record text, from which
+    # `line_id` is made; a topic's next batch counts the repeats of a text from it.
+    ("content_hash", S, True),
 )
 
 SILVER_EVENTS = _schema(

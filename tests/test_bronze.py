@@ -8,6 +8,7 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines import io
+from pipelines.bronze.lines import with_line_ids
 from pipelines.config import load_config
 from pipelines.silver.outputs import accounting
 from tests.conftest import silver_batch
@@ -90,3 +91,24 @@ def test_line_ids_are_stable_across_reads(spark, tmp_path):
     finally:
         first.unpersist()
         second.unpersist()
+
+
+def test_repeated_text_gets_an_id_per_repeat_and_later_batches_count_on(spark):
+    schema = "instance string, file_name string, source_file string, line_no int, file_fingerprint string, value string"
+    rows = [("gc-1", "gc.log", "/l/a/gc-1/gc.log", 1, "fa", "[0.005s][info][gc] Using G1"),
+            ("gc-1", "gc.log", "/l/a/gc-1/gc.log", 9, "fa", "[0.005s][info][gc] Using G1"),
+            ("gc-2", "gc.log", "/l/a/gc-2/gc.log", 1, "fb", "[0.005s][info][gc] Using G1")]
+    first = with_line_ids(spark.createDataFrame(rows, schema)).orderBy("instance", "line_no").collect()
+    # The same text in one file, and in another instance's file, gets ids of its own; the first is its content hash.
+    assert len({r.line_id for r in first}) == 3
+    assert first[0].line_id == first[0].content_hash and first[1].line_id != first[1].content_hash
+    # A later batch's file of the same instance and name repeats the text (the JVM restarted): it counts on.
+    later = spark.createDataFrame([("gc-1", "gc.log", "/l/b/gc-1/gc.log", 1, "fc", "[0.005s][info][gc] Using G1")],
+                                  schema)
+    earlier = spark.createDataFrame([(r.content_hash,) for r in first], "content_hash string")
+    (again,) = with_line_ids(later, earlier_contents=earlier).collect()
+    assert again.content_hash == first[0].content_hash and again.line_id not in {r.line_id for r in first}
+    # Lakehouses begun before the content scheme keep the ids their release made: file fingerprint and line number.
+    (old,) = with_line_ids(later, scheme="position").collect()
+    expected = spark.sql("SELECT substring(sha2('fc|1', 256), 1, 24) AS id").first()
+    assert expected is not None and old.line_id == expected.id

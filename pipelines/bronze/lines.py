@@ -17,11 +17,16 @@ from __future__ import annotations
 
 import operator
 from functools import reduce
+from typing import Literal
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipelines.bronze.prefilter import is_candidate
+
+# How a line's id is made: from what it says and where it was written, or (lakehouses begun before that scheme)
+# from its file's fingerprint and its line number. See `with_line_ids`.
+LineIds = Literal["content", "position"]
 
 MAX_LINE_CHARS = 65_536  # longer lines are kept truncated, with their true length, and quarantined if relevant
 MAX_RECORD_LINES = 500  # continuation lines past this many stay unattached (a runaway record must not grow unbounded)
@@ -186,10 +191,48 @@ def join_records(lines: DataFrame) -> DataFrame:
     return grouped.filter("_candidate").drop("_candidate")
 
 
-def candidate_lines(lines: DataFrame, *, splits: DataFrame, files: DataFrame) -> DataFrame:
+def _short_hash(*parts: Column) -> Column:
+    return F.substring(F.sha2(F.concat_ws("|", *parts), 256), 1, 24)
+
+
+def with_line_ids(records: DataFrame, *, scheme: LineIds = "content",
+                  earlier_contents: DataFrame | None = None) -> DataFrame:
+    """Add `content_hash` (of the instance, file name and record text) and `line_id`.
+
+    Under the `content` scheme the id is the content hash for the first record of a file with that text, and a hash
+    of it and `n` for its n-th repeat (in line order). It depends on what the line says and where it was written,
+    not on how it was read, so the same estate read from landed files or from a Kafka topic (whose "files" are cut
+    per micro-batch) gives the same ids, and with them the same event, rebalance and incident ids.
+    `earlier_contents` (`content_hash` of records ingested by earlier batches) continues the repeat count across
+    batches, so a text repeated in a later file of the same instance and name (a topic's next batch, a GC log
+    restarted at the same uptime) still gets an id of its own.
+
+    Under the `position` scheme (lakehouses begun by releases before the content scheme, see
+    `pipelines.release`) the id is a hash of the file's fingerprint and the line number, as those releases made it,
+    so that continuing such a lakehouse gives the ids a rebuild would give."""
+    records = records.withColumn("content_hash", _short_hash(F.coalesce("instance", F.lit("")),
+                                                             F.coalesce("file_name", F.lit("")), F.col("value")))
+    if scheme == "position":
+        return records.withColumn("line_id", _short_hash(F.col("file_fingerprint"), F.col("line_no")))
+    same_text = Window.partitionBy("instance", "file_name", "content_hash").orderBy("source_file", "line_no")
+    repeat = F.row_number().over(same_text) - 1
+    if earlier_contents is not None:
+        here = records.select("content_hash").distinct()
+        seen = (earlier_contents.join(F.broadcast(here), "content_hash")
+                .groupBy("content_hash").agg(F.count(F.lit(1)).alias("_seen")))
+        records = records.join(seen, "content_hash", "left")
+        repeat = repeat + F.coalesce(F.col("_seen"), F.lit(0))
+    records = records.withColumn("_repeat", repeat)
+    line_id = F.when(F.col("_repeat") == 0, F.col("content_hash")).otherwise(
+        _short_hash(F.col("content_hash"), F.col("_repeat").cast("string")))
+    return records.withColumn("line_id", line_id).drop("_repeat", "_seen")
+
+
+def candidate_lines(lines: DataFrame, *, splits: DataFrame, files: DataFrame, line_ids: LineIds = "content",
+                    earlier_contents: DataFrame | None = None) -> DataFrame:
     """The flagged lines of `kept_lines` to candidate records of non-duplicate files with `line_no` (1-based, of the
-    record's first line), `record_lines`, `file_fingerprint`, a stable `line_id`, and `value` truncated to
-    MAX_LINE_CHARS."""
+    record's first line), `record_lines`, `file_fingerprint`, `value` truncated to MAX_LINE_CHARS, and the stable
+    `content_hash` and `line_id` of `with_line_ids`."""
     offsets = splits.select("source_file", "block_start", "first_scan_id", "lines_before")
     keep = files.filter(F.col("duplicate_of").isNull()).select("source_file", "file_fingerprint")
     line_no = F.col("scan_id") - F.col("first_scan_id") + F.col("lines_before") + 1
@@ -198,6 +241,6 @@ def candidate_lines(lines: DataFrame, *, splits: DataFrame, files: DataFrame) ->
         .join(F.broadcast(keep), "source_file")
         .withColumn("line_no", line_no)
         .transform(join_records)
-        .withColumn("line_id", F.substring(F.sha2(F.concat_ws("|", "file_fingerprint", "line_no"), 256), 1, 24))
         .withColumn("value", F.substring("value", 1, MAX_LINE_CHARS))
+        .transform(with_line_ids, scheme=line_ids, earlier_contents=earlier_contents)
     )

@@ -11,6 +11,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pipelines.bronze.lines import (
+    LineIds,
     candidate_lines,
     file_stats,
     kept_lines,
@@ -65,17 +66,20 @@ def parse_records(bronze: DataFrame, sources: Sources) -> DataFrame:
 
 def build_silver(
     raw: DataFrame, sources: Sources, *, existing_files: DataFrame, batch_id: int, now: Column,
-    hash_salt: str | None = None,
+    hash_salt: str | None = None, line_ids: LineIds = "content", earlier_contents: DataFrame | None = None,
 ) -> SilverBatch:
     """Raw lines (`value`, `_metadata`, optionally `torn`) to per-file stats, bronze candidate records and parsed
     records, all persisted. `existing_files` holds the fingerprints of files ingested before (duplicates are
-    counted, not parsed); `hash_salt`, when given, replaces member ids and hosts by salted hashes."""
+    counted, not parsed); `hash_salt`, when given, replaces member ids and hosts by salted hashes; `line_ids` is
+    the lakehouse's line-id scheme and `earlier_contents` (the `content_hash` column of earlier batches' bronze
+    records) continues the repeat counts of its `content` scheme (see `with_line_ids`)."""
     level = StorageLevel.MEMORY_AND_DISK
     # One scan of the files: per-split stats and the flagged lines (few) in one aggregate; plain noise is not kept.
     splits = with_split_offsets(split_stats(with_source_columns(raw))).persist(level)
     stamp = {"batch_id": F.lit(batch_id).cast("long"), "ingested_at": now}
     files = file_stats(splits, existing_fingerprints=existing_files).withColumns(stamp).persist(level)
-    bronze = candidate_lines(kept_lines(splits), splits=splits, files=files).withColumns(stamp).persist(level)
+    bronze = candidate_lines(kept_lines(splits), splits=splits, files=files, line_ids=line_ids,
+                             earlier_contents=earlier_contents).withColumns(stamp).persist(level)
     parsed = parse_records(bronze, sources).transform(pseudonymise, salt_value=hash_salt).persist(level)
     if hash_salt is not None:
         # The raw line repeats the ids: bronze keeps the scrubbed text of the parsed record instead.
