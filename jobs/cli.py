@@ -94,6 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--groups", type=int, default=4)
     sim.add_argument("--hours", type=float, default=2.0)
     sim.add_argument("--lines", type=int, help="target total number of lines (adds broker noise and time)")
+    sim.add_argument("--noise-density", type=float, metavar="D",
+                     help="keep this share (0-1] of the application, GC and broker housekeeping lines, all group "
+                          "activity: weeks of history in a small estate (with --hours; not with --lines)")
+    sim.add_argument("--cycle-every-hours", type=float, default=2.0, metavar="H",
+                     help="plan one cycle of incidents (every kind once) per H hours of span (default 2); above 2, "
+                          "spread them evenly over the span")
     _add_simulation(sim)
     sim.add_argument("--gzip", action="store_true", help="gzip the log files")
 

@@ -48,7 +48,7 @@ from simulator.kip848 import ConsumerGroupCoord
 from simulator.model import GroupCoord, GroupSpec, Instance, World
 from simulator.noise import EXTRA_TOPICS, BrokerNoise, app_noise, gc_events
 from simulator.render import GROUP_METADATA_MANAGER, GROUP_PROTOCOLS, Wording
-from simulator.scenarios import Incidents
+from simulator.scenarios import MINUTE, Incidents
 from simulator.writer import HOUR, Clock, Output, write_brokers, write_clients, write_gc, write_truth
 
 __all__ = ["SimulationSummary", "check_group_protocol", "simulate"]
@@ -126,14 +126,24 @@ def _structured_per_hour(specs: list[GroupSpec]) -> float:
 
 def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.0, lines: int | None = None,
              kafka_version: str = "3.6", brokers: int = 3, start: datetime | None = None, gzip_files: bool = False,
-             progress: Callable[[str], None] | None = None, group_protocol: str = "classic") -> SimulationSummary:
+             progress: Callable[[str], None] | None = None, group_protocol: str = "classic",
+             noise_density: float | None = None, cycle_every_hours: float = 2.0) -> SimulationSummary:
     """Simulate `groups` consumer groups on `brokers` brokers; write landing/ logs and truth/rebalances.jsonl.
 
     With `lines`, the span grows and broker noise fills up to that many lines (±10%); otherwise `hours` is the span.
     `group_protocol` is "classic", "consumer" (KIP-848, Kafka 4.x only) or "mixed" (both, alternating groups).
+    `noise_density` (0 < d <= 1, with `hours`) thins the application, GC and broker housekeeping lines to that share
+    of a busy estate's, leaving the group activity whole: a long span (weeks of history) at a size one machine can
+    process in minutes. One cycle of incidents (every kind once, spread over the groups) is planned per
+    `cycle_every_hours` of span; above the default 2 h, each group's incidents are spread evenly over the span
+    instead of at most 30 minutes apart, so that a long quiet history has activity to its end.
     """
     if groups < 1 or brokers < 1 or hours <= 0 or (lines is not None and lines < 1):
         raise ValueError("groups and brokers must be >= 1, hours > 0 and lines (when given) >= 1")
+    if cycle_every_hours <= 0:
+        raise ValueError("cycle_every_hours must be above 0")
+    if noise_density is not None and (lines is not None or not 0 < noise_density <= 1):
+        raise ValueError("noise_density must be in (0, 1] and cannot be combined with lines (which sets it)")
     wording = Wording(kafka_version)
     check_group_protocol(group_protocol, kafka_version)
     out_dir = Path(out_dir)
@@ -149,7 +159,7 @@ def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.
     world = World(rng=rng, wording=wording, start=start_ms, end=start_ms, brokers=brokers)
     specs = _groups(world, rng, groups, group_protocol)
     world.groups = specs
-    density = 1.0
+    density = 1.0 if noise_density is None else noise_density
     if lines is not None:
         per_hour = _structured_per_hour(specs)
         hours = max(2.0, 0.1 * lines / per_hour)
@@ -161,7 +171,8 @@ def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.
         f"{group_protocol} protocol, seed {seed})")
 
     consumers = Consumers(world)
-    incidents = Incidents(world, consumers, cycles=max(1, round(hours / 2)))
+    incidents = Incidents(world, consumers, cycles=max(1, round(hours / cycle_every_hours)),
+                          max_gap_ms=30 * MINUTE if cycle_every_hours <= 2 else None)
     incidents.plan()
     world.run(until)
     # the Scala coordinator's offset expiration pass; the new coordinator (4.x) logs its cleanup only at DEBUG
@@ -189,7 +200,7 @@ def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.
         share, extra = divmod(total_noise, len(slots))
         noise_per_hour = {slot: share + (1 if i < extra else 0) for i, slot in enumerate(slots)}
     else:
-        noise_per_hour = {slot: rng.randint(*BROKER_NOISE_PER_HOUR) for slot in slots}
+        noise_per_hour = {slot: round(rng.randint(*BROKER_NOISE_PER_HOUR) * density) for slot in slots}
     topics = [(s.topic, s.partitions) for s in specs] + [(t, 12) for t in EXTRA_TOPICS]
     noise = {b: BrokerNoise(wording.v, brokers, b, topics) for b in range(1, brokers + 1)}
 

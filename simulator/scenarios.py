@@ -26,11 +26,13 @@ Done = Callable[[int], None]
 class Incidents:
     """Plans incidents per group and runs them one after another."""
 
-    def __init__(self, world: World, consumers: Consumers, cycles: int) -> None:
+    def __init__(self, world: World, consumers: Consumers, cycles: int, max_gap_ms: int | None = 30 * MINUTE) -> None:
         self.world = world
         self.c = consumers
         self.rng = world.rng
         self.cycles = cycles
+        # None spreads a group's incidents evenly over the whole span (a quiet estate with weeks of history).
+        self.max_gap_ms = max_gap_ms
         self.kinds: dict[str, Callable[[int, GroupSpec, Done], None]] = {
             "scale_up": self.scale_up, "scale_down": self.scale_down, "rolling_deploy": self.rolling_deploy,
             "crash": self.crash, "gc_pause": self.gc_pause, "gc_short": self.gc_short,
@@ -79,7 +81,8 @@ class Incidents:
             return
         budget = self.world.end - 10 * MINUTE - t
         left = sum(DURATION[k] for k in group.queue)
-        gap = max(30_000, min(30 * MINUTE, (budget - left) // (len(group.queue) + 1)))
+        even = (budget - left) // (len(group.queue) + 1)
+        gap = max(30_000, even if self.max_gap_ms is None else min(self.max_gap_ms, even))
         start = t + int(gap * self.rng.uniform(0.6, 1.2))
         if start + DURATION[group.queue[0]] > self.world.end - 5 * MINUTE:
             group.queue.clear()

@@ -1,0 +1,195 @@
+"""`python -m bench.history`: what one hour of new logs costs after a short and after a long history (issue #20).
+
+Two estates are simulated with the same seed and groups: one spanning `--short-hours` and one spanning `--days`
+(thinned with `--noise-density`, so that weeks of group activity fit one machine). For each, every file but the
+last hour's is run through a whole `rebalance run` process (untimed setup), then the last hour's files are landed
+and timed three ways, each in its own process: a whole `rebalance run` (the increment), a `rebalance run` with
+nothing new (the re-run), and a whole-process `spark.read.text(files).count()` over the increment's files (the
+baseline: the JVM start and the reading are in both). Peak memory is the whole process tree's resident size.
+
+Figures (ratios in one run, on one machine; the seconds are context):
+- `increment_long_over_short`: the increment's time after the long history / after the short one (target <= 1.2);
+- `increment_vs_count_long`, `_short`: the increment / the baseline count (target <= 3);
+- `rerun_vs_count_long`: the re-run with nothing new / the baseline count (target <= 2);
+- `memory_long_over_short`: the increment's peak memory after the long history / after the short one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from bench.dataset import landing_files
+from bench.memory import MB, descendants, rss_bytes
+from simulator import simulate
+
+COUNT_SCRIPT = """
+import sys
+from pipelines.config import load_config
+from pipelines.spark import get_spark
+cfg = load_config(None, {"landing": sys.argv[1], "lakehouse": sys.argv[2]})
+spark = get_spark(cfg, app_name="bench-count")
+print(spark.read.text(sys.argv[3:]).count())
+"""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One whole process: its wall time and the peak resident size of its process tree."""
+
+    seconds: float
+    peak_mb: float
+
+    def as_dict(self) -> dict[str, float]:
+        """Seconds and MB, rounded."""
+        return {"seconds": round(self.seconds, 2), "peak_mb": round(self.peak_mb, 1)}
+
+
+def measure_process(cmd: list[str], *, cwd: Path) -> Measured:
+    """Run `cmd` to its end, sampling its process tree's resident memory every 0.2 s; fail loudly on a non-zero
+    exit (a benchmark of a failed run measures nothing)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            tree = {proc.pid} | descendants(proc.pid)
+            peak[0] = max(peak[0], sum(rss_bytes(pid) for pid in tree))
+            done.wait(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    output, _ = proc.communicate()
+    seconds = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode}:\n{output[-4000:]}")
+    return Measured(seconds, peak[0] / MB)
+
+
+def _link_all(files: list[Path], source: Path, target: Path) -> None:
+    for path in files:
+        dest = target / path.relative_to(source)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.link(path, dest)
+
+
+def last_hour_files(landing: Path) -> tuple[list[Path], list[Path]]:
+    """The estate's files split into the history and the increment: the hourly broker and client files of the last
+    hour are the increment; everything else (earlier hours, the GC logs) is history."""
+    files = list(landing_files(landing))
+    hourly = sorted({p.name.rsplit(".", 1)[-1] for p in files if p.name.startswith(("server.log.", "consumer.log."))})
+    last = hourly[-1]
+    increment = [p for p in files if p.name.startswith(("server.log.", "consumer.log.")) and p.name.endswith(last)]
+    return [p for p in files if p not in set(increment)], increment
+
+
+def measure_estate(name: str, root: Path, *, hours: float, groups: int, seed: int, density: float,
+                   cycle_every_hours: float, say: Any) -> dict[str, Any]:
+    """Simulate one estate, run its history, then time the increment, a re-run and the baseline count."""
+    summary = simulate(root / "sim", seed=seed, groups=groups, hours=hours, noise_density=density,
+                       cycle_every_hours=cycle_every_hours)
+    history, increment = last_hour_files(summary.landing_dir)
+    landing, lakehouse = root / "landing", root / "lakehouse"
+    rebalance = [str(Path(sys.executable).with_name("rebalance")), "run", "--landing", str(landing),
+                 "--lakehouse", str(lakehouse)]
+    _link_all(history, summary.landing_dir, landing)
+    history_lines = sum(1 for p in history for _ in p.open("rb"))
+    say(f"{name}: {hours:g} h, {len(history)} history files ({history_lines:,} lines); running the history")
+    setup = measure_process(rebalance, cwd=Path.cwd())
+    _link_all(increment, summary.landing_dir, landing)
+    increment_lines = sum(1 for p in increment for _ in p.open("rb"))
+    say(f"{name}: history took {setup.seconds:.0f} s; timing the increment ({increment_lines:,} lines)")
+    timed = measure_process(rebalance, cwd=Path.cwd())
+    rerun = measure_process(rebalance, cwd=Path.cwd())
+    count = measure_process([sys.executable, "-c", COUNT_SCRIPT, str(landing), str(root / "count-lakehouse"),
+                             *[str(landing / p.relative_to(summary.landing_dir)) for p in increment]],
+                            cwd=Path.cwd())
+    return {"hours": hours, "history_lines": history_lines, "increment_lines": increment_lines,
+            "rebalances": summary.rebalances, "history_run": setup.as_dict(), "increment": timed.as_dict(),
+            "rerun": rerun.as_dict(), "count": count.as_dict()}
+
+
+def figures(short: dict[str, Any], long: dict[str, Any]) -> dict[str, float]:
+    """The ratios the targets are set on."""
+    def s(estate: dict[str, Any], step: str) -> float:
+        return float(estate[step]["seconds"])
+    return {
+        "increment_long_over_short": round(s(long, "increment") / s(short, "increment"), 3),
+        "increment_vs_count_short": round(s(short, "increment") / s(short, "count"), 3),
+        "increment_vs_count_long": round(s(long, "increment") / s(long, "count"), 3),
+        "rerun_vs_count_long": round(s(long, "rerun") / s(long, "count"), 3),
+        "memory_long_over_short": round(long["increment"]["peak_mb"] / short["increment"]["peak_mb"], 3),
+    }
+
+
+TARGETS = {"increment_long_over_short": 1.2, "increment_vs_count_short": 3.0, "increment_vs_count_long": 3.0,
+           "rerun_vs_count_long": 2.0}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure both estates, print the figures against their targets and write them under --out."""
+    parser = argparse.ArgumentParser(prog="python -m bench.history", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--days", type=float, default=30.0, help="span of the long history (default 30)")
+    parser.add_argument("--short-hours", type=float, default=4.0, help="span of the short history (default 4)")
+    parser.add_argument("--groups", type=int, default=1, help="consumer groups to simulate (default 1)")
+    parser.add_argument("--noise-density", type=float, default=0.02,
+                        help="share of application, GC and broker housekeeping lines kept (default 0.02)")
+    parser.add_argument("--cycle-every-hours", type=float, default=12.0,
+                        help="one cycle of incidents (every kind once) per this many hours (default 12)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--out", type=Path, default=Path("bench/results"), help="results directory")
+    parser.add_argument("--work", type=Path, help="scratch directory (default: a temporary one, removed after)")
+    args = parser.parse_args(argv)
+    if args.days * 24 <= args.short_hours or args.short_hours < 2:
+        parser.error("--short-hours must be at least 2 and the long history longer than the short one")
+
+    def say(message: str) -> None:
+        print(f"[{datetime.now():%H:%M:%S}] {message}", flush=True)
+
+    work = args.work or Path(tempfile.mkdtemp(prefix="bench-history-"))
+    try:
+        estates = {}
+        for name, hours in (("short", args.short_hours), ("long", args.days * 24)):
+            estates[name] = measure_estate(name, work / name, hours=hours, groups=args.groups, seed=args.seed,
+                                           density=args.noise_density, cycle_every_hours=args.cycle_every_hours,
+                                           say=say)
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+    found = figures(estates["short"], estates["long"])
+    result = {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "options": {
+        k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, **estates, "figures": found}
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-history.json"
+    path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    for name, value in found.items():
+        target = TARGETS.get(name)
+        verdict = "" if target is None else (" met" if value <= target else f" missed (target <= {target:g})")
+        print(f"{name}: {value}{verdict}")
+    for name in ("short", "long"):
+        e = estates[name]
+        print(f"{name}: history {e['history_lines']:,} lines, increment {e['increment_lines']:,} lines in "
+              f"{e['increment']['seconds']} s (count {e['count']['seconds']} s, re-run {e['rerun']['seconds']} s, "
+              f"peak {e['increment']['peak_mb']} MB)")
+    print(f"results: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
