@@ -214,6 +214,18 @@ def test_lines_target_is_met_quickly(tmp_path: Path) -> None:
     assert noise / summary.lines > 0.7
 
 
+def test_a_quiet_long_estate_is_thin_and_active_to_its_end(tmp_path: Path) -> None:
+    busy = simulate(tmp_path / "busy", hours=48, groups=1)
+    quiet = simulate(tmp_path / "quiet", hours=48, groups=1, noise_density=0.05, cycle_every_hours=12)
+    assert quiet.lines < busy.lines / 4 and 0 < quiet.rebalances < busy.rebalances
+    # The incidents are spread over the span, not packed at most 30 minutes apart at its start.
+    started = sorted(datetime.fromisoformat(json.loads(line)["started_at"]) for line in
+                     quiet.truth_file.read_text().splitlines())
+    assert (started[-1] - started[0]).total_seconds() > 36 * 3600
+    with pytest.raises(ValueError, match="noise_density"):
+        simulate(tmp_path / "both", lines=1000, noise_density=0.5)
+
+
 @pytest.mark.parametrize("version", ["2.4", "2.8"])
 def test_older_versions_use_their_wording(tmp_path: Path, version: str) -> None:
     summary = simulate(tmp_path / version, kafka_version=version, hours=1.0, gzip_files=True)
