@@ -141,19 +141,25 @@ def read_table_stream(spark: SparkSession, cfg: Config, name: str) -> DataFrame:
 def read_landing(spark: SparkSession, cfg: Config) -> DataFrame:
     """Stream the lines of closed files under `<landing>/<instance>/<file>` with their file metadata.
 
-    Locally this is Spark's text file source; on Databricks, Auto Loader (`source_format: cloudFiles`).
+    Locally this is Spark's text file source; on Databricks, Auto Loader (`source_format: cloudFiles`). Locally every
+    file under the landing directory is read, at any depth, unless a name on its path below the landing directory
+    starts with `.` or `_` (files being copied in); a file's instance is the folder it sits in.
     """
     reader: DataStreamReader = spark.readStream
     if cfg.source_format == "cloudFiles":
         reader = reader.format("cloudFiles").option("cloudFiles.format", "text").option(
             "cloudFiles.maxFilesPerTrigger", str(cfg.max_files_per_trigger)
         )
+        pattern = str(cfg.landing) + "/*/*"
     else:
         # A damaged gzip would fail every retry of its batch; Spark keeps its readable lines and the ingest batch
         # quarantines the rest (pipelines/bronze/damaged.py).
         reader = reader.format("text").option("maxFilesPerTrigger", str(cfg.max_files_per_trigger)) \
-            .option("ignoreCorruptFiles", "true")
-    pattern = str(cfg.landing.resolve()) + "/*/*" if cfg.source_format == "text" else str(cfg.landing) + "/*/*"
+            .option("ignoreCorruptFiles", "true").option("recursiveFileLookup", "true")
+        # The landing's own entries, listed by the source: a glob that names every file (`*/*`) makes each listing
+        # (one at stream creation, one per batch) a Spark job of one task per landed file, which cost 33 s per run
+        # on a 30-day landing of 6,671 files.
+        pattern = str(cfg.landing.resolve()) + "/[!._]*"
     return reader.load(pattern).select("value", "_metadata")
 
 
@@ -302,10 +308,10 @@ def read_files(spark: SparkSession, paths: list[Path]) -> DataFrame:
 
 
 def landing_files(cfg: Config) -> list[Path]:
-    """Every file under `<landing>/<instance>/` that the landing stream reads (Spark skips names starting with `.`
-    or `_`: files being copied in)."""
-    return sorted(p for p in cfg.landing.glob("*/*") if p.is_file() and not p.name.startswith((".", "_"))
-                  and not p.parent.name.startswith((".", "_")))
+    """Every file under the landing directory that the landing stream reads: at any depth, unless a name on its path
+    below the landing directory starts with `.` or `_` (files being copied in)."""
+    return sorted(p for p in cfg.landing.rglob("*") if p.is_file()
+                  and not any(part.startswith((".", "_")) for part in p.relative_to(cfg.landing).parts))
 
 
 def landing_batch_files(cfg: Config, batch_id: int) -> list[str] | None:

@@ -90,6 +90,24 @@ def test_lost_checkpoint_is_refused_then_rebuilt_to_the_same_tables(spark, works
     assert io.read_table(spark, cfg, "silver_events").count() == 16
 
 
+def test_the_landing_stream_reads_every_visible_file_at_any_depth_as_the_batch_oracle_lists_them(spark, workspace):
+    cfg = make_config(workspace)
+    broker_log = DATA / "landing" / "part1" / "broker-1" / "server.log.2026-11-20-08"
+    placed = {"server.log": True, "broker-2/.server.log.partial": False, "broker-2/_server.log": False,
+              "_staging/server.log": False, ".tmp/server.log": False, "broker-3/rotated/server.log": True,
+              "broker-3/_old/server.log": False}
+    for relative in placed:
+        (cfg.landing / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(broker_log, cfg.landing / relative)
+    run(spark, cfg, stages=("ingest",))
+    files = io.read_table(spark, cfg, "bronze_files").select("source_file", "instance").collect()
+    # A file's instance is the folder it sits in; one directly in the landing directory takes the landing's name.
+    assert sorted(r.instance for r in files) == sorted([cfg.landing.name, "rotated"])
+    read = sorted(r.source_file.removeprefix("file:") for r in files)
+    assert read == [str((cfg.landing / p).resolve()) for p, visible in sorted(placed.items()) if visible]
+    assert [str(p.resolve()) for p in io.landing_files(cfg)] == read
+
+
 # A layout that prints the time after the message: no built-in layout and no general path reads its time, so only the
 # source's own pattern (sources[].pattern) turns these lines into events.
 OWN_PATTERN = r"^(?P<msg>.*) @@ (?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) (?P<level>[A-Z]+)$"
