@@ -25,7 +25,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -50,10 +50,24 @@ class Measured:
 
     seconds: float
     peak_mb: float
+    # Seconds per step, from the `time:` line a `rebalance run` prints (empty for other commands).
+    steps: dict[str, float] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, float]:
-        """Seconds and MB, rounded."""
-        return {"seconds": round(self.seconds, 2), "peak_mb": round(self.peak_mb, 1)}
+    def as_dict(self) -> dict[str, Any]:
+        """Seconds and MB, rounded, and the steps when the command reported them."""
+        out: dict[str, Any] = {"seconds": round(self.seconds, 2), "peak_mb": round(self.peak_mb, 1)}
+        if self.steps:
+            out["steps"] = self.steps
+        return out
+
+
+def run_steps(output: str) -> dict[str, float]:
+    """The per-step seconds of a `rebalance run` from its `time: setup 16.6 s, ingest 28.3 s, ...` line."""
+    for line in output.splitlines():
+        if line.startswith("time: "):
+            steps = (part.rsplit(" ", 2) for part in line.removeprefix("time: ").split(", "))
+            return {step: float(seconds) for step, seconds, _unit in steps}
+    return {}
 
 
 def measure_process(cmd: list[str], *, cwd: Path) -> Measured:
@@ -78,7 +92,7 @@ def measure_process(cmd: list[str], *, cwd: Path) -> Measured:
     sampler.join()
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode}:\n{output[-4000:]}")
-    return Measured(seconds, peak[0] / MB)
+    return Measured(seconds, peak[0] / MB, run_steps(output))
 
 
 def _link_all(files: list[Path], source: Path, target: Path) -> None:
@@ -187,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: history {e['history_lines']:,} lines, increment {e['increment_lines']:,} lines in "
               f"{e['increment']['seconds']} s (count {e['count']['seconds']} s, re-run {e['rerun']['seconds']} s, "
               f"peak {e['increment']['peak_mb']} MB)")
+        for step in ("increment", "rerun"):
+            spent = ", ".join(f"{k} {v:g}" for k, v in e[step].get("steps", {}).items())
+            print(f"  {name} {step} by step (s): {spent}")
     print(f"results: {path}")
     return 0
 

@@ -8,6 +8,7 @@ import datetime as dt
 import json
 import shutil
 import sys
+import time
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -80,13 +81,17 @@ def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
              "topics": ",".join(args.topic) if args.topic else None}
     cfg = _config(args, landing=args.landing, source=args.source, kafka=kafka)
     check_inputs(cfg)
+    started = time.perf_counter()
     spark = _spark(cfg, "rebalance-run", args)
+    spark_seconds = time.perf_counter() - started
     origin = f"Kafka topics {', '.join(cfg.kafka.topics)}" if cfg.source == "kafka" else str(cfg.landing)
     progress(f"reading {origin}, writing Delta tables under {cfg.lakehouse}")
     summary = run(spark, cfg, trigger=args.trigger, rebuild=args.rebuild, on_progress=progress)
     print(f"run finished: {summary.line()}")
     if summary.quality is not None:
         print(summary.quality.line())
+    summary.seconds = {"spark start": spark_seconds, **summary.seconds}
+    print(summary.time_line())
     return 0
 
 

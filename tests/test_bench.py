@@ -57,3 +57,13 @@ def test_quick_benchmark_writes_every_figure(spark, tmp_path):
     page = (out / "latest.md").read_text(encoding="utf-8")
     for name in FIGURES | SPARK_STAGES | PYTHON_STAGES:
         assert f"| {name} |" in page, name
+
+
+def test_history_bench_reads_the_step_times_a_run_prints():
+    from bench.history import run_steps
+    from pipelines.run import RunSummary
+
+    summary = RunSummary(seconds={"spark start": 4.81, "setup": 16.56, "ingest": 28.3, "alerts": 6.2})
+    output = f"[05:01:02] ingest batch 1: 7 files\nrun finished: nothing new to process\n{summary.time_line()}\n"
+    assert run_steps(output) == {"spark start": 4.8, "setup": 16.6, "ingest": 28.3, "alerts": 6.2}
+    assert run_steps("run finished: nothing new to process\n") == {}

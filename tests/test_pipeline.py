@@ -31,6 +31,10 @@ def test_two_drops_then_a_rerun(spark, workspace):
     land(DATA / "landing" / "part1", cfg.landing)
     first = run(spark, cfg)
     assert first.batches == {"ingest": 1, "reconstruct": 1}
+    # The run says where its time went, step by step.
+    assert list(first.seconds) == ["setup", "ingest", "reconstruct", "quality", "alerts"]
+    assert all(seconds > 0 for seconds in first.seconds.values())
+    assert first.time_line().startswith("time: setup ") and first.time_line().endswith(" s")
     gold = io.read_table(spark, cfg, "gold_rebalances")
     expected_first = [
         ("orders-app", 0, 1, "stabilized", "membership_change", "member_join", 3039, 0, 1),
