@@ -70,7 +70,9 @@ class TableRef:
         if self.full_name:
             return spark.catalog.tableExists(self.full_name)
         try:
-            spark.sql(f"DESCRIBE DETAIL {self.sql_name}").collect()
+            # Resolving the schema reads the log's metadata only; DESCRIBE DETAIL also lists every data file (a Spark
+            # job per table: 0.4-0.8 s each at the start of every run).
+            spark.read.format("delta").load(self.path).schema  # noqa: B018 (resolved for its exception)
         except AnalysisException:
             return False
         return True
