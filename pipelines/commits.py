@@ -8,13 +8,13 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import delta_sql, io
+from pipelines import io
 from pipelines.config import Config
 
 
 def versions(spark: SparkSession, cfg: Config, names: list[str]) -> dict[str, int]:
     """The latest Delta version of each named table."""
-    return {name: delta_sql.latest_version(spark, io.table(cfg, name).sql_name) for name in names}
+    return {name: io.table_version(spark, cfg, name) for name in names}
 
 
 def rows_added(spark: SparkSession, cfg: Config, since: dict[str, int]) -> dict[str, int]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +40,8 @@ CONFLICT_CONDITIONS = frozenset({
     "DELTA_CONCURRENT_APPEND", "DELTA_CONCURRENT_DELETE_DELETE", "DELTA_CONCURRENT_DELETE_READ",
     "DELTA_CONCURRENT_TRANSACTION", "DELTA_CONCURRENT_WRITE", "DELTA_METADATA_CHANGED", "DELTA_PROTOCOL_CHANGED",
 })
+# A commit file of a Delta log: its name is the table version it made (the Delta protocol's layout).
+_COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 # The streaming query that reads the landing directory (its checkpoint folder has this name).
 INGEST_QUERY = "ingest"
 
@@ -129,8 +133,19 @@ def read_table(spark: SparkSession, cfg: Config, name: str, *, version: int | No
 
 
 def table_version(spark: SparkSession, cfg: Config, name: str) -> int:
-    """The latest Delta version of one table."""
-    return delta_sql.latest_version(spark, table(cfg, name).sql_name)
+    """The latest Delta version of one table: for a table under the lakehouse directory, the newest commit file in
+    its `_delta_log` (Delta names each commit `<version, 20 digits>.json`; no Spark job); for a catalog table, or a
+    path this process cannot see (a remote Spark Connect server), `DESCRIBE HISTORY`."""
+    ref = table(cfg, name)
+    if ref.path is not None:
+        try:
+            found = [int(m.group(1)) for entry in os.scandir(Path(ref.path) / "_delta_log")
+                     if (m := _COMMIT_FILE.match(entry.name))]
+        except (FileNotFoundError, NotADirectoryError):
+            found = []
+        if found:
+            return max(found)
+    return delta_sql.latest_version(spark, ref.sql_name)
 
 
 def read_table_stream(spark: SparkSession, cfg: Config, name: str) -> DataFrame:

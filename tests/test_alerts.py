@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pytest
@@ -11,7 +12,7 @@ from pipelines import io
 from pipelines.alerts.sinks import DeliveryError, append_jsonl, post_webhook
 from pipelines.config import AlertSettings
 from pipelines.run import run
-from tests.conftest import Receiver
+from tests.conftest import Receiver, make_config
 
 ALERT = {"alert_id": "a1", "rule": "storm", "severity": "critical", "group_id": "g", "summary": "Rebalance storm"}
 
@@ -64,3 +65,38 @@ def test_planted_storm_alerts_once_however_often_the_pipeline_runs(spark, estate
     assert len(receiver.received) == total
     feed = [json.loads(line)["alert_id"] for line in cfg.alerts_jsonl.read_text().splitlines()]
     assert sorted(feed) == sorted(keys)
+
+
+def test_a_stuck_group_alerts_on_the_wall_clock_with_no_new_line(spark, tmp_path):
+    """A group left in PreparingRebalance alerts once the clock passes the threshold, on a run that finds nothing
+    new; runs before that moment find nothing changed and skip the evaluation."""
+    cfg = make_config(tmp_path)
+    broker = cfg.landing / "broker-1"
+    broker.mkdir(parents=True)
+    (broker / "server.log").write_text(
+        "[2024-05-14 10:21:07,482] INFO [GroupCoordinator 1]: Preparing to rebalance group stuck-app in state "
+        "PreparingRebalance with old generation 41 (__consumer_offsets-17) (reason: Adding new member c-9-zz with "
+        "group instance id None) (kafka.coordinator.group.GroupCoordinator)\n", encoding="utf-8")
+    at = dt.datetime(2024, 5, 14, 10, 21, 7, tzinfo=dt.timezone.utc)
+    threshold = dt.timedelta(minutes=cfg.alerts.stuck_after_min)
+
+    def stuck_alerts():
+        return io.read_table(spark, cfg, "gold_alerts").filter(F.col("rule") == "stuck").collect()
+
+    run(spark, cfg, run_ts=at + dt.timedelta(minutes=1))
+    assert stuck_alerts() == []
+    said: list[str] = []
+    before = run(spark, cfg, run_ts=at + threshold - dt.timedelta(seconds=5), on_progress=said.append)
+    assert before.batches == {} and stuck_alerts() == []
+    assert any(m.startswith("alerts: no table changed") for m in said), said
+    assert any("unchanged since the last check" in m for m in said), said
+
+    said.clear()
+    after = run(spark, cfg, run_ts=at + threshold + dt.timedelta(seconds=5), on_progress=said.append)
+    assert set(after.batches) == {"alerts"}  # no stream batch: only the alerts step wrote
+    assert not any(m.startswith("alerts: no table changed") for m in said), said
+    [alert] = stuck_alerts()
+    assert alert.group_id == "stuck-app" and "stuck in PreparingRebalance" in alert.summary
+    assert alert.delivered_to == ["jsonl"]
+    delivered = [json.loads(line)["alert_id"] for line in cfg.alerts_jsonl.read_text().splitlines()]
+    assert delivered.count(alert.alert_id) == 1

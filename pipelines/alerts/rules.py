@@ -80,13 +80,7 @@ def long_rebalance_alerts(rebalances: DataFrame, *, settings: AlertSettings) -> 
 def stuck_alerts(states: DataFrame, *, settings: AlertSettings, run_ts: dt.datetime) -> DataFrame:
     """A group whose latest state is PreparingRebalance or CompletingRebalance for longer than `stuck_after_min`
     at `run_ts` (the wall clock of the run): fires even when no new log line arrives."""
-    latest = Window.partitionBy("group_id").orderBy(*state_time_order(newest_first=True))
-    now = F.lit(run_ts.astimezone(dt.timezone.utc).replace(tzinfo=None)).cast("timestamp")
-    stuck = (
-        states.withColumn("_n", F.row_number().over(latest)).filter("_n = 1")
-        .filter(F.col("state").isin("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"))
-        .filter(F.col("started_at") <= now - F.expr(f"INTERVAL {int(settings.stuck_after_min * 60)} SECONDS"))
-    )
+    stuck = _rebalancing_now(states, settings=settings).filter(F.col("_stuck_at") <= _timestamp(run_ts))
     # A classic group consumes nothing while it rebalances; a KIP-848 consumer group keeps the partitions its members
     # hold, and only the moving ones wait.
     consumer = F.col("state").isin("Assigning", "Reconciling")
@@ -103,6 +97,31 @@ def stuck_alerts(states: DataFrame, *, settings: AlertSettings, run_ts: dt.datet
         F.when(F.col("rebalance_id").isNotNull(), F.array("rebalance_id")).alias("rebalance_ids"),
         F.lit(None).cast("string").alias("incident_id"),
     ))
+
+
+def _timestamp(ts: dt.datetime) -> Column:
+    return F.lit(ts.astimezone(dt.timezone.utc).replace(tzinfo=None)).cast("timestamp")
+
+
+def _rebalancing_now(states: DataFrame, *, settings: AlertSettings) -> DataFrame:
+    """Each group whose latest state is a rebalancing one, with `_stuck_at`: when it becomes stuck."""
+    latest = Window.partitionBy("group_id").orderBy(*state_time_order(newest_first=True))
+    return (
+        states.withColumn("_n", F.row_number().over(latest)).filter("_n = 1")
+        .filter(F.col("state").isin("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"))
+        .withColumn("_stuck_at",
+                    F.col("started_at") + F.expr(f"INTERVAL {int(settings.stuck_after_min * 60)} SECONDS"))
+    )
+
+
+def next_stuck_at(states: DataFrame, *, settings: AlertSettings, run_ts: dt.datetime) -> dt.datetime | None:
+    """The first moment after `run_ts` at which the stuck rule would fire on these states (naive UTC), or None: until
+    then, and while the tables stay as they are, every rule gives what it gave at `run_ts`."""
+    row = (_rebalancing_now(states, settings=settings).filter(F.col("_stuck_at") > _timestamp(run_ts))
+           .agg(F.min("_stuck_at")).first())
+    assert row is not None  # an aggregate without grouping has exactly one row
+    found: dt.datetime | None = row[0]
+    return found
 
 
 def poll_timeout_alerts(rebalances: DataFrame, sessions: DataFrame, *, settings: AlertSettings) -> DataFrame:

@@ -10,13 +10,18 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import io
-from pipelines.alerts.rules import all_alerts
+from pipelines.alerts.rules import all_alerts, next_stuck_at
 from pipelines.alerts.sinks import Delivery, DeliveryError, append_jsonl, post_webhook, webhook_url
 from pipelines.caching import CachedFrames
 from pipelines.config import Config
 from pipelines.quality.rules import checks, scopes
 from pipelines.quality.stage import input_violations
+from pipelines.seen import Seen, last_seen, remember, settings_key, versions
 from schemas.gold import GOLD_ALERT_DELIVERIES
+
+STEP = "alerts"
+# The tables the step writes.
+OWN = ("gold_alerts", "gold_alert_deliveries")
 
 _CONTENT = ["rule", "severity", "group_id", "opened_at", "closed_at", "summary", "rebalance_ids", "incident_id"]
 
@@ -41,8 +46,20 @@ def _found(quality: DataFrame, input_rules: set[tuple[str, str]]) -> set[tuple[s
 
 def run_alerts(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
                on_progress: Callable[[str], None] | None = None) -> dict[str, int]:
-    """Evaluate, store and deliver alerts; returns counts (`new`, `changed`, and deliveries per sink)."""
+    """Evaluate, store and deliver alerts; returns counts (`new_or_changed`, and deliveries per sink). When the
+    tables are at the versions the last completed step left them, with the same settings and sinks, and no group
+    reaches the stuck threshold before `run_ts`, every rule would give what it gave then: the step says so and
+    reads nothing."""
     settings = cfg.alerts
+    key = settings_key(alerts=settings.model_dump(mode="json"), sinks=sorted(_sinks(cfg)))
+    inputs = _inputs()
+    before = versions(spark, cfg, inputs)
+    seen = last_seen(cfg, STEP)
+    if seen is not None and seen.key == key and seen.versions == before and not _clock_due(seen, run_ts):
+        if on_progress is not None:
+            on_progress("alerts: no table changed since the last evaluation and no group reached the stuck "
+                        "threshold; nothing to evaluate")
+        return {"new_or_changed": 0}
     quality = io.read_table(spark, cfg, "gold_quality_results")
     input_rules = {rule for rule, scope in scopes(checks()).items() if scope == "input"}
     counts: dict[str, int] = {}
@@ -64,15 +81,43 @@ def run_alerts(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
         if counts["new_or_changed"]:
             io.merge(spark, changed, cfg, "gold_alerts", keys=["alert_id"], update=list(_CONTENT))
     counts.update(_deliver(spark, cfg, on_progress=on_progress))
+    # Inputs as they were before the step read them (a concurrent writer makes the next run evaluate again), its own
+    # outputs as it left them.
+    after = {**before, **versions(spark, cfg, OWN)}
+    clock = next_stuck_at(io.read_table(spark, cfg, "gold_group_states"), settings=settings, run_ts=run_ts)
+    remember(cfg, STEP, Seen(key, after, {"stuck_at": clock.isoformat() if clock else None}))
     return counts
 
 
-def _deliver(spark: SparkSession, cfg: Config, *, on_progress: Callable[[str], None] | None) -> dict[str, int]:
+def _inputs() -> set[str]:
+    """Every table the rules read: gold tables, the quality verdicts, and the checked tables (inconsistent input)."""
+    checked = {c.table for c in checks()}
+    return {"gold_rebalances", "gold_group_states", "gold_member_sessions", "gold_quality_results", "silver_events",
+            *checked, *OWN}
+
+
+def _clock_due(seen: Seen, run_ts: dt.datetime) -> bool:
+    """True when the stuck rule may fire at `run_ts` on tables the record saw (a group reached its threshold)."""
+    stuck_at = seen.detail.get("stuck_at")
+    if not stuck_at:
+        return False
+    try:
+        return dt.datetime.fromisoformat(stuck_at) <= run_ts.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    except (TypeError, ValueError):
+        return True
+
+
+def _sinks(cfg: Config) -> dict[str, Callable[[list[dict[str, Any]]], list[Delivery]]]:
     sinks: dict[str, Callable[[list[dict[str, Any]]], list[Delivery]]] = {
         "jsonl": lambda alerts: append_jsonl(cfg.alerts_jsonl, alerts)}
     url = webhook_url(cfg.alerts)
     if url:
         sinks["webhook"] = lambda alerts: post_webhook(url, alerts, settings=cfg.alerts)
+    return sinks
+
+
+def _deliver(spark: SparkSession, cfg: Config, *, on_progress: Callable[[str], None] | None) -> dict[str, int]:
+    sinks = _sinks(cfg)
     stored = io.read_table(spark, cfg, "gold_alerts").drop("delivered_to")
     log = io.read_table(spark, cfg, "gold_alert_deliveries")
     counts: dict[str, int] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -22,8 +22,11 @@ from pipelines.quality.derived import with_generation_check, with_transition_che
 from pipelines.quality.findings import filter_final, judged_until, violations
 from pipelines.quality.rules import Scope, TableCheck, checks, scopes
 from pipelines.quality.validate import RuleResult, validate
+from pipelines.seen import Seen, last_seen, remember, settings_key
 from schemas.gold import GOLD_QUALITY_RESULTS
 
+STEP = "quality"
+RESULTS = "gold_quality_results"
 DERIVED: dict[str, Callable[[DataFrame], DataFrame]] = {
     "gold_group_states": with_transition_check,
     "gold_rebalances": with_generation_check,
@@ -159,16 +162,36 @@ def input_violations(spark: SparkSession, cfg: Config, *, rules: set[tuple[str, 
     return result
 
 
+def _remembered(cfg: Config, key: str, versions: dict[str, int]) -> QualityReport | None:
+    """The verdicts the last step recorded beside the checkpoints, when it saw these very table versions (the
+    stored results included: they are the record's source and were not written since)."""
+    seen = last_seen(cfg, STEP)
+    if seen is None or seen.key != key or seen.versions != versions:
+        return None
+    try:
+        results = tuple(RuleResult(**r) for r in seen.detail["results"])
+        return QualityReport(dt.datetime.fromisoformat(seen.detail["run_ts"]), results, validated=False)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def run_quality(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
                 table_checks: tuple[TableCheck, ...] | None = None,
                 on_progress: Callable[[str], None] | None = None) -> QualityReport:
     """Validate every checked table (or reuse the last verdicts when no table changed) and store the results."""
     table_checks = table_checks or checks()
+    rules = scopes(table_checks)
+    key = settings_key(rules=sorted(f"{t}.{r}:{s}" for (t, r), s in rules.items()),
+                       allowed_lateness_s=cfg.thresholds.allowed_lateness_s)
     versions = {c.table: io.table_version(spark, cfg, c.table) for c in table_checks}
-    report = _previous(spark, cfg, scopes(table_checks), versions)
+    report = _remembered(cfg, key, {**versions, RESULTS: io.table_version(spark, cfg, RESULTS)})
     if report is None:
-        report = QualityReport(run_ts, tuple(_validate(spark, cfg, table_checks, versions)), validated=True)
-        _store(spark, cfg, report, versions)
+        report = _previous(spark, cfg, rules, versions)
+        if report is None:
+            report = QualityReport(run_ts, tuple(_validate(spark, cfg, table_checks, versions)), validated=True)
+            _store(spark, cfg, report, versions)
+        remember(cfg, STEP, Seen(key, {**versions, RESULTS: io.table_version(spark, cfg, RESULTS)},
+                                 {"run_ts": report.run_ts.isoformat(), "results": [asdict(r) for r in report.results]}))
     if on_progress is not None:
         on_progress(report.line())
     return report
