@@ -1,4 +1,4 @@
-"""`python -m bench`: the benchmark of issue #4 (see bench/README.md)."""
+"""`python -m bench`: the benchmark of issues #4 and #20 (see bench/README.md)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,13 @@ def parse_options(argv: list[str] | None = None) -> Options:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--lines", type=int, help=f"lines of the 1x dataset (default {DEFAULT_LINES:,}; "
                         f"--quick: {QUICK_LINES:,}); the 4x dataset has four times as many")
-    parser.add_argument("--quick", action="store_true", help="a smoke run of about two minutes on tiny data")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run of about two minutes on tiny data, without the history comparison")
+    parser.add_argument("--no-history", action="store_true",
+                        help="leave out the history comparison (an hour's increment after 4 hours and after "
+                             "--history-days of history, each run a whole process: about 8 of the 14 minutes)")
+    parser.add_argument("--history-days", type=float, default=30.0,
+                        help="span of the long history (default 30 days)")
     parser.add_argument("--out", type=Path, default=Path("bench/results"), help="results directory")
     parser.add_argument("--work", type=Path, help="scratch directory for data and tables (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
@@ -30,11 +36,13 @@ def parse_options(argv: list[str] | None = None) -> Options:
     args = parser.parse_args(argv)
     lines = args.lines or (QUICK_LINES if args.quick else DEFAULT_LINES)
     probes = args.probes or (QUICK_PROBES if args.quick else DEFAULT_PROBES)
-    if lines < 1 or probes < 1 or args.latency_every <= 0:
-        parser.error("--lines and --probes must be at least 1, --latency-every above 0")
+    if lines < 1 or probes < 1 or args.latency_every <= 0 or args.history_days * 24 <= 4:
+        parser.error("--lines and --probes must be at least 1, --latency-every above 0, --history-days above 4 "
+                     "hours (the short history)")
     return Options(lines=lines, mode="quick" if args.quick else "default", out=args.out, work=args.work,
                    keep=args.keep, seed=args.seed, groups=args.groups, probes=probes,
-                   latency_trigger=args.latency_trigger, latency_every_s=args.latency_every, conf=args.conf)
+                   latency_trigger=args.latency_trigger, latency_every_s=args.latency_every, conf=args.conf,
+                   history=not (args.quick or args.no_history), history_days=args.history_days)
 
 
 def main(argv: list[str] | None = None) -> int:

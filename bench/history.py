@@ -30,8 +30,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from bench.dataset import landing_files
 from bench.memory import MB, descendants, rss_bytes
+from pipelines.config import DEFAULT_CONF
 from simulator import simulate
 
 COUNT_SCRIPT = """
@@ -112,8 +115,19 @@ def last_hour_files(landing: Path) -> tuple[list[Path], list[Path]]:
     return [p for p in files if p not in set(increment)], increment
 
 
+def setup_conf(root: Path, conf: Path | None, *, max_files: int) -> Path:
+    """The configuration of the untimed history run: the measured one with every history file in one micro-batch
+    (the default bound makes a 30-day landing seven batches of fixed cost; the timed runs keep the default)."""
+    raw = yaml.safe_load((conf or DEFAULT_CONF).read_text(encoding="utf-8")) or {}
+    raw["max_files_per_trigger"] = max(max_files, int(raw.get("max_files_per_trigger") or 1))
+    path = root / "setup.yml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    return path
+
+
 def measure_estate(name: str, root: Path, *, hours: float, groups: int, seed: int, density: float,
-                   cycle_every_hours: float, say: Any) -> dict[str, Any]:
+                   cycle_every_hours: float, say: Any, conf: Path | None = None) -> dict[str, Any]:
     """Simulate one estate, run its history, then time the increment, a re-run and the baseline count."""
     summary = simulate(root / "sim", seed=seed, groups=groups, hours=hours, noise_density=density,
                        cycle_every_hours=cycle_every_hours)
@@ -121,10 +135,13 @@ def measure_estate(name: str, root: Path, *, hours: float, groups: int, seed: in
     landing, lakehouse = root / "landing", root / "lakehouse"
     rebalance = [str(Path(sys.executable).with_name("rebalance")), "run", "--landing", str(landing),
                  "--lakehouse", str(lakehouse)]
+    timed_conf = ["--conf", str(conf)] if conf else []
     _link_all(history, summary.landing_dir, landing)
     history_lines = sum(1 for p in history for _ in p.open("rb"))
     say(f"{name}: {hours:g} h, {len(history)} history files ({history_lines:,} lines); running the history")
-    setup = measure_process(rebalance, cwd=Path.cwd())
+    setup = measure_process([*rebalance, "--conf", str(setup_conf(root, conf, max_files=len(history)))],
+                            cwd=Path.cwd())
+    rebalance += timed_conf
     _link_all(increment, summary.landing_dir, landing)
     increment_lines = sum(1 for p in increment for _ in p.open("rb"))
     say(f"{name}: history took {setup.seconds:.0f} s; timing the increment ({increment_lines:,} lines)")
@@ -155,6 +172,32 @@ TARGETS = {"increment_long_over_short": 1.2, "increment_vs_count_short": 3.0, "i
            "rerun_vs_count_long": 2.0}
 
 
+def measure_history(work: Path, *, days: float = 30.0, short_hours: float = 4.0, groups: int = 1,
+                    noise_density: float = 0.02, cycle_every_hours: float = 12.0, seed: int = 7,
+                    conf: Path | None = None, say: Any = print) -> dict[str, Any]:
+    """Both estates measured under `work` (short, then long) and their figures: {"short", "long", "figures"}."""
+    estates = {}
+    for name, hours in (("short", short_hours), ("long", days * 24)):
+        estates[name] = measure_estate(name, work / name, hours=hours, groups=groups, seed=seed,
+                                       density=noise_density, cycle_every_hours=cycle_every_hours, say=say,
+                                       conf=conf)
+    return {**estates, "figures": figures(estates["short"], estates["long"])}
+
+
+def step_lines(history: dict[str, Any]) -> list[str]:
+    """One line per estate and one per timed run with its seconds by step, for the printed summary."""
+    out = []
+    for name in ("short", "long"):
+        e = history[name]
+        out.append(f"{name}: history {e['history_lines']:,} lines, increment {e['increment_lines']:,} lines in "
+                   f"{e['increment']['seconds']} s (count {e['count']['seconds']} s, re-run {e['rerun']['seconds']} "
+                   f"s, peak {e['increment']['peak_mb']} MB)")
+        for step in ("increment", "rerun"):
+            spent = ", ".join(f"{k} {v:g}" for k, v in e[step].get("steps", {}).items())
+            out.append(f"  {name} {step} by step (s): {spent}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Measure both estates, print the figures against their targets and write them under --out."""
     parser = argparse.ArgumentParser(prog="python -m bench.history", description=__doc__,
@@ -167,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cycle-every-hours", type=float, default=12.0,
                         help="one cycle of incidents (every kind once) per this many hours (default 12)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--conf", type=Path, help="pipeline configuration of the timed runs (default conf/local.yml)")
     parser.add_argument("--out", type=Path, default=Path("bench/results"), help="results directory")
     parser.add_argument("--work", type=Path, help="scratch directory (default: a temporary one, removed after)")
     args = parser.parse_args(argv)
@@ -178,17 +222,15 @@ def main(argv: list[str] | None = None) -> int:
 
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-history-"))
     try:
-        estates = {}
-        for name, hours in (("short", args.short_hours), ("long", args.days * 24)):
-            estates[name] = measure_estate(name, work / name, hours=hours, groups=args.groups, seed=args.seed,
-                                           density=args.noise_density, cycle_every_hours=args.cycle_every_hours,
-                                           say=say)
+        measured = measure_history(work, days=args.days, short_hours=args.short_hours, groups=args.groups,
+                                   noise_density=args.noise_density, cycle_every_hours=args.cycle_every_hours,
+                                   seed=args.seed, conf=args.conf, say=say)
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
-    found = figures(estates["short"], estates["long"])
+    found = measured["figures"]
     result = {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "options": {
-        k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, **estates, "figures": found}
+        k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, **measured}
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-history.json"
     path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
@@ -196,14 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         target = TARGETS.get(name)
         verdict = "" if target is None else (" met" if value <= target else f" missed (target <= {target:g})")
         print(f"{name}: {value}{verdict}")
-    for name in ("short", "long"):
-        e = estates[name]
-        print(f"{name}: history {e['history_lines']:,} lines, increment {e['increment_lines']:,} lines in "
-              f"{e['increment']['seconds']} s (count {e['count']['seconds']} s, re-run {e['rerun']['seconds']} s, "
-              f"peak {e['increment']['peak_mb']} MB)")
-        for step in ("increment", "rerun"):
-            spent = ", ".join(f"{k} {v:g}" for k, v in e[step].get("steps", {}).items())
-            print(f"  {name} {step} by step (s): {spent}")
+    print("\n".join(step_lines(measured)))
     print(f"results: {path}")
     return 0
 

@@ -16,17 +16,18 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from bench import latency, measure, report
+from bench import history, latency, measure, report
 from bench.dataset import Dataset, generate
 from bench.facts import OtherWork, load_average, machine_facts
 from bench.memory import MemorySampler
 from pipelines.spark import get_spark
 
-DEFAULT_LINES = 2_000_000
+DEFAULT_LINES = 1_000_000
 QUICK_LINES = 20_000
 WARMUP_LINES = 2_000
 DEFAULT_PROBES = 10
 QUICK_PROBES = 3
+HISTORY_SHORT_HOURS = 4.0
 HANDWRITTEN = Path(__file__).resolve().with_name("handwritten.py")
 SHARED = 0.25  # other processes keeping more than this share of the cores busy during a stage make it noisy
 
@@ -46,6 +47,9 @@ class Options:
     latency_trigger: str = "1 second"
     latency_every_s: float = 10.0
     conf: Path | None = None
+    # The cost of an hour's increment after a short and a long history, each run a whole process (bench.history).
+    history: bool = True
+    history_days: float = 30.0
 
 
 def python_script(data: Dataset, *, events_out: Path, prefilter: bool) -> dict[str, Any]:
@@ -176,8 +180,9 @@ def run_benchmark(opts: Options, *, spark: SparkSession | None = None,
             x1 = generate(work, "x1", lines=opts.lines, groups=opts.groups, seed=opts.seed)
             x4 = generate(work, "x4", lines=4 * opts.lines, groups=opts.groups, seed=opts.seed)
             warmup = generate(work, "warmup", lines=WARMUP_LINES, groups=2, seed=opts.seed + 1)
-            for name, prefilter in (("python_regex_x1", False), ("python_regex_prefiltered_x1", True)):
-                bench.record(name, python_script(x1, events_out=work / f"{name}.jsonl", prefilter=prefilter))
+            for name, data, prefilter in (("python_regex_x1", x1, False), ("python_regex_prefiltered_x1", x1, True),
+                                          ("python_regex_x4", x4, False)):
+                bench.record(name, python_script(data, events_out=work / f"{name}.jsonl", prefilter=prefilter))
             cfg = measure.bench_config(x1.landing, work / "lh-session", opts.conf)
             session = spark if spark is not None else get_spark(cfg, app_name="rebalance-bench")
             settings = {"spark_master": session.conf.get("spark.master", cfg.spark.master),
@@ -189,6 +194,13 @@ def run_benchmark(opts: Options, *, spark: SparkSession | None = None,
             finally:
                 if own_session:
                     session.stop()
+        history_results = None
+        if opts.history:
+            bench.say(f"cost of an hour's increment after {HISTORY_SHORT_HOURS:g} hours and after "
+                      f"{opts.history_days:g} days of history, each run a whole process")
+            history_results = history.measure_history(work / "history", days=opts.history_days,
+                                                      short_hours=HISTORY_SHORT_HOURS, seed=opts.seed,
+                                                      conf=opts.conf, say=bench.say)
     finally:
         if not opts.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -203,7 +215,9 @@ def run_benchmark(opts: Options, *, spark: SparkSession | None = None,
         "datasets": {"x1": x1.as_dict(), "x4": x4.as_dict()},
         "stages": bench.stages,
     }
-    results["figures"] = [f.as_dict() for f in report.figures(bench.stages)]
+    if history_results is not None:
+        results["history"] = history_results
+    results["figures"] = [f.as_dict() for f in report.figures(bench.stages, history_results)]
     results["notes"] = _notes(opts, bench.stages)
     results["verdict"] = report.verdict(results)
     results["files"] = [str(p) for p in report.write_results(results, opts.out)]

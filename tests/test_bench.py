@@ -12,20 +12,23 @@ import pytest
 from bench.runner import Options, run_benchmark
 
 FIGURES = {
-    "parse_vs_baseline", "floor_vs_baseline", "parse_vs_floor", "parse_vs_baseline_x4", "floor_vs_baseline_x4",
+    "parse_us_per_added_line", "parse_fixed_s", "pipeline_us_per_added_line", "pipeline_fixed_s",
+    "spark_parse_vs_python_x4", "parse_vs_baseline", "floor_vs_baseline", "parse_vs_floor", "parse_vs_baseline_x4",
+    "floor_vs_baseline_x4",
     "pipeline_vs_baseline", "spark_parse_vs_python", "spark_parse_vs_python_prefiltered", "scaling_4x_over_1x",
     "latency_p95_s", "latency_p50_s", "driver_memory_4x_over_1x",
 }
 SPARK_STAGES = {"baseline_count_x1", "baseline_count_x4", "warmup_pipeline_tiny", "parse_x1", "ingest_floor_x1",
                 "parse_x4", "ingest_floor_x4", "pipeline_x1", "pipeline_x4", "latency"}
-PYTHON_STAGES = {"python_regex_x1", "python_regex_prefiltered_x1"}
+PYTHON_STAGES = {"python_regex_x1", "python_regex_prefiltered_x1", "python_regex_x4"}
 MACHINE = {"nproc", "memory_gb", "cpu_model", "python", "java", "pyspark", "delta_spark"}
 
 
 @pytest.mark.slow
 def test_quick_benchmark_writes_every_figure(spark, tmp_path):
     out = tmp_path / "results"
-    opts = Options(lines=4_000, mode="quick", out=out, work=tmp_path / "work", groups=2, probes=2)
+    opts = Options(lines=4_000, mode="quick", out=out, work=tmp_path / "work", groups=2, probes=2,
+                   history=False)
     run_benchmark(opts, spark=spark, say=lambda _message: None)
 
     assert not spark.streams.active
@@ -67,3 +70,31 @@ def test_history_bench_reads_the_step_times_a_run_prints():
     output = f"[05:01:02] ingest batch 1: 7 files\nrun finished: nothing new to process\n{summary.time_line()}\n"
     assert run_steps(output) == {"spark start": 4.8, "setup": 16.6, "ingest": 28.3, "alerts": 6.2}
     assert run_steps("run finished: nothing new to process\n") == {}
+
+
+def test_the_scaling_figures_are_the_fit_through_1x_and_4x_and_history_adds_its_targets():
+    from bench.report import figures
+
+    def stage(seconds, lines, **more):
+        return {"seconds": seconds, "lines": lines, "lines_per_s": lines / seconds, **more}
+
+    stages = {"baseline_count_x1": stage(1.0, 1000), "baseline_count_x4": stage(2.0, 4000),
+              "parse_x1": stage(12.0, 1000), "parse_x4": stage(18.0, 4000), "ingest_floor_x1": stage(3.0, 1000),
+              "ingest_floor_x4": stage(4.0, 4000), "pipeline_x1": stage(40.0, 1000, memory={"driver_mb": 100.0}),
+              "pipeline_x4": stage(46.0, 4000, memory={"driver_mb": 120.0}), "python_regex_x1": stage(0.5, 1000),
+              "python_regex_prefiltered_x1": stage(0.2, 1000), "python_regex_x4": stage(2.0, 4000),
+              "latency": {"p95_s": 9.0, "p50_s": 5.0, "probes": 3, "timeouts": 0, "trigger": "1 second"}}
+    found = {f.name: f for f in figures(stages)}
+    assert found["parse_us_per_added_line"].value == pytest.approx(2000.0)  # 6 s over 3,000 more lines
+    assert found["parse_fixed_s"].value == pytest.approx(10.0)
+    assert found["pipeline_fixed_s"].value == pytest.approx(38.0)
+    assert found["spark_parse_vs_python_x4"].met is False and found["parse_vs_baseline"].met is None
+    assert "increment_vs_count_long" not in found
+
+    estate = {"hours": 4.0, "history_lines": 10, "increment_lines": 5}
+    history = {"short": estate, "long": {**estate, "hours": 720.0},
+               "figures": {"increment_vs_count_short": 2.5, "increment_vs_count_long": 3.5,
+                           "increment_long_over_short": 1.1, "rerun_vs_count_long": 1.5, "memory_long_over_short": 1.0}}
+    met = {f.name: f.met for f in figures(stages, history)}
+    assert (met["increment_vs_count_short"], met["increment_vs_count_long"]) == (True, False)
+    assert met["increment_long_over_short"] and met["rerun_vs_count_long"] and met["memory_long_over_short"] is None
