@@ -5,6 +5,8 @@ the commits they made say the same from the outside."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -12,9 +14,9 @@ from pipelines import io
 from pipelines.config import Config
 
 
-def versions(spark: SparkSession, cfg: Config, names: list[str]) -> dict[str, int]:
+def versions(spark: SparkSession, cfg: Config, names: Iterable[str]) -> dict[str, int]:
     """The latest Delta version of each named table."""
-    return {name: io.table_version(spark, cfg, name) for name in names}
+    return {name: io.table_version(spark, cfg, name) for name in sorted(names)}
 
 
 def rows_added(spark: SparkSession, cfg: Config, since: dict[str, int]) -> dict[str, int]:

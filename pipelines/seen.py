@@ -11,14 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import SparkSession
-
-from pipelines import io
 from pipelines.config import Config
 from pipelines.release import this_release
 
@@ -39,11 +35,6 @@ def settings_key(**parts: Any) -> str:
     """A digest of this release and the given settings (JSON-serialisable values)."""
     text = json.dumps({"release": this_release(), **parts}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
-
-
-def versions(spark: SparkSession, cfg: Config, names: Iterable[str]) -> dict[str, int]:
-    """The latest Delta version of each named table."""
-    return {name: io.table_version(spark, cfg, name) for name in sorted(names)}
 
 
 def _path(cfg: Config, step: str) -> Path:

@@ -13,10 +13,11 @@ from pipelines import io
 from pipelines.alerts.rules import all_alerts, next_stuck_at
 from pipelines.alerts.sinks import Delivery, DeliveryError, append_jsonl, post_webhook, webhook_url
 from pipelines.caching import CachedFrames
+from pipelines.commits import versions
 from pipelines.config import Config
 from pipelines.quality.rules import checks, scopes
 from pipelines.quality.stage import input_violations
-from pipelines.seen import Seen, last_seen, remember, settings_key, versions
+from pipelines.seen import Seen, last_seen, remember, settings_key
 from schemas.gold import GOLD_ALERT_DELIVERIES
 
 STEP = "alerts"
