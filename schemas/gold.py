@@ -68,6 +68,23 @@ GOLD_REBALANCE_STATS_HOURLY = _schema(
     ("unavailable_ms", L, True), ("p50_duration_ms", L, True), ("p95_duration_ms", L, True),
 )
 
+# Added after 0.5.0: per rebalance and member, the partitions its lines say it gave up, received and lost, what it
+# owned before and after, and its reprocessing risk (pipelines/gold/churn.py). Lists are null where the client
+# prints counts only (librdkafka).
+GOLD_PARTITION_CHURN = _schema(
+    ("churn_id", S, False), ("rebalance_id", S, True), ("group_id", S, False), ("member", S, False),
+    ("instance", S, True), ("client_id", S, True), ("member_id", S, True), ("revoked", I, False),
+    ("assigned", I, False), ("lost", I, False), ("owned_before", I, True), ("owned_after", I, True),
+    ("kept", I, True), ("revoked_partitions", ArrayType(S), True), ("assigned_partitions", ArrayType(S), True),
+    ("lost_partitions", ArrayType(S), True),
+    # Reprocessing risk: the member's failed commits around the move, the partitions whose records since their last
+    # commit the next owner may process again (lost ones, and those given away after a failed commit; null lists
+    # where the client prints counts), and the verdict: commit_failed, partitions_lost or none.
+    ("commit_failures", I, False), ("exposed", I, True), ("exposed_partitions", ArrayType(S), True),
+    ("reprocessing_risk", S, False),
+    ("first_event_at", T, False), ("last_event_at", T, False), ("event_ids", ArrayType(S), False),
+)
+
 GOLD_ALERTS = _schema(
     ("alert_id", S, False), ("rule", S, False), ("severity", S, False), ("group_id", S, False),
     ("opened_at", T, False), ("closed_at", T, True), ("summary", S, False), ("rebalance_ids", ArrayType(S), True),
@@ -92,6 +109,7 @@ GOLD_TABLES: dict[str, StructType] = {
     "gold_config_advice": GOLD_CONFIG_ADVICE,
     "gold_group_health": GOLD_GROUP_HEALTH,
     "gold_rebalance_stats_hourly": GOLD_REBALANCE_STATS_HOURLY,
+    "gold_partition_churn": GOLD_PARTITION_CHURN,
     "gold_alerts": GOLD_ALERTS,
     "gold_alert_deliveries": GOLD_ALERT_DELIVERIES,
     "gold_quality_results": GOLD_QUALITY_RESULTS,

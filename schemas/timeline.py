@@ -20,6 +20,8 @@ _EVENT_COLUMNS = (
     "previous_state",
     # The protocol a group was converted to (4.x): a conversion to `consumer` is a consumer-protocol member's join.
     "group_protocol",
+    # The partitions a member's line says it gave up or received (gold_partition_churn).
+    "partitions",
 )
 _EPOCH_COLUMNS = ("group_epoch", "target_epoch", "state", "topics")
 

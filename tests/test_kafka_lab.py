@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +33,13 @@ VERSIONS = sorted(p.name for p in CORPUS.glob("*") if (p / "truth" / "rebalances
 EXCEPTIONS = CORPUS / "unparsed-wordings.tsv"
 EPOCH = re.compile(r"\[GroupId (\S+)\](?:\[MemberId \S+\])? Bumped (?:streams )?group epoch to (\d+)")
 TARGET = re.compile(r"\[GroupId (\S+)\] Computed a new target assignment for epoch (\d+)")
+# The partitions a member's lines move: Java's listener lines (their lists) and librdkafka's counts.
+LISTED_MOVES = re.compile(r"(Revoke previously assigned partitions|Adding newly assigned partitions:|"
+                          r"Lost previously assigned partitions) \[?([^\]\n(]*?)\]?(?: \(|$)", re.MULTILINE)
+COUNTED_MOVES = re.compile(r"delegating (?:incremental )?(assign|revoke) of (\d+) partition\(s\)|"
+                           r"current assignment of (\d+) partition\(s\) (lost)")
+MOVE_KIND = {"Revoke previously assigned partitions": "revoked", "Adding newly assigned partitions:": "assigned",
+             "Lost previously assigned partitions": "lost", "assign": "assigned", "revoke": "revoked", "lost": "lost"}
 CONVERTED_GROUP = "lab-convert"  # scenario `conversion`: classic -> consumer -> classic, live (4.x)
 SHARE_GROUP = "lab-share"  # scenario `sh_churn`: share consumers come and go (4.2+)
 
@@ -70,6 +78,25 @@ def parse_landing(spark, landing: Path) -> list:
         ).collect()
     finally:
         staged.unpersist()
+
+
+def logged_moves(landing: Path) -> Counter:
+    """(process folder, revoked | assigned | lost) -> partitions its client lines move, read straight from the logs."""
+    moved: Counter = Counter()
+    for path in sorted(landing.glob("*/*")):
+        if path.name.startswith("gc") or path.parent.name.startswith("broker"):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for m in LISTED_MOVES.finditer(text):
+            moved[(path.parent.name, MOVE_KIND[m.group(1)])] += len([p for p in m.group(2).split(",") if p.strip()])
+        lost = False
+        for m in COUNTED_MOVES.finditer(text):
+            kind = MOVE_KIND[m.group(1) or m.group(4)]
+            # librdkafka delivers a lost assignment as a revocation: the loss, counted once.
+            if not (kind == "revoked" and lost):
+                moved[(path.parent.name, kind)] += int(m.group(2) or m.group(3))
+            lost = kind == "lost" or (lost and kind == "revoked")
+    return +moved
 
 
 def check_corpus(spark, root: Path) -> None:
@@ -138,6 +165,8 @@ def test_lab_causes_match_the_truth(spark, tmp_path, version):
         kinds = {r.state for r in states.filter(F.col("group_id") == "lab-kip848").select("state").collect()}
         converted = states.filter(F.col("group_id") == CONVERTED_GROUP).orderBy(*state_time_order()).collect()
         share_sessions = tables["gold_member_sessions"].filter(F.col("group_id") == SHARE_GROUP).collect()
+        churn = tables["gold_partition_churn"].collect()
+        rebalance_ids = {r.rebalance_id for r in tables["gold_rebalances"].select("rebalance_id").collect()}
         states.unpersist()
         matched.unpersist()
     assert result.found == result.truth, result.confusion
@@ -169,6 +198,16 @@ def test_lab_causes_match_the_truth(spark, tmp_path, version):
         assert {(r.group_type, r.rebalances) for r in share_sessions} == {("share", 0)}
         assert {r.end_reason for r in share_sessions} <= {"left", "expired"}
         assert "expired" in {r.end_reason for r in share_sessions}  # the member killed with SIGKILL
+    # Partition churn: what each process's rows say it revoked, received and lost is what its lines say, partition
+    # for partition, and every row that names a rebalance names one of the group's.
+    counted: Counter = Counter()
+    for row in churn:
+        for kind in ("revoked", "assigned", "lost"):
+            counted[(row.instance, kind)] += row[kind]
+    assert +counted == logged_moves(root / "landing")
+    assert {r.rebalance_id for r in churn} - {None} <= rebalance_ids
+    attributed = [r for r in churn if r.rebalance_id is not None]
+    assert len(attributed) >= 0.95 * len(churn), [(r.member, r.first_event_at) for r in churn if not r.rebalance_id]
     # KIP-848 groups (4.x) have their own states; classic groups of the same broker keep the classic machine.
     assert kinds >= ({"Assigning", "Stable"} if version.startswith("4.") else set())
 

@@ -29,7 +29,8 @@ from tests.conftest import DATA, Receiver, land, make_config, run_cli_killed_aft
 # Every table the oracle returns; batch_id and ingested_at (silver only) say when a row was ingested, which the
 # oracle's single batch cannot know.
 COMPARED = ["silver_events", "silver_gc_pauses", "gold_rebalances", "gold_group_states", "gold_member_sessions",
-            "gold_incidents", "gold_config_advice", "gold_rebalance_stats_hourly", "gold_group_health"]
+            "gold_incidents", "gold_config_advice", "gold_rebalance_stats_hourly", "gold_group_health",
+            "gold_partition_churn"]
 
 
 def _same_as_oracle(spark, cfg, *, line_ids="content") -> None:

@@ -8,12 +8,14 @@ all the group's events, and every id is derived from the events themselves.
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
+    ArrayType,
     DataType,
     DoubleType,
     IntegerType,
@@ -26,8 +28,8 @@ from pyspark.sql.types import (
 
 from pipelines.config import Thresholds
 from pipelines.gold.timeline import Rules, Timeline
-from schemas.gold import GOLD_GROUP_STATES, GOLD_MEMBER_SESSIONS
-from schemas.tables import EVIDENCE, GOLD_REBALANCES
+from schemas.gold import GOLD_GROUP_STATES, GOLD_MEMBER_SESSIONS, GOLD_PARTITION_CHURN
+from schemas.tables import GOLD_REBALANCES
 from schemas.timeline import TIMELINE_INPUT
 
 _ORDER = ["event_ts", "source_file", "line_no"]
@@ -118,24 +120,30 @@ def _records(pdf: pd.DataFrame) -> list[dict[str, Any]]:
     return records
 
 
-# The timeline's three outputs, replayed once per group: each output's columns travel side by side in one frame,
+# The timeline's outputs, replayed once per group: each output's columns travel side by side in one frame,
 # prefixed by the output's tag, and each row fills only the columns of its own output.
 OUTPUTS: dict[str, tuple[str, str, StructType]] = {
     "r": ("rebalances", "gold_rebalances", GOLD_REBALANCES),
     "s": ("states", "gold_group_states", GOLD_GROUP_STATES),
     "m": ("sessions", "gold_member_sessions", GOLD_MEMBER_SESSIONS),
+    "c": ("churn", "gold_partition_churn", GOLD_PARTITION_CHURN),
 }
 _TAG = "output"
 
 
-def _wire_name(name: str) -> str:
-    return "evidence_json" if name == "evidence" else name
+def _as_json(dtype: DataType) -> bool:
+    """Whether a column travels through the replay's frame as JSON text (the nested ones: evidence, lists)."""
+    return isinstance(dtype, (ArrayType, StructType))
+
+
+def _wire_name(name: str, dtype: DataType) -> str:
+    return f"{name}_json" if _as_json(dtype) else name
 
 
 def _wire_fields(tag: str, schema: StructType) -> list[tuple[str, str, DataType]]:
     """(column in the timeline's rows, column in the combined frame, its Spark type) of one output."""
-    return [(_wire_name(f.name), f"{tag}__{_wire_name(f.name)}",
-             StringType() if f.name == "evidence" else f.dataType) for f in schema.fields]
+    return [(_wire_name(f.name, f.dataType), f"{tag}__{_wire_name(f.name, f.dataType)}",
+             StringType() if _as_json(f.dataType) else f.dataType) for f in schema.fields]
 
 
 # Each output's wire fields, and the combined frame's columns in order: fixed, so computed once, not per group.
@@ -164,6 +172,14 @@ def _typed(column: pd.Series, dtype: DataType) -> pd.Series:
     return cells
 
 
+def _wire_value(row: dict[str, Any], name: str) -> Any:
+    """A row's value for a wire column: nested values the row holds as Python objects go as JSON text."""
+    if name in row or not name.endswith("_json"):
+        return row.get(name)
+    value = row.get(name.removesuffix("_json"))
+    return None if value is None else json.dumps(value)
+
+
 def _replay(group_id: str, records: list[dict[str, Any]], rules: Rules) -> pd.DataFrame:
     """One replay of a group's timeline: every output's rows in the combined frame of `_combined_schema`."""
     timeline = Timeline(group_id, records, rules)
@@ -171,7 +187,7 @@ def _replay(group_id: str, records: list[dict[str, Any]], rules: Rules) -> pd.Da
     for tag, (attribute, _, _) in OUTPUTS.items():
         produced = getattr(timeline, attribute)
         produced = list(produced.values()) if isinstance(produced, dict) else produced
-        rows += [{_TAG: tag, **{wire: row.get(name) for name, wire, _ in _WIRE[tag]}} for row in produced]
+        rows += [{_TAG: tag, **{wire: _wire_value(row, name) for name, wire, _ in _WIRE[tag]}} for row in produced]
     frame = pd.DataFrame(rows, columns=_COLUMNS, dtype=object)
     for fields in _WIRE.values():
         for _, wire, dtype in fields:
@@ -197,8 +213,9 @@ def timeline_outputs(replayed: DataFrame) -> dict[str, DataFrame]:
     for tag, (_, table, schema) in OUTPUTS.items():
         rows = replayed.filter(F.col(_TAG) == tag).select(
             [F.col(wire).alias(name) for name, wire, _ in _WIRE[tag]])
-        if "evidence_json" in rows.columns:
-            rows = rows.withColumn("evidence", F.from_json("evidence_json", EVIDENCE))
+        for f in schema.fields:
+            if isinstance(f.dataType, (ArrayType, StructType)):
+                rows = rows.withColumn(f.name, F.from_json(f"{f.name}_json", f.dataType))
         tables[table] = rows.select(schema.fieldNames())
     return tables
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipelines.gold.broker import BrokerReplay
+from pipelines.gold.churn import churn_rows
 from pipelines.gold.client_only import ClientOnlyReplay
 from pipelines.gold.gaps import fill_coordinator_gaps
 from pipelines.gold.kinds import client_kind_of, client_kinds, group_type
@@ -22,12 +23,13 @@ __all__ = ["Rules", "Timeline", "is_share_group", "reconstruct_group", "stable_i
 
 
 class Timeline(BrokerReplay, ClientOnlyReplay):
-    """Replays one group's events; `rebalances`, `states` and `sessions` hold the resulting rows."""
+    """Replays one group's events; `rebalances`, `states`, `sessions` and `churn` hold the resulting rows."""
 
     def __init__(self, group_id: str, events: list[dict[str, Any]], rules: Rules | None = None) -> None:
         super().__init__(group_id, events, rules)
         self.group_type = group_type(events)
         self._events = events
+        self.churn: list[dict[str, Any]] = []
         if is_share_group(events):
             self._share_sessions(events)
             self._label_sessions()
@@ -63,6 +65,7 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
         self.states.extend(state_rows(self.group_id, self._transitions, self.rebalances))
         for row in self.rebalances:
             row["group_type"] = self.group_type
+        self.churn = churn_rows(self.group_id, self._events, self.rebalances, self.sessions.values())
         self._label_sessions()
 
     def _label_sessions(self) -> None:
