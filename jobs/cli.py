@@ -126,6 +126,21 @@ def build_parser() -> argparse.ArgumentParser:
     _add_remote(sql)
     sql.add_argument("--format", choices=["table", "json", "csv"], default="table")
     sql.add_argument("--limit", type=int, default=1000, help="at most this many rows (default 1000)")
+    whatif = sub.add_parser(
+        "whatif", help="weigh a group's observed rebalances under changed client settings",
+        description="Replay a group's history (its GC pauses, poll gaps, restarts, leaves and partition moves) under "
+        "changed client settings and say, per rebalance, whether it would have been avoided, happened later, or "
+        "stopped fewer partitions. Without --set, the changes its own history suggests (also in gold_whatif).",
+        epilog="Example: rebalance whatif --group orders --set session.timeout.ms=45000 --set group.instance.id=static")
+    whatif.add_argument("--group", required=True, help="the consumer group")
+    whatif.add_argument("--set", action="append", dest="changes", metavar="SETTING=VALUE",
+                        help="a changed setting (repeat to weigh several, each on its own): session.timeout.ms=MS, "
+                        "max.poll.interval.ms=MS, group.instance.id=static, "
+                        "partition.assignment.strategy=cooperative-sticky")
+    whatif.add_argument("--format", choices=["table", "json"], default="table")
+    _add_storage(whatif)
+    _add_remote(whatif)
+
     report = sub.add_parser("report", help="write the local dashboard as one self-contained HTML file")
     _add_storage(report)
     _add_remote(report)

@@ -231,6 +231,80 @@ def cmd_sql(args: argparse.Namespace, *, progress: Progress) -> int:
     return 0
 
 
+# ---- whatif ---------------------------------------------------------------------------------------------------
+
+
+def parsed_changes(changes: list[str] | None):
+    """The `--set` values as what-if changes (ConfigError naming the supported settings otherwise)."""
+    from pipelines.gold.whatif import parse_change
+
+    try:
+        return None if not changes else [parse_change(spec) for spec in changes]
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def group_whatif(spark, cfg: Config, group_id: str, changes: list[str] | None) -> list[dict[str, Any]]:
+    """gold_whatif-shaped rows of one group weighed under `changes` (`setting=value`; None: the standard changes
+    of its history), replayed from its silver events and GC pauses as the pipeline replays it."""
+    from pyspark.sql import functions as F
+
+    from pipelines.gold.rebalances import rules_from, timeline_input, timeline_records
+    from pipelines.gold.timeline import Timeline
+    from pipelines.gold.whatif import whatif_rows
+
+    parsed = parsed_changes(changes)
+    events = spark.table("silver_events").filter(F.col("group_id") == group_id)
+    rules = rules_from(cfg.thresholds)
+    inputs = timeline_input(events, spark.table("silver_gc_pauses"), min_pause_ms=rules.gc_pause_min_ms)
+    pdf = inputs.toPandas()
+    if pdf.empty:
+        known = [r.group_id for r in spark.table("gold_rebalances").select("group_id").distinct()
+                 .orderBy("group_id").limit(20).collect()]
+        raise ConfigError(f"no events of group {group_id!r}; groups with rebalances: {', '.join(known) or 'none'}")
+    timeline = Timeline(group_id, timeline_records(pdf), rules)
+    return whatif_rows(timeline.what_if(), parsed)
+
+
+def cmd_whatif(args: argparse.Namespace, *, progress: Progress) -> int:
+    """Weigh a group's rebalances under changed settings and print the verdicts, then a summary per change."""
+    parsed_changes(args.changes)  # a bad --set fails before a session starts
+    cfg, spark, _ = _open_lakehouse(args, "rebalance-whatif")
+    progress(f"replaying group {args.group}")
+    rows = group_whatif(spark, cfg, args.group, args.changes)
+    if args.format == "json":
+        for row in rows:
+            print(json.dumps({k: _json_value(v) for k, v in row.items()}))
+        return 0
+    if not rows:
+        print(f"group {args.group}: nothing in its history that these settings bear on (no rebalance to weigh)")
+        return 0
+    columns = ["change", "started_at", "cause", "verdict", "saved_s", "delay_s", "detail"]
+    print_table(columns, [[r["change"], f"{r['started_at']:%Y-%m-%d %H:%M:%S}", r["cause"], r["verdict"],
+                           _seconds(r["saved_ms"]), _seconds(r["delay_ms"]), r["detail"]] for r in rows],
+                max_width=120)
+    for change in dict.fromkeys(r["change"] for r in rows):
+        print(summary_line(change, [r for r in rows if r["change"] == change]))
+    return 0
+
+
+def _seconds(ms: Any) -> str:
+    return "" if ms is None or ms != ms else f"{ms / 1000:.1f}"
+
+
+def summary_line(change: str, rows: list[dict[str, Any]]) -> str:
+    """One change's verdicts in a sentence: how many rebalances it avoids, delays or narrows, and the time saved."""
+    counts = {v: sum(1 for r in rows if r["verdict"] == v) for v in ("avoided", "later", "fewer_partitions")}
+    saved = sum(r["saved_ms"] or 0 for r in rows if r["verdict"] == "avoided") / 1000
+    delay = max((r["delay_ms"] or 0 for r in rows if r["verdict"] == "later"), default=0) / 1000
+    parts = [f"{counts['avoided']} of {len(rows)} rebalances avoided ({saved:.1f} s of rebalancing saved)"]
+    if counts["later"]:
+        parts.append(f"{counts['later']} later (by up to {delay:.1f} s: the risk this change brings)")
+    if counts["fewer_partitions"]:
+        parts.append(f"{counts['fewer_partitions']} stop fewer partitions")
+    return f"{change}: " + "; ".join(parts)
+
+
 # ---- report ---------------------------------------------------------------------------------------------------
 
 

@@ -85,6 +85,14 @@ GOLD_PARTITION_CHURN = _schema(
     ("first_event_at", T, False), ("last_event_at", T, False), ("event_ids", ArrayType(S), False),
 )
 
+# Added after 0.5.0: each rebalance weighed under a changed client setting (pipelines/gold/whatif.py): the standard
+# changes of each group's own history, one row per change and rebalance.
+GOLD_WHATIF = _schema(
+    ("whatif_id", S, False), ("group_id", S, False), ("change", S, False), ("rebalance_id", S, False),
+    ("started_at", T, False), ("cause", S, False), ("verdict", S, False), ("saved_ms", L, True),
+    ("delay_ms", L, True), ("observed_ms", L, True), ("detail", S, False),
+)
+
 GOLD_ALERTS = _schema(
     ("alert_id", S, False), ("rule", S, False), ("severity", S, False), ("group_id", S, False),
     ("opened_at", T, False), ("closed_at", T, True), ("summary", S, False), ("rebalance_ids", ArrayType(S), True),
@@ -110,6 +118,7 @@ GOLD_TABLES: dict[str, StructType] = {
     "gold_group_health": GOLD_GROUP_HEALTH,
     "gold_rebalance_stats_hourly": GOLD_REBALANCE_STATS_HOURLY,
     "gold_partition_churn": GOLD_PARTITION_CHURN,
+    "gold_whatif": GOLD_WHATIF,
     "gold_alerts": GOLD_ALERTS,
     "gold_alert_deliveries": GOLD_ALERT_DELIVERIES,
     "gold_quality_results": GOLD_QUALITY_RESULTS,

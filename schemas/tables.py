@@ -128,6 +128,7 @@ REGISTRY: dict[str, Table] = {t.name: t for t in (
     Table("gold_rebalance_stats_hourly", "gold", GOLD_TABLES["gold_rebalance_stats_hourly"],
           ("hour", "group_id", "cause")),
     Table("gold_partition_churn", "gold", GOLD_TABLES["gold_partition_churn"], ("churn_id",)),
+    Table("gold_whatif", "gold", GOLD_TABLES["gold_whatif"], ("whatif_id",)),
     Table("gold_alerts", "gold", GOLD_TABLES["gold_alerts"], ("alert_id",)),
     Table("gold_alert_deliveries", "gold", GOLD_TABLES["gold_alert_deliveries"], ("alert_id", "sink")),
     Table("gold_quality_results", "gold", GOLD_TABLES["gold_quality_results"], ("run_ts", "table_name", "rule")),

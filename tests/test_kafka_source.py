@@ -26,7 +26,8 @@ RUN_TS = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)
 # The gold tables a run derives from the lines; line ids come from what a line says and where it was written, not
 # from how it was read, so every column (ids and evidence included) must equal the files run's.
 GOLD_OUTPUTS = ("gold_rebalances", "gold_group_states", "gold_member_sessions", "gold_incidents",
-                "gold_config_advice", "gold_group_health", "gold_rebalance_stats_hourly", "gold_partition_churn")
+                "gold_config_advice", "gold_group_health", "gold_rebalance_stats_hourly", "gold_partition_churn",
+                "gold_whatif")
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,9 @@ ARCHITECTURE = ["bronze_log_lines", "silver_events", "silver_gc_pauses", "silver
                 "gold_rebalances", "gold_member_sessions", "gold_incidents", "gold_config_advice", "gold_group_health",
                 "gold_rebalance_stats_hourly", "gold_alerts"]
 # The project's additions: file fingerprints, line accounting, the alert delivery log, quality verdicts, partition
-# churn.
-EXTRA = ["bronze_files", "silver_accounting", "gold_alert_deliveries", "gold_quality_results", "gold_partition_churn"]
+# churn, what-if.
+EXTRA = ["bronze_files", "silver_accounting", "gold_alert_deliveries", "gold_quality_results", "gold_partition_churn",
+         "gold_whatif"]
 
 
 def test_every_declared_table_is_one_of_the_architecture_or_a_known_addition():

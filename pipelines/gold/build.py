@@ -25,10 +25,10 @@ def build_gold(
     events: DataFrame, pauses: DataFrame, rules: Rules, *, persist: Callable[[DataFrame], DataFrame] = _as_is
 ) -> dict[str, DataFrame]:
     """Every gold table (gold_rebalances, gold_group_states, gold_member_sessions, gold_partition_churn,
-    gold_incidents, gold_config_advice, gold_rebalance_stats_hourly, gold_group_health) of the groups in `events`
-    (silver_events rows; `pauses`: silver_gc_pauses). Each group's timeline is replayed once for all four timeline
-    tables. `persist` is applied to the frames read more than once (the replay and three of the timeline tables):
-    the caller picks the storage level and frees them."""
+    gold_whatif, gold_incidents, gold_config_advice, gold_rebalance_stats_hourly, gold_group_health) of the groups
+    in `events` (silver_events rows; `pauses`: silver_gc_pauses). Each group's timeline is replayed once for all five
+    timeline tables. `persist` is applied to the frames read more than once (the replay and three of the timeline
+    tables): the caller picks the storage level and frees them."""
     inputs = timeline_input(events, pauses, min_pause_ms=rules.gc_pause_min_ms)
     timeline = timeline_outputs(persist(replay_groups(inputs, rules)))
     rebalances = persist(timeline["gold_rebalances"])
@@ -39,6 +39,7 @@ def build_gold(
         "gold_group_states": states,
         "gold_member_sessions": sessions,
         "gold_partition_churn": timeline["gold_partition_churn"],
+        "gold_whatif": timeline["gold_whatif"],
         "gold_incidents": incidents_from(rebalances),
         "gold_config_advice": advice_from(rebalances, pauses, sessions, events),
         "gold_rebalance_stats_hourly": hourly_stats_from(rebalances),

@@ -28,7 +28,7 @@ from pyspark.sql.types import (
 
 from pipelines.config import Thresholds
 from pipelines.gold.timeline import Rules, Timeline
-from schemas.gold import GOLD_GROUP_STATES, GOLD_MEMBER_SESSIONS, GOLD_PARTITION_CHURN
+from schemas.gold import GOLD_GROUP_STATES, GOLD_MEMBER_SESSIONS, GOLD_PARTITION_CHURN, GOLD_WHATIF
 from schemas.tables import GOLD_REBALANCES
 from schemas.timeline import TIMELINE_INPUT
 
@@ -112,7 +112,8 @@ def _event_column(events: DataFrame, name: str) -> Column:
     return F.col(name)
 
 
-def _records(pdf: pd.DataFrame) -> list[dict[str, Any]]:
+def timeline_records(pdf: pd.DataFrame) -> list[dict[str, Any]]:
+    """A group's timeline input rows as the replay reads them: dicts in time order, nulls as None."""
     pdf = pdf.sort_values(_ORDER, kind="mergesort")
     # The ignore: pandas-stubs leaves None out of `where`'s `other`, which pandas takes (object columns keep it).
     cells = pdf.astype(object).where(pdf.notna(), None)  # type: ignore[call-overload]
@@ -127,6 +128,7 @@ OUTPUTS: dict[str, tuple[str, str, StructType]] = {
     "s": ("states", "gold_group_states", GOLD_GROUP_STATES),
     "m": ("sessions", "gold_member_sessions", GOLD_MEMBER_SESSIONS),
     "c": ("churn", "gold_partition_churn", GOLD_PARTITION_CHURN),
+    "w": ("whatif", "gold_whatif", GOLD_WHATIF),
 }
 _TAG = "output"
 
@@ -202,7 +204,7 @@ def replay_groups(inputs: DataFrame, rules: Rules | None = None) -> DataFrame:
     rules = rules or Rules()
 
     def run(pdf: pd.DataFrame) -> pd.DataFrame:
-        return _replay(pdf["group_id"].iloc[0], _records(pdf), rules)
+        return _replay(pdf["group_id"].iloc[0], timeline_records(pdf), rules)
 
     return inputs.groupBy("group_id").applyInPandas(run, schema=_combined_schema())
 

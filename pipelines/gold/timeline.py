@@ -18,18 +18,20 @@ from pipelines.gold.gaps import fill_coordinator_gaps
 from pipelines.gold.kinds import client_kind_of, client_kinds, group_type
 from pipelines.gold.replay_state import Rules, stable_id
 from pipelines.gold.rows import assign_incidents, rebalance_row, state_rows
+from pipelines.gold.whatif import WhatIf, whatif_rows
 
 __all__ = ["Rules", "Timeline", "is_share_group", "reconstruct_group", "stable_id"]
 
 
 class Timeline(BrokerReplay, ClientOnlyReplay):
-    """Replays one group's events; `rebalances`, `states`, `sessions` and `churn` hold the resulting rows."""
+    """Replays one group's events; `rebalances`, `states`, `sessions`, `churn` and `whatif` hold the resulting rows."""
 
     def __init__(self, group_id: str, events: list[dict[str, Any]], rules: Rules | None = None) -> None:
         super().__init__(group_id, events, rules)
         self.group_type = group_type(events)
         self._events = events
         self.churn: list[dict[str, Any]] = []
+        self.whatif: list[dict[str, Any]] = []
         if is_share_group(events):
             self._share_sessions(events)
             self._label_sessions()
@@ -66,7 +68,13 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
         for row in self.rebalances:
             row["group_type"] = self.group_type
         self.churn = churn_rows(self.group_id, self._events, self.rebalances, self.sessions.values())
+        self.whatif = whatif_rows(self.what_if())
         self._label_sessions()
+
+    def what_if(self) -> WhatIf:
+        """The group's history, ready to be weighed under changed settings (pipelines/gold/whatif.py)."""
+        return WhatIf(self.group_id, self.rebalances, self.churn, self._events, self.ctx,
+                      gc_pause_min_ms=self.rules.gc_pause_min_ms)
 
     def _label_sessions(self) -> None:
         by_instance = client_kinds(self._events)
