@@ -211,6 +211,84 @@ def gc_short(lab: Lab) -> None:
     _teardown(lab, [c1, c2])
 
 
+def whatif_gc(lab: Lab) -> None:
+    """The what-if's GC advice, tried: a full GC longer than the session timeout (expiry, rejoin), then the same GC
+    in a second group whose member uses the session timeout the what-if advises for the pause just observed: no
+    rebalance."""
+    from pipelines.gold.whatif import advised_session_ms
+
+    g = "lab-wi-gc"
+    t = _topic(lab, g)
+    c1 = _join(lab, _spec(g, 1, [t]))
+    c2 = _join(lab, _gc_member(g, 2, [t], factor=0.5))
+    victim, since, seen = c2.member_id, time.time(), [0]
+
+    def pause() -> None:
+        seen[0] = c2.gc(GC_MB)
+        lab.progress(f"  full GC of {seen[0]} ms against a session timeout of {c2.session_ms} ms")
+        c2.wait_assigned(since=since)
+
+    lab.step(g, [Expect("gc_pause", "heartbeat_expiration", EXPIRY, trigger=victim),
+                 Expect("gc_pause", "rejoin", JOIN, trigger=lambda: c2.member_id)], pause, title="long GC",
+             timeout=240)
+    _teardown(lab, [c1, c2])
+
+    advised_g = "lab-wi-gc-advised"
+    t2 = _topic(lab, advised_g)
+    a1 = _join(lab, _spec(advised_g, 1, [t2]))
+    spec = _gc_member(advised_g, 2, [t2], factor=0.0)
+    heartbeat = 1000
+    spec.calibrate_gc_mb, spec.heartbeat_ms = 0, heartbeat
+    spec.session_ms = advised_session_ms(seen[0] + heartbeat)
+    lab.notes["whatif_gc"] = {"pause_ms": seen[0], "advised_session_ms": spec.session_ms}
+    a2 = _join(lab, spec)
+    ms = a2.gc(GC_MB)
+    lab.progress(f"  the same GC, {ms} ms, against the advised session timeout of {a2.session_ms} ms")
+    lab.quiet(advised_g, 4.0, title="the same GC under the advised session timeout")
+    _teardown(lab, [a1, a2])
+
+
+def _id_of(member: Member) -> Callable[[], str | None]:
+    """The member's id when asked (after a restart it has a new one)."""
+    return lambda: member.member_id
+
+
+def whatif_restart(lab: Lab) -> None:
+    """The what-if's static-membership advice, tried: a rolling restart of dynamic members (each restart a leave
+    and a join), then the same rolling restart of static members within their session timeout (no rebalance until
+    they stop for good and their sessions expire)."""
+    g = "lab-wi-restart"
+    t = _topic(lab, g)
+    session = 10000
+    members = _joins(lab, [_spec(g, n, [t], session_ms=session) for n in (1, 2)])
+    for m in members:
+        _leave(lab, m)
+        since = time.time()
+
+        def back(m: Member = m, since: float = since) -> None:
+            m.start()
+            m.wait_assigned(since=since)
+
+        lab.step(g, [Expect("membership_change", "member_join", JOIN, trigger=_id_of(m))], back,
+                 title=f"{m.spec.instance} back")
+    _teardown(lab, members)
+
+    static_g = "lab-wi-restart-static"
+    t2 = _topic(lab, static_g)
+    statics = _joins(lab, [_spec(static_g, n, [t2], instance_id=f"{static_g}-{n}", session_ms=session)
+                           for n in (1, 2)])
+    for m in statics:
+        since = time.time()
+        m.close()  # a static member's close sends no LeaveGroup
+        m.start()
+        m.wait_assigned(since=since)
+        lab.quiet(static_g, 3.0, title=f"{m.spec.instance} restarted within its session timeout")
+    last = [m.member_id for m in statics]
+    lab.step(static_g, [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=lambda: last[-1],
+                               count=(1, 2))], lambda: _close_all(statics), title="static members stopped",
+             timeout=60)
+
+
 def partitions(lab: Lab) -> None:
     """The topic gains partitions: the leader sees the metadata change and rejoins."""
     g = "lab-meta"
@@ -615,6 +693,8 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("poll_timeout", poll_timeout),
     Scenario("gc_pause", gc_pause),
     Scenario("gc_short", gc_short),
+    Scenario("whatif_gc", whatif_gc),
+    Scenario("whatif_restart", whatif_restart),
     Scenario("partitions", partitions),
     Scenario("subscription", subscription),
     Scenario("static", static),

@@ -54,6 +54,10 @@ GOLD_INCIDENTS = _schema(
 GOLD_CONFIG_ADVICE = _schema(
     ("group_id", S, False), ("rule", S, False), ("observed", S, False), ("configured", S, True),
     ("advice", S, False), ("severity", S, False), ("evidence_rebalance_ids", ArrayType(S), True),
+    # Added after 0.5.0 (nullable, so an older table gains them in place): the change the what-if weighed for this
+    # rule on the group's own history (gold_whatif), how many of its rebalances it avoids and the rebalancing time
+    # saved; the report ranks a group's advice by them.
+    ("whatif_change", S, True), ("avoided_rebalances", L, True), ("saved_ms", L, True),
 )
 
 GOLD_GROUP_HEALTH = _schema(

@@ -23,7 +23,10 @@ from pipelines import io
 from pipelines.alerts.rules import storm_alerts
 from pipelines.batch import batch_tables
 from pipelines.config import AlertSettings, load_config
+from pipelines.gold.rebalances import rules_from, timeline_input, timeline_records
 from pipelines.gold.state_order import state_time_order
+from pipelines.gold.timeline import Timeline
+from pipelines.gold.whatif import parse_change
 from pipelines.quality.derived import with_transition_check
 from simulator.evaluate import accuracy, match_truth
 from tests.conftest import silver_batch
@@ -40,6 +43,9 @@ COUNTED_MOVES = re.compile(r"delegating (?:incremental )?(assign|revoke) of (\d+
                            r"current assignment of (\d+) partition\(s\) (lost)")
 MOVE_KIND = {"Revoke previously assigned partitions": "revoked", "Adding newly assigned partitions:": "assigned",
              "Lost previously assigned partitions": "lost", "assign": "assigned", "revoke": "revoked", "lost": "lost"}
+# Scenarios `whatif_gc` and `whatif_restart`: each group's history, then the same again with the advised setting.
+WHATIF_PAIRS = {"lab-wi-gc": ("lab-wi-gc-advised", "session.timeout.ms"),
+                "lab-wi-restart": ("lab-wi-restart-static", "group.instance.id")}
 CONVERTED_GROUP = "lab-convert"  # scenario `conversion`: classic -> consumer -> classic, live (4.x)
 SHARE_GROUP = "lab-share"  # scenario `sh_churn`: share consumers come and go (4.2+)
 
@@ -97,6 +103,43 @@ def logged_moves(landing: Path) -> Counter:
                 moved[(path.parent.name, kind)] += int(m.group(2) or m.group(3))
             lost = kind == "lost" or (lost and kind == "revoked")
     return +moved
+
+
+def replayed(tables, group: str, cfg) -> Timeline:
+    """One group's timeline, replayed from the batch tables as the pipeline replays it."""
+    rules = rules_from(cfg.thresholds)
+    events = tables["silver_events"].filter(F.col("group_id") == group)
+    inputs = timeline_input(events, tables["silver_gc_pauses"], min_pause_ms=rules.gc_pause_min_ms)
+    return Timeline(group, timeline_records(inputs.toPandas()), rules)
+
+
+def _kind(rebalance: dict) -> str:
+    """A rebalance as the what-if's comparison sees it: an expiry, a leave, a join, or its cause."""
+    if rebalance["cause"] == "session_timeout":
+        return "expiry"
+    return {"member_leave": "leave", "member_join": "join"}.get(rebalance["cause_detail"], rebalance["cause"])
+
+
+def check_whatif(tables, cfg, original: str, advised: str, setting: str) -> dict[str, set[str]]:
+    """The what-if of `original` under the setting its `advised` run used, against what real Kafka did there: the
+    kinds of rebalance it predicts (those not avoided; a `later` one as the expiry that replaces a leave) are the
+    kinds the advised run had, so every avoided kind is absent."""
+    advised_timeline = replayed(tables, advised, cfg)
+    if setting == "session.timeout.ms":  # the GC member's, as its ConsumerConfig logged it
+        values = {s["session.timeout.ms"] for i, s in advised_timeline.ctx.settings.items() if i.endswith("-c2")}
+        assert len(values) == 1, values
+        value = values.pop()
+    else:
+        value = "static"
+    rows = replayed(tables, original, cfg).what_if().weigh(parse_change(f"{setting}={value}"))
+    by_rebalance = {r["rebalance_id"]: r for r in replayed(tables, original, cfg).rebalances}
+    avoided = {_kind(by_rebalance[r["rebalance_id"]]) for r in rows if r["verdict"] == "avoided"}
+    predicted = {"expiry" if r["verdict"] == "later" else _kind(by_rebalance[r["rebalance_id"]])
+                 for r in rows if r["verdict"] != "avoided"}
+    happened = {_kind(r) for r in advised_timeline.rebalances}
+    assert avoided, rows
+    assert predicted == happened, (predicted, happened, rows)
+    return {"avoided": avoided, "predicted": predicted, "happened": happened}
 
 
 def check_corpus(spark, root: Path) -> None:
@@ -166,6 +209,10 @@ def test_lab_causes_match_the_truth(spark, tmp_path, version):
         converted = states.filter(F.col("group_id") == CONVERTED_GROUP).orderBy(*state_time_order()).collect()
         share_sessions = tables["gold_member_sessions"].filter(F.col("group_id") == SHARE_GROUP).collect()
         churn = tables["gold_partition_churn"].collect()
+        groups = {r.group_id for r in truth.select("group_id").distinct().collect()}
+        for original, (advised, setting) in WHATIF_PAIRS.items():
+            if {original, advised} <= groups:
+                check_whatif(tables, cfg, original, advised, setting)
         rebalance_ids = {r.rebalance_id for r in tables["gold_rebalances"].select("rebalance_id").collect()}
         states.unpersist()
         matched.unpersist()

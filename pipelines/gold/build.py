@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame
 
 from pipelines.gold.aggregates import health_from, hourly_stats_from
-from pipelines.gold.incidents import advice_from, incidents_from
+from pipelines.gold.incidents import advice_from, incidents_from, with_benefit
 from pipelines.gold.rebalances import replay_groups, timeline_input, timeline_outputs
 from pipelines.gold.timeline import Rules
 
@@ -41,7 +41,8 @@ def build_gold(
         "gold_partition_churn": timeline["gold_partition_churn"],
         "gold_whatif": timeline["gold_whatif"],
         "gold_incidents": incidents_from(rebalances),
-        "gold_config_advice": advice_from(rebalances, pauses, sessions, events),
+        "gold_config_advice": with_benefit(advice_from(rebalances, pauses, sessions, events),
+                                           timeline["gold_whatif"]),
         "gold_rebalance_stats_hourly": hourly_stats_from(rebalances),
     }
     return {**per_group, **cross_group_tables(rebalances, states)}

@@ -80,6 +80,26 @@ def configured_from(events: DataFrame) -> DataFrame:
     return combos.select("group_id", "rule", configured.alias("configured"))
 
 
+# The setting whose what-if (gold_whatif `change`) measures each advice rule's benefit.
+RULE_CHANGES = {"gc_pause_vs_session_timeout": "session.timeout.ms", "session_expiries": "session.timeout.ms",
+                 "poll_timeout_vs_max_poll_interval": "max.poll.interval.ms", "restart_storms": "group.instance.id"}
+
+
+def with_benefit(advice: DataFrame, whatif: DataFrame) -> DataFrame:
+    """`advice` with the measured benefit of its rule's change: the gold_whatif change of that setting, the
+    rebalances it avoids and the rebalancing time it saves (null when the what-if weighed none)."""
+    setting = F.element_at(F.split("change", "="), 1)
+    per_change = whatif.groupBy("group_id", "change").agg(
+        F.sum((F.col("verdict") == "avoided").cast("long")).alias("avoided_rebalances"),
+        F.sum(F.when(F.col("verdict") == "avoided", F.col("saved_ms"))).alias("saved_ms"),
+    ).withColumn("setting", setting)
+    rules = F.create_map(*[F.lit(x) for pair in RULE_CHANGES.items() for x in pair])
+    keyed = advice.drop("whatif_change", "avoided_rebalances", "saved_ms").withColumn(
+        "setting", F.element_at(rules, F.col("rule")))
+    joined = keyed.join(per_change.withColumnRenamed("change", "whatif_change"), ["group_id", "setting"], "left")
+    return joined.select([f.name for f in GOLD_CONFIG_ADVICE.fields])
+
+
 def advice_from(rebalances: DataFrame, pauses: DataFrame, sessions: DataFrame,
                 events: DataFrame | None = None) -> DataFrame:
     """gold_config_advice: per group, what was observed against what the members use, and what to change.
@@ -139,4 +159,6 @@ def advice_from(rebalances: DataFrame, pauses: DataFrame, sessions: DataFrame,
         advice = advice.withColumn("configured", F.lit(None).cast("string"))
     else:
         advice = advice.join(configured_from(events), ["group_id", "rule"], "left")
+    for name, dtype in (("whatif_change", "string"), ("avoided_rebalances", "long"), ("saved_ms", "long")):
+        advice = advice.withColumn(name, F.lit(None).cast(dtype))
     return advice.select([f.name for f in GOLD_CONFIG_ADVICE.fields])

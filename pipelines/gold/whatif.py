@@ -300,17 +300,28 @@ def standard_changes(whatif: WhatIf) -> list[Change]:
     probe = {r["rebalance_id"]: r for r in whatif.weigh(Change("session.timeout.ms", str(SESSION_BOUNDS_MS[1])))}
     silences = [r["observed_ms"] for r in probe.values() if r["verdict"] == "avoided" and r["observed_ms"]]
     if silences:
-        value = min(_round_up(max(silences) * 1.2, 5000), SESSION_BOUNDS_MS[1])
-        changes.append(Change("session.timeout.ms", str(max(value, SESSION_BOUNDS_MS[0]))))
+        changes.append(Change("session.timeout.ms", str(advised_session_ms(max(silences)))))
     gaps = [r["observed_ms"] for r in whatif.weigh(Change("max.poll.interval.ms", str(2**31 - 1)))
             if r["verdict"] == "avoided" and r["observed_ms"]]
     if gaps:
-        changes.append(Change("max.poll.interval.ms", str(_round_up(max(gaps) * 1.2, 60000))))
+        changes.append(Change("max.poll.interval.ms", str(advised_poll_interval_ms(max(gaps)))))
     if any(r.get("cause_detail") == "member_leave" for r in whatif.rebalances):
         changes.append(Change("group.instance.id", STATIC))
     if any(row["revoked"] and row.get("kept") for row in whatif.churn):
         changes.append(Change("partition.assignment.strategy", COOPERATIVE))
     return changes
+
+
+def advised_session_ms(silence_ms: float) -> int:
+    """The session timeout advised for a member silent `silence_ms` (a pause plus a heartbeat interval): a fifth
+    more, rounded up to 5 s, within the broker's default bounds."""
+    return min(max(_round_up(silence_ms * 1.2, 5000), SESSION_BOUNDS_MS[0]), SESSION_BOUNDS_MS[1])
+
+
+def advised_poll_interval_ms(gap_ms: float) -> int:
+    """The max.poll.interval.ms advised for a consumer that went `gap_ms` without polling: a fifth more, rounded up
+    to a minute."""
+    return _round_up(gap_ms * 1.2, 60000)
 
 
 def _round_up(value: float, step: int) -> int:

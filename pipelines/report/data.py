@@ -70,7 +70,9 @@ def collect(spark: SparkSession, cfg: Config, *, group_types: tuple[str, ...] = 
         "evidence": _rows(rebalances.filter(F.col("incident_id").isNotNull()).select(
             "incident_id", "rebalance_id", "started_at", "cause", "cause_detail", "evidence")
             .orderBy("started_at", "rebalance_id").limit(MAX_ROWS * 5)),
-        "advice": _rows(io.read_table(spark, cfg, "gold_config_advice").filter(in_scope).orderBy("group_id", "rule")),
+        # Each group's advice, the one whose what-if avoids the most rebalances first.
+        "advice": _rows(io.read_table(spark, cfg, "gold_config_advice").filter(in_scope)
+                        .orderBy("group_id", F.desc_nulls_last("avoided_rebalances"), "rule")),
         "alerts": _rows(io.read_table(spark, cfg, "gold_alerts").filter(in_scope)
                         .orderBy(F.desc("opened_at"), "alert_id").limit(MAX_ROWS)),
     }

@@ -128,6 +128,15 @@ def _hourly(hourly: list[dict[str, Any]]) -> str:
     return "".join(parts)
 
 
+def _benefit(advice: dict[str, Any]) -> str:
+    """What the advice's change would have done on the group's own history (its gold_whatif figures)."""
+    change = advice.get("whatif_change")
+    if not change:
+        return ""
+    avoided, saved = advice.get("avoided_rebalances") or 0, (advice.get("saved_ms") or 0) / 1000
+    return f"{change}: avoids {avoided} rebalance{'s' if avoided != 1 else ''} ({saved:.1f} s of rebalancing)"
+
+
 def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str]], css: str) -> str:
     if not rows:
         return "<p>None.</p>"
@@ -193,8 +202,9 @@ def render(data: dict[str, list[dict[str, Any]]], *, title: str = "Kafka rebalan
                            ("membership_changes", "share membership changes")], "lost")
     alerts = _table(data["alerts"], [("opened_at", "opened (UTC)"), ("severity", "severity"), ("rule", "rule"),
                                      ("summary", "summary"), ("delivered_to", "delivered to")], "alerts")
-    advice = _table(data["advice"], [("group_id", "group"), ("severity", "severity"), ("observed", "observed"),
-                                     ("advice", "advice")], "advice")
+    advice = _table([{**row, "benefit": _benefit(row)} for row in data["advice"]],
+                    [("group_id", "group"), ("severity", "severity"), ("observed", "observed"), ("advice", "advice"),
+                     ("benefit", "measured on this history")], "advice")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
