@@ -25,10 +25,16 @@ def _data(group: str) -> dict:
                    {"group_id": group, "state": "Stable", "generation": 2, "started_at": later, "ended_at": None}],
         "rebalances": [{"rebalance_id": "r1", "group_id": group, "started_at": T0, "completed_at": later,
                         "duration_ms": 3000, "cause": "gc_pause", "cause_detail": "heartbeat_expiration",
-                        "generation_after": 2, "trigger_member_id": f"m-{HOSTILE}"}],
+                        "generation_after": 2, "trigger_member_id": f"m-{HOSTILE}", "incident_id": "r1"}],
         "hourly": [{"hour": T0, "cause": "gc_pause", "rebalances": 1}],
         "incidents": [{"incident_id": "r1", "group_id": group, "summary": f"1 rebalance(s) of {group}",
-                       "unavailable_ms": 3000}],
+                       "unavailable_ms": 3000, "started_at": T0, "ended_at": later}],
+        "churn": [{"incident_id": "r1", "rebalance_id": "r1", "member": f"c1/{HOSTILE}", "revoked": 3,
+                   "assigned": 0, "lost": 3, "kept": 0, "reprocessing_risk": "partitions_lost",
+                   "exposed_partitions": ["t-0", "t-1", "t-2"], "first_event_at": T0}],
+        "whatif": [{"incident_id": "r1", "rebalance_id": "r1", "change": "session.timeout.ms=20000",
+                    "verdict": "avoided", "saved_ms": 3000, "delay_ms": None, "started_at": T0,
+                    "detail": f"its JVM ({HOSTILE}) stopped 12.0 s in a GC pause"}],
         "evidence": [{"incident_id": "r1", "rebalance_id": "r1", "started_at": T0, "cause": "gc_pause",
                       "cause_detail": "heartbeat_expiration",
                       "evidence": [{"event_id": "e1", "explanation": f"JVM of {HOSTILE} paused 12 s"}]}],
@@ -45,6 +51,15 @@ def test_log_text_is_escaped_and_the_page_has_no_script():
     assert "<script" not in page.lower()
     for section in ("timeline", "hourly", "lost", "incidents", "advice", "alerts"):
         assert f'id="{section}"' in page
+
+
+def test_each_incident_has_its_own_section_with_its_timeline_churn_and_whatif():
+    page = render(_data("orders"))
+    assert '<a href="#incident-r1">' in page and '<section class="incident" id="incident-r1">' in page
+    section = page[page.index('id="incident-r1"'):]
+    assert '<svg class="zoomed"' in section and 'class="rebalance-bar"' in section
+    assert "partitions_lost" in section and "t-0, t-1, t-2" in section
+    assert "session.timeout.ms=20000" in section and "avoided" in section
 
 
 def test_group_types_conversions_and_share_memberships_are_drawn():

@@ -32,6 +32,31 @@ def _share_groups(sessions: DataFrame, group_types: tuple[str, ...]) -> DataFram
             .orderBy(F.desc("membership_changes"), "group_id").limit(MAX_GROUPS))
 
 
+def _optional(spark: SparkSession, cfg: Config, name: str) -> DataFrame | None:
+    """A table added after 0.5.0, None in a lakehouse no run of this release has written yet."""
+    ref = io.table(cfg, name)
+    return io.read_table(spark, cfg, name) if ref.exists(spark) else None
+
+
+def _incident_details(spark: SparkSession, cfg: Config, rebalances: DataFrame) -> dict[str, list[dict[str, Any]]]:
+    """For the incidents the report shows: each rebalance's partition churn and reprocessing risk, and the what-if
+    verdicts that change something."""
+    in_incidents = rebalances.filter(F.col("incident_id").isNotNull()).select("rebalance_id", "incident_id")
+    details: dict[str, list[dict[str, Any]]] = {"churn": [], "whatif": []}
+    churn = _optional(spark, cfg, "gold_partition_churn")
+    if churn is not None:
+        details["churn"] = _rows(churn.join(in_incidents, "rebalance_id").select(
+            "incident_id", "rebalance_id", "member", "revoked", "assigned", "lost", "kept", "reprocessing_risk",
+            "exposed_partitions", "first_event_at").orderBy("first_event_at", "member").limit(MAX_ROWS * 5))
+    whatif = _optional(spark, cfg, "gold_whatif")
+    if whatif is not None:
+        details["whatif"] = _rows(whatif.filter(F.col("verdict") != "unchanged").join(in_incidents, "rebalance_id")
+                                  .select("incident_id", "rebalance_id", "change", "verdict", "saved_ms",
+                                          "delay_ms", "detail", "started_at")
+                                  .orderBy("started_at", "change").limit(MAX_ROWS * 5))
+    return details
+
+
 def collect(spark: SparkSession, cfg: Config, *, group_types: tuple[str, ...] = ()) -> dict[str, list[dict[str, Any]]]:
     """Rows for each section of the report, bounded so that the page stays light; with `group_types`, only groups
     of those types (`consumer`, `streams`, `connect`, `share`). A share group is listed with its membership changes
@@ -61,7 +86,7 @@ def collect(spark: SparkSession, cfg: Config, *, group_types: tuple[str, ...] = 
                              .orderBy("joined_at", "group_id", "member_id").limit(MAX_ROWS * 5)),
         "rebalances": _rows(rebalances.filter(F.col("group_id").isin(groups)).select(
             "rebalance_id", "group_id", "started_at", "completed_at", "duration_ms", "cause", "cause_detail",
-            "generation_after", "trigger_member_id").orderBy("started_at", "rebalance_id")),
+            "generation_after", "trigger_member_id", "incident_id").orderBy("started_at", "rebalance_id")),
         "hourly": _rows(io.read_table(spark, cfg, "gold_rebalance_stats_hourly").filter(in_scope)
                         .groupBy("hour", "cause").agg(F.sum("rebalances").alias("rebalances"))
                         .orderBy("hour", "cause")),
@@ -71,6 +96,7 @@ def collect(spark: SparkSession, cfg: Config, *, group_types: tuple[str, ...] = 
             "incident_id", "rebalance_id", "started_at", "cause", "cause_detail", "evidence")
             .orderBy("started_at", "rebalance_id").limit(MAX_ROWS * 5)),
         # Each group's advice, the one whose what-if avoids the most rebalances first.
+        **_incident_details(spark, cfg, rebalances),
         "advice": _rows(io.read_table(spark, cfg, "gold_config_advice").filter(in_scope)
                         .orderBy("group_id", F.desc_nulls_last("avoided_rebalances"), "rule")),
         "alerts": _rows(io.read_table(spark, cfg, "gold_alerts").filter(in_scope)

@@ -153,22 +153,77 @@ def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str]], css: str)
     return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
-def _incidents(incidents: list[dict[str, Any]], evidence: list[dict[str, Any]]) -> str:
+def _incidents(data: dict[str, list[dict[str, Any]]]) -> str:
+    """One section per incident (its own anchor, `#incident-<id>`): a timeline zoomed to the incident, the evidence
+    of each rebalance, the partitions each member gave up, received and lost with the reprocessing risk, and what
+    the what-if says a changed setting would have done."""
+    incidents = data["incidents"]
     if not incidents:
         return "<p>No incidents.</p>"
-    by_incident = defaultdict(list)
-    for e in evidence:
-        by_incident[e["incident_id"]].append(e)
-    parts = []
+    by_incident: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for key in ("evidence", "churn", "whatif"):
+        for row in data.get(key, []):
+            by_incident[row["incident_id"]][key].append(row)
+    rebalances = defaultdict(list)
+    for r in data.get("rebalances", []):
+        if r.get("incident_id"):
+            rebalances[r["incident_id"]].append(r)
+    index, parts = [], []
     for inc in incidents:
+        rows = by_incident[inc["incident_id"]]
+        anchor = f"incident-{esc(inc['incident_id'])}"
+        index.append(f'<li><a href="#{anchor}">{esc(inc["summary"])}</a></li>')
         items = []
-        for r in by_incident[inc["incident_id"]]:
+        for r in rows["evidence"]:
             lines = "".join(f"<li><code>{esc(ev['event_id'])}</code> {esc(ev['explanation'])}</li>"
                             for ev in (r["evidence"] or []))
             items.append(f"<li>{_ts(r['started_at'])} <b>{esc(r['cause'])}</b> ({esc(r['cause_detail'])})"
                          f"<ul>{lines}</ul></li>")
-        parts.append(f'<details class="incident"><summary>{esc(inc["summary"])}</summary><ol>{"".join(items)}</ol>'
-                     f"</details>")
+        churn = _table(rows["churn"], [("first_event_at", "from (UTC)"), ("member", "member"),
+                                       ("revoked", "revoked"), ("assigned", "assigned"), ("lost", "lost"),
+                                       ("kept", "kept"), ("reprocessing_risk", "reprocessing risk"),
+                                       ("exposed_partitions", "exposed to duplicates")], "churn")
+        whatif = _table(rows["whatif"], [("started_at", "rebalance (UTC)"), ("change", "change"),
+                                         ("verdict", "verdict"), ("saved_ms", "saved (ms)"),
+                                         ("delay_ms", "later by (ms)"), ("detail", "why")], "whatif")
+        parts.append(f'<section class="incident" id="{anchor}"><h3>{esc(inc["summary"])}</h3>'
+                     f"{_zoomed(inc, rebalances[inc['incident_id']], data['states'])}"
+                     f'<details><summary>evidence</summary><ol>{"".join(items)}</ol></details>'
+                     f"<h4>Partitions moved</h4>{churn}<h4>What a changed setting would have done</h4>{whatif}"
+                     "</section>")
+    return f'<ol class="incident-index">{"".join(index)}</ol>{"".join(parts)}'
+
+
+def _zoomed(incident: dict[str, Any], rebalances: list[dict[str, Any]], states: list[dict[str, Any]]) -> str:
+    """The incident's own timeline: its group's states from a little before its first rebalance to a little after
+    its last, each rebalance a bar from its start to its end."""
+    start: dt.datetime = incident["started_at"]
+    end: dt.datetime = incident["ended_at"] or start
+    margin = max((end - start) * 0.1, dt.timedelta(seconds=5))
+    lo, hi = start - margin, end + margin
+    span = max((hi - lo).total_seconds(), 1.0)
+
+    def x(t: dt.datetime) -> float:
+        return 10 + (WIDTH - 20) * (min(max(t, lo), hi) - lo).total_seconds() / span
+
+    parts = [f'<svg class="zoomed" width="{WIDTH}" height="{ROW * 2 + 24}" role="img" '
+             f'aria-label="the incident\'s timeline">']
+    for s in states:
+        if s["group_id"] != incident["group_id"] or (s["ended_at"] and s["ended_at"] < lo) or s["started_at"] > hi:
+            continue
+        x0, x1 = x(s["started_at"]), x(s["ended_at"] or hi)
+        parts.append(f'<rect x="{x0:.1f}" y="4" width="{max(x1 - x0, 1):.1f}" height="{ROW - 6}" '
+                     f'fill="{STATE_COLOURS.get(s["state"], "#eeeeee")}"><title>{esc(s["state"])} generation '
+                     f'{esc(s["generation"])} from {_ts(s["started_at"])}</title></rect>')
+    for r in rebalances:
+        x0, x1 = x(r["started_at"]), x(r["completed_at"] or r["started_at"])
+        parts.append(f'<rect class="rebalance-bar" x="{x0:.1f}" y="{ROW + 2}" width="{max(x1 - x0, 3):.1f}" '
+                     f'height="{ROW - 8}" fill="{CAUSE_COLOURS.get(r["cause"], "#000000")}"><title>'
+                     f'{_ts(r["started_at"])} {esc(r["cause"])} ({esc(r["cause_detail"])}), '
+                     f'{esc(r["duration_ms"])} ms</title></rect>')
+    parts.append(f'<text x="10" y="{ROW * 2 + 20}" class="axis">{_ts(lo)} UTC</text>')
+    parts.append(f'<text x="{WIDTH - 10}" y="{ROW * 2 + 20}" text-anchor="end" class="axis">{_ts(hi)} UTC</text>')
+    parts.append("</svg>")
     return "".join(parts)
 
 
@@ -190,7 +245,7 @@ h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;padding:3px 6px;text-align:left}
 .label{font-size:12px}.axis{font-size:11px;fill:#666}.key{margin-right:12px;font-size:12px}
 .key i{display:inline-block;width:10px;height:10px;margin-right:4px}.incident{margin:4px 0;font-size:13px}
-code{font-size:11px;color:#555}
+code{font-size:11px;color:#555}h3{font-size:15px;margin-top:22px}h4{font-size:13px;margin:10px 0 4px}
 """
 
 
@@ -215,7 +270,7 @@ def render(data: dict[str, list[dict[str, Any]]], *, title: str = "Kafka rebalan
 <h2 id="timeline">Group timelines</h2>{_timeline(groups, data["states"], data["rebalances"], data.get("memberships"))}
 <h2 id="hourly">Rebalances per hour by cause</h2>{_hourly(data["hourly"])}
 <h2 id="lost">Groups that lost the most time</h2>{lost}
-<h2 id="incidents">Incidents and their evidence</h2>{_incidents(data["incidents"], data["evidence"])}
+<h2 id="incidents">Incidents</h2>{_incidents(data)}
 <h2 id="advice">Configuration advice</h2>{advice}
 <h2 id="alerts">Alerts</h2>{alerts}
 </body></html>
