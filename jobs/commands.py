@@ -249,12 +249,14 @@ def group_whatif(spark, cfg: Config, group_id: str, changes: list[str] | None) -
     of its history), replayed from its silver events and GC pauses as the pipeline replays it."""
     from pyspark.sql import functions as F
 
-    from pipelines.gold.rebalances import rules_from, timeline_input, timeline_records
+    from pipelines.gold.rebalances import orphan_lines, rules_from, timeline_input, timeline_records
     from pipelines.gold.timeline import Timeline
     from pipelines.gold.whatif import whatif_rows
 
     parsed = parsed_changes(changes)
-    events = spark.table("silver_events").filter(F.col("group_id") == group_id)
+    silver = spark.table("silver_events")
+    # The group's events and the group-less client warnings that may be its own, as reconstruct hands them over.
+    events = silver.filter(F.col("group_id") == group_id).unionByName(orphan_lines(silver))
     rules = rules_from(cfg.thresholds)
     inputs = timeline_input(events, spark.table("silver_gc_pauses"), min_pause_ms=rules.gc_pause_min_ms)
     pdf = inputs.toPandas()

@@ -179,18 +179,23 @@ def gc_pause(lab: Lab) -> None:
     c1 = _join(lab, _spec(g, 1, [t]))
     c2 = _join(lab, _gc_member(g, 2, [t], factor=0.5))
     lab.notes["gc_calibrated_ms"] = c2.gc_pauses_ms[0]
-    victim = c2.member_id
-    since = time.time()
+    _long_gc_step(lab, g, c2)
+    _teardown(lab, [c1, c2])
+
+
+def _long_gc_step(lab: Lab, g: str, victim: Member) -> int:
+    """A full GC of `victim` past its session timeout: expired (gc_pause), then it rejoins. The pause in ms."""
+    expired, since, seen = victim.member_id, time.time(), [0]
 
     def pause() -> None:
-        ms = c2.gc(GC_MB)
-        lab.progress(f"  full GC of {ms} ms against a session timeout of {c2.session_ms} ms")
-        c2.wait_assigned(since=since)
+        seen[0] = victim.gc(GC_MB)
+        lab.progress(f"  full GC of {seen[0]} ms against a session timeout of {victim.session_ms} ms")
+        victim.wait_assigned(since=since)
 
-    lab.step(g, [Expect("gc_pause", "heartbeat_expiration", EXPIRY, trigger=victim),
-                 Expect("gc_pause", "rejoin", JOIN, trigger=lambda: c2.member_id)], pause, title="long GC",
+    lab.step(g, [Expect("gc_pause", "heartbeat_expiration", EXPIRY, trigger=expired),
+                 Expect("gc_pause", "rejoin", JOIN, trigger=_id_of(victim))], pause, title="long GC",
              timeout=240)
-    _teardown(lab, [c1, c2])
+    return seen[0]
 
 
 def gc_short(lab: Lab) -> None:
@@ -221,16 +226,7 @@ def whatif_gc(lab: Lab) -> None:
     t = _topic(lab, g)
     c1 = _join(lab, _spec(g, 1, [t]))
     c2 = _join(lab, _gc_member(g, 2, [t], factor=0.5))
-    victim, since, seen = c2.member_id, time.time(), [0]
-
-    def pause() -> None:
-        seen[0] = c2.gc(GC_MB)
-        lab.progress(f"  full GC of {seen[0]} ms against a session timeout of {c2.session_ms} ms")
-        c2.wait_assigned(since=since)
-
-    lab.step(g, [Expect("gc_pause", "heartbeat_expiration", EXPIRY, trigger=victim),
-                 Expect("gc_pause", "rejoin", JOIN, trigger=lambda: c2.member_id)], pause, title="long GC",
-             timeout=240)
+    paused_ms = _long_gc_step(lab, g, c2)
     _teardown(lab, [c1, c2])
 
     advised_g = "lab-wi-gc-advised"
@@ -239,8 +235,8 @@ def whatif_gc(lab: Lab) -> None:
     spec = _gc_member(advised_g, 2, [t2], factor=0.0)
     heartbeat = 1000
     spec.calibrate_gc_mb, spec.heartbeat_ms = 0, heartbeat
-    spec.session_ms = advised_session_ms(seen[0] + heartbeat)
-    lab.notes["whatif_gc"] = {"pause_ms": seen[0], "advised_session_ms": spec.session_ms}
+    spec.session_ms = advised_session_ms(paused_ms + heartbeat)
+    lab.notes["whatif_gc"] = {"pause_ms": paused_ms, "advised_session_ms": spec.session_ms}
     a2 = _join(lab, spec)
     ms = a2.gc(GC_MB)
     lab.progress(f"  the same GC, {ms} ms, against the advised session timeout of {a2.session_ms} ms")

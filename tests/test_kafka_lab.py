@@ -131,8 +131,9 @@ def check_whatif(tables, cfg, original: str, advised: str, setting: str) -> dict
         value = values.pop()
     else:
         value = "static"
-    rows = replayed(tables, original, cfg).what_if().weigh(parse_change(f"{setting}={value}"))
-    by_rebalance = {r["rebalance_id"]: r for r in replayed(tables, original, cfg).rebalances}
+    original_timeline = replayed(tables, original, cfg)
+    rows = original_timeline.what_if().weigh(parse_change(f"{setting}={value}"))
+    by_rebalance = {r["rebalance_id"]: r for r in original_timeline.rebalances}
     avoided = {_kind(by_rebalance[r["rebalance_id"]]) for r in rows if r["verdict"] == "avoided"}
     predicted = {"expiry" if r["verdict"] == "later" else _kind(by_rebalance[r["rebalance_id"]])
                  for r in rows if r["verdict"] != "avoided"}

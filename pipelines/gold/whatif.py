@@ -125,9 +125,6 @@ class WhatIf:
                 return event
         return None
 
-    def _restarted(self, instance: str | None, start: pd.Timestamp, end: pd.Timestamp) -> bool:
-        return self.ctx.started_between(instance, start, end)
-
     def _rejoin_of(self, removal: dict[str, Any]) -> dict[str, Any] | None:
         """The rebalance in which a removed member's process joined again (detail `rejoin`, or the next join from
         its process), within RETURN_S."""
@@ -194,7 +191,7 @@ class WhatIf:
                 # Silent from its last heartbeat (a session timeout before the expiry) until its process spoke again.
                 last_heartbeat = r["started_at"] - pd.Timedelta(milliseconds=old)
                 back = self._next_line(instance, r["started_at"])
-                if back is None or self._restarted(instance, last_heartbeat, back["event_ts"]):
+                if back is None or self.ctx.started_between(instance, last_heartbeat, back["event_ts"]):
                     verdicts[r["rebalance_id"]] = self._later(new, old, basis, "the member never came back (its "
                                                                                "process died or was restarted)")
                     continue
