@@ -8,7 +8,6 @@ import re
 from pyspark.sql import functions as F
 
 from pipelines.bronze.literals import MIN_SHARED, contains_any, minimal_literals, search_plan
-from pipelines.bronze.one_pass import byte_alternation, holds_any
 from pipelines.bronze.prefilter import PREFILTER_LITERALS
 from pipelines.silver.templates import load_templates
 
@@ -37,7 +36,7 @@ def _balanced_or(terms: list) -> object:
     return level[0]
 
 
-def test_contains_any_and_the_one_pass_test_equal_the_plain_or(spark):
+def test_contains_any_equals_the_plain_or(spark):
     literals = [t.literal for t in load_templates()] + list(PREFILTER_LITERALS)
     rng = random.Random(5)
     texts = [None, "", "nothing to see here", "a group of three", "[GC (Allocation Failure)", "GroupCoordinator 1"]
@@ -47,22 +46,8 @@ def test_contains_any_and_the_one_pass_test_equal_the_plain_or(spark):
     df = spark.createDataFrame([(t,) for t in texts], "text string")
     for chosen in (literals, list(PREFILTER_LITERALS), ["only"], []):
         plain = _balanced_or([F.col("text").contains(literal) for literal in chosen])
-        rows = df.select(contains_any(F.col("text"), chosen).alias("fast"), holds_any(F.col("text"), chosen)
-                         .alias("one_pass"), plain.alias("plain")).collect()
+        rows = df.select(contains_any(F.col("text"), chosen).alias("fast"), plain.alias("plain")).collect()
         assert [r.fast for r in rows] == [r.plain for r in rows]
-        assert [r.one_pass for r in rows] == [r.plain for r in rows]
-
-
-def test_the_one_pass_test_reads_bytes_as_contains_does(spark, tmp_path):
-    """Lines that are not valid UTF-8 (a binary file landed by mistake), regex metacharacters and a non-ASCII literal:
-    the one-pass verdict is Spark's byte-wise `contains`, never an error."""
-    (tmp_path / "b.log").write_bytes(b"\xff\xfe Group x\n\x00\x01 nothing\ncaf\xc3\xa9 a.b\n\xc3 (x|y)\nnaive a+b\n")
-    literals = ["Group", "caf\u00e9", "(x|y)", "a.b", "\u00e9 "]
-    assert byte_alternation(["(x|y)", "a b"]) == r"\x28x\x7cy\x29|a b"
-    df = spark.read.text(str(tmp_path / "b.log"))
-    plain = _balanced_or([F.col("value").contains(literal) for literal in literals])
-    rows = df.select(holds_any(F.col("value"), literals).alias("one_pass"), plain.alias("plain")).collect()
-    assert [r.one_pass for r in rows] == [r.plain for r in rows] == [True, False, True, True, False]
 
 
 def test_every_golden_line_passes_the_bronze_prefilter():

@@ -7,10 +7,8 @@ for the literals behind it only when it holds the key. The result is exactly `OR
 A key can be common in noise (`tion` is in nine of ten broker lines: `Partition`, `configuration`), so the search
 behind it must stay cheap: a small group is a `contains` per literal. A Java regex of an alternation tries every
 literal at every position of the text and cost twice as much per line as the `contains` it replaced; it is kept
-only for large groups, where a `contains` each would grow the generated code past the JVM's 64 KB method limit.
-
-The prefilter and the templates' literals use the one-pass test of pipelines/bronze/one_pass.py instead (one scan of
-the text whatever the number of literals); this one stays for short lists searched inside one Spark expression.
+only for large groups (the templates' literals), where a `contains` each would grow the generated code past the
+JVM's 64 KB method limit.
 """
 
 from __future__ import annotations

@@ -1,15 +1,14 @@
 """The bronze prefilter: which raw lines are worth parsing at all.
 
-A line is a candidate when it holds one of the literals that every group-coordinator, group-client and GC line
-holds. The test runs on every line of every file, so it is one pass over each line (pipelines/bronze/one_pass.py),
-not one `contains` per literal.
+A line is a candidate when it holds one of a few literals that every group-coordinator, group-client and GC line
+holds; the test is a handful of `contains` calls (no regex), since it runs on every line of every file.
 """
 
 from __future__ import annotations
 
 from pyspark.sql import Column
 
-from pipelines.bronze.one_pass import holds_any
+from pipelines.bronze.literals import contains_any
 
 # What every GC pause line of the JVM's logs holds (JDK 8 -XX:+PrintGC* and JDK 9+ unified logging).
 GC_LITERALS: tuple[str, ...] = (
@@ -66,5 +65,5 @@ PREFILTER_LITERALS: tuple[str, ...] = (
 
 
 def is_candidate(value: Column) -> Column:
-    """True for lines that contain one of PREFILTER_LITERALS (null for a null line)."""
-    return holds_any(value, PREFILTER_LITERALS)
+    """True for lines that contain one of PREFILTER_LITERALS (`contains` only, no regex)."""
+    return contains_any(value, PREFILTER_LITERALS)

@@ -1,7 +1,6 @@
 """Parse candidate records into typed events: envelope, layout, Kafka prefix, template, typed fields.
 
-Everything here is Spark SQL expressions built from data (layouts.py, wordings/*.yml, gc.py), but for the test
-of the templates' literals (one pass over Arrow batches, pipelines/bronze/one_pass.py).
+Everything here is Spark SQL expressions built from data (layouts.py, wordings/*.yml, gc.py): no Python UDF.
 A record is one line or, joined in bronze, a line and the lines that continue it (`value` holds them with `\\n`).
 """
 
@@ -13,7 +12,7 @@ from functools import lru_cache
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from pipelines.bronze.one_pass import holds_any
+from pipelines.bronze.literals import contains_any
 from pipelines.silver.fields import typed_fields
 from pipelines.silver.gc import with_gc_pause
 from pipelines.silver.layouts import MESSAGE_SUFFIX, strip_envelope, with_layout
@@ -128,9 +127,8 @@ def parse_lines(
     body, continued = F.col("body"), F.col("continued")
     body_full = F.when(continued.isNotNull(), F.concat(body, F.lit("\n"), continued)).otherwise(body)
     # The alternation is the costly step, so it runs only where it can match: not on lines the GC parser already
-    # knows, and only on text holding the literal of some template (a match contains its template's literal; the
-    # hundreds of literals are found in one pass, see pipelines/bronze/one_pass.py).
-    maybe_template = ~(F.col("gc_duration_ms").isNotNull() | F.col("gc_noise")) & holds_any(
+    # knows, and only on text holding the literal of some template (a match contains its template's literal).
+    maybe_template = ~(F.col("gc_duration_ms").isNotNull() | F.col("gc_noise")) & contains_any(
         body_full, [t.literal for t in templates]
     )
     # A line no layout knows (a prefix the parser has never seen, a stripped paste, a client without a Kafka
