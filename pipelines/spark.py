@@ -157,6 +157,7 @@ def get_spark(
         .config("spark.driver.extraJavaOptions",
                 f"-Dlog4j.configurationFile={LOG4J_CONFIG} -XX:-DontCompileHugeMethods")
         .config("spark.sql.warehouse.dir", str(cfg.lakehouse.resolve() / "_warehouse"))
+        .config("spark.python.sql.dataFrameDebugging.enabled", "false")
     )
     spark = builder.getOrCreate()
     return spark
