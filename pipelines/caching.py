@@ -12,6 +12,8 @@ from types import TracebackType
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
+from pipelines.remote import is_connect
+
 
 class CachedFrames:
     """Persist frames and remember them; `release` (or leaving the `with` block, also on error) unpersists them in
@@ -37,3 +39,23 @@ class CachedFrames:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.release()
+
+
+def pin(df: DataFrame, level: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> DataFrame:
+    """`df` computed now and held by the executors, returned as a frame whose plan is only those rows (a local
+    checkpoint); release it with `unpin`.
+
+    A persisted frame keeps its whole plan: every later query over it analyses that plan again before the cache
+    stands in for it. The parse's plan has hundreds of expressions, and a micro-batch runs a dozen queries over
+    it (counts, appends, accounting), so keeping the rows without the plan is what makes a small batch cheap."""
+    return df.localCheckpoint(eager=True, storageLevel=level)
+
+
+def unpin(df: DataFrame) -> None:
+    """Release the rows `pin` holds for `df` now, rather than whenever the driver's garbage collector finds the
+    frame unused. A Spark Connect server releases a client's checkpoint when the client drops the frame."""
+    if is_connect(df.sparkSession):
+        return
+    plan = df._jdf.queryExecution().analyzed()
+    if plan.getClass().getSimpleName() == "LogicalRDD":  # a pinned frame's plan is its stored rows
+        plan.rdd().unpersist(False)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -19,6 +18,7 @@ from pipelines.bronze.lines import (
     with_source_columns,
     with_split_offsets,
 )
+from pipelines.caching import pin, unpin
 from pipelines.silver.outputs import accounting, to_events, to_gc_pauses, to_quarantine
 from pipelines.silver.parse import parse_lines
 from pipelines.silver.privacy import pseudonymise
@@ -28,7 +28,8 @@ from schemas.tables import BRONZE_FILES, BRONZE_LOG_LINES
 
 @dataclass
 class SilverBatch:
-    """The frames one batch of raw lines becomes (persisted, so that each table write reuses them)."""
+    """The frames one batch of raw lines becomes, pinned (`pipelines.caching.pin`): computed once, and each table
+    write plans against the stored rows."""
 
     files: DataFrame
     bronze: DataFrame
@@ -49,9 +50,9 @@ class SilverBatch:
         }
 
     def unpersist(self) -> None:
-        """Release the persisted frames."""
+        """Release the pinned frames."""
         for df in (self.parsed, self.bronze, self.files, self.splits):
-            df.unpersist()
+            unpin(df)
 
 
 def parse_records(bronze: DataFrame, sources: Sources) -> DataFrame:
@@ -69,20 +70,22 @@ def build_silver(
     hash_salt: str | None = None, line_ids: LineIds = "content", earlier_contents: DataFrame | None = None,
 ) -> SilverBatch:
     """Raw lines (`value`, `_metadata`, optionally `torn`) to per-file stats, bronze candidate records and parsed
-    records, all persisted. `existing_files` holds the fingerprints of files ingested before (duplicates are
-    counted, not parsed); `hash_salt`, when given, replaces member ids and hosts by salted hashes; `line_ids` is
-    the lakehouse's line-id scheme and `earlier_contents` (the `content_hash` column of earlier batches' bronze
-    records) continues the repeat counts of its `content` scheme (see `with_line_ids`)."""
-    level = StorageLevel.MEMORY_AND_DISK
+    records, all computed now and pinned (`pipelines.caching.pin`). `existing_files` holds the fingerprints of
+    files ingested before (duplicates are counted, not parsed); `hash_salt`, when given, replaces member ids and
+    hosts by salted hashes; `line_ids` is the lakehouse's line-id scheme and `earlier_contents` (the
+    `content_hash` column of earlier batches' bronze records) continues the repeat counts of its `content` scheme
+    (see `with_line_ids`)."""
+    # Each frame is pinned (computed and kept without its plan): the next one, and every table write after them,
+    # then plans against stored rows instead of the whole parse.
     # One scan of the files: per-split stats and the flagged lines (few) in one aggregate; plain noise is not kept.
-    splits = with_split_offsets(split_stats(with_source_columns(raw))).persist(level)
+    splits = pin(with_split_offsets(split_stats(with_source_columns(raw))))
     stamp = {"batch_id": F.lit(batch_id).cast("long"), "ingested_at": now}
-    files = file_stats(splits, existing_fingerprints=existing_files).withColumns(stamp).persist(level)
-    bronze = candidate_lines(kept_lines(splits), splits=splits, files=files, line_ids=line_ids,
-                             earlier_contents=earlier_contents).withColumns(stamp).persist(level)
-    parsed = parse_records(bronze, sources).transform(pseudonymise, salt_value=hash_salt).persist(level)
+    files = pin(file_stats(splits, existing_fingerprints=existing_files).withColumns(stamp))
+    bronze = pin(candidate_lines(kept_lines(splits), splits=splits, files=files, line_ids=line_ids,
+                                 earlier_contents=earlier_contents).withColumns(stamp))
+    parsed = pin(parse_records(bronze, sources).transform(pseudonymise, salt_value=hash_salt))
     if hash_salt is not None:
         # The raw line repeats the ids: bronze keeps the scrubbed text of the parsed record instead.
-        bronze.unpersist()
+        unpin(bronze)
         bronze = parsed.select([F.col(f.name) for f in BRONZE_LOG_LINES.fields])
     return SilverBatch(files=files, bronze=bronze, parsed=parsed, splits=splits)
