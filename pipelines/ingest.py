@@ -16,6 +16,7 @@ from pipelines.config import Config
 from pipelines.silver.build import build_silver
 from pipelines.silver.privacy import hash_salt
 from pipelines.sources import resolve_sources
+from pipelines.together import run_together
 
 WRITER_ID = "ingest"
 
@@ -32,6 +33,11 @@ def late_cutoff(spark: SparkSession, cfg: Config, batch_id: int) -> Column:
     if newest is None:
         return F.lit(None).cast("timestamp")
     return F.timestamp_micros(F.lit(newest - int(cfg.thresholds.allowed_lateness_s * 1_000_000)))
+
+
+def _appender(df: DataFrame, cfg: Config, name: str, batch_id: int) -> Callable[[], int]:
+    """The once-per-batch append of `df` to table `name`, as a task for `run_together`."""
+    return lambda: io.append_once(df, cfg, name, batch_id=batch_id, writer_id=WRITER_ID)
 
 
 BatchObserver = Callable[[str, dict[str, int]], None]
@@ -76,8 +82,11 @@ def make_ingest_batch(
                               line_ids=line_ids, earlier_contents=earlier_contents)
         try:
             writes = staged.tables(batch_id=batch_id, ingested_at=now, late_before=late_cutoff(spark, cfg, batch_id))
-            counts = {}
-            for name, df in writes.items():
+            # The lines and events first, side by side; then silver_accounting, which tells the reconstruct stream
+            # that the batch's events are there; then bronze_files, which marks its files as ingested.
+            last = [(name, writes.pop(name)) for name in ("silver_accounting", "bronze_files")]
+            counts = run_together(spark, {name: _appender(df, cfg, name, batch_id) for name, df in writes.items()})
+            for name, df in last:
                 counts[name] = io.append_once(df, cfg, name, batch_id=batch_id, writer_id=WRITER_ID)
             if on_batch is not None:
                 on_batch("ingest", counts)
