@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import delta_sql, io
-from pipelines.caching import CachedFrames
+from pipelines.caching import CachedFrames, pin, unpin
 from pipelines.config import Config
 from pipelines.gold.build import CROSS_GROUP, build_gold, cross_group_tables
 from pipelines.gold.rebalances import orphan_lines, route_orphans, rules_from
@@ -48,10 +48,13 @@ def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame) -> dict[st
         for name, df in tables.items():
             if name in CROSS_GROUP:
                 continue
-            with CachedFrames() as once:
-                rows = once(df)
+            # Pinned: the MERGE reads its source several times, and each read would plan the whole build again.
+            rows = pin(df)
+            try:
                 counts[name] = rows.count()
                 io.replace_keys(spark, rows, cfg, name, keys=GOLD_KEYS[name], scope=in_groups)
+            finally:
+                unpin(rows)
         # Health compares every group with the newest rebalance of all groups, so it is rebuilt whole.
         merged = cross_group_tables(io.read_table(spark, cfg, "gold_rebalances"),
                                     io.read_table(spark, cfg, "gold_group_states"))
