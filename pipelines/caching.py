@@ -47,14 +47,21 @@ def pin(df: DataFrame, level: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> Da
 
     A persisted frame keeps its whole plan: every later query over it analyses that plan again before the cache
     stands in for it. The parse's plan has hundreds of expressions, and a micro-batch runs a dozen queries over
-    it (counts, appends, accounting), so keeping the rows without the plan is what makes a small batch cheap."""
+    it (counts, appends, accounting), so keeping the rows without the plan is what makes a small batch cheap.
+    A Spark Connect client persists and counts instead: its checkpoint command nests the whole plan in one message,
+    and a gold build's plan is deeper than the protocol decodes."""
+    if is_connect(df.sparkSession):
+        df = df.persist(level)
+        df.count()
+        return df
     return df.localCheckpoint(eager=True, storageLevel=level)
 
 
 def unpin(df: DataFrame) -> None:
     """Release the rows `pin` holds for `df` now, rather than whenever the driver's garbage collector finds the
-    frame unused. A Spark Connect server releases a client's checkpoint when the client drops the frame."""
+    frame unused. A second release does nothing."""
     if is_connect(df.sparkSession):
+        df.unpersist()
         return
     plan = df._jdf.queryExecution().analyzed()
     if plan.getClass().getSimpleName() == "LogicalRDD":  # a pinned frame's plan is its stored rows

@@ -174,7 +174,8 @@ def _alive(pid: int) -> bool:
 def test_the_pipeline_uses_nothing_spark_connect_lacks():
     """No JVM in a Connect client: no SparkContext, RDDs, Py4J or delta-spark's Python builder in the pipeline. Two
     classic-only uses are sanctioned, each skipped for a Connect session: the DeltaTable handle (TableRef.delta, for
-    classic sessions' tests and maintenance) and `caching.unpin`, which frees a pinned frame's rows at once."""
+    classic sessions' tests and maintenance) and `caching.unpin`, which frees a pinned frame's rows at once (a
+    Connect client pins by persisting)."""
     banned = ("sparkContext", ".rdd", "_jvm", "_jdf", "import py4j", "from py4j", "java_exception", "DeltaTable.")
     found = [f"{path.relative_to(ROOT)}: {word}" for path in sorted((ROOT / "pipelines").rglob("*.py"))
              for word in banned if word in path.read_text()]
