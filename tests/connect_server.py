@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyspark
 
-from pipelines.spark import LOG4J_CONFIG, delta_jars
+from pipelines.spark import CODEGEN_CACHE_ENTRIES, LOG4J_CONFIG, delta_jars
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 PR_SET_PDEATHSIG = 1
@@ -85,6 +85,7 @@ def start(workdir: Path, *, python_path: Path) -> ConnectServer:
         "spark.driver.memory": "2g",
         "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile={LOG4J_CONFIG} -XX:-DontCompileHugeMethods",
         "spark.sql.warehouse.dir": str(workdir / "warehouse"),
+        "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
     }
     command = [str(spark_submit), "--class", SERVER_CLASS, "--name", "rebalance-connect-tests"]
     for key, value in confs.items():
