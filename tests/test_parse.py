@@ -142,6 +142,10 @@ def test_a_file_without_any_time_keeps_its_order_and_says_so(spark):
              + " (org.apache.kafka.clients.consumer.internals.AbstractCoordinator)", lines[0]]
     rows = to_events(parse_with(_bronze(spark, "app-1", "app.log", timed))).orderBy("line_no").collect()
     assert [(r.ts_inferred, r.ts_line_order) for r in rows] == [(None, None), (True, None)]
+    # The same when the timed line comes after: the untimed one takes the next time.
+    rows = to_events(parse_with(_bronze(spark, "app-2", "app.log", timed[::-1]))).orderBy("line_no").collect()
+    assert [(r.ts_inferred, r.ts_line_order) for r in rows] == [(True, None), (None, None)]
+    assert rows[0].event_ts == rows[1].event_ts == dt.datetime(2026, 11, 20, 10, 0)
 
 
 def test_pasted_lines_quoted_or_with_redacted_broker_names_parse_as_the_originals(spark):

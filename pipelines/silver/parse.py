@@ -170,10 +170,15 @@ INFERRED_TIME_SPREAD_S = 300
 def _with_inferred_time(parsed: DataFrame, *, tz: Column, day: Column) -> DataFrame:
     """`event_ts` (the record's own time, one inferred from its neighbours in the file, or, in a file that printed
     no time at all, its line order from the file's day), `ts_inferred` and `ts_line_order`."""
-    in_file = Window.partitionBy("source_file").orderBy("line_no")
     own = F.col("_own_ts")
-    before = F.last(own, ignorenulls=True).over(in_file.rowsBetween(Window.unboundedPreceding, -1))
-    after = F.first(own, ignorenulls=True).over(in_file.rowsBetween(1, Window.unboundedFollowing))
+    # Both neighbours come from frames that grow from the partition's start: Spark computes those in one pass, but
+    # recomputes a frame that ends at the partition's end for every row (a file of 40,000 records took 39 s that
+    # way, 0.6 s this way). So the next time is the last one before the row in descending line order.
+    earlier = Window.partitionBy("source_file").orderBy("line_no").rowsBetween(Window.unboundedPreceding, -1)
+    later = Window.partitionBy("source_file").orderBy(F.col("line_no").desc()).rowsBetween(Window.unboundedPreceding,
+                                                                                             -1)
+    before = F.last(own, ignorenulls=True).over(earlier)
+    after = F.last(own, ignorenulls=True).over(later)
     spread = F.abs(F.unix_timestamp(after) - F.unix_timestamp(before))
     agreed = F.when(spread.isNull() | (spread <= INFERRED_TIME_SPREAD_S), F.coalesce(before, after))
     typed = F.col("template_id").isNotNull()
