@@ -11,6 +11,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from pipelines.config import Config
+from pipelines.jvm.build import project_jar
 from pipelines.remote import REMOTE_ENV, connect_session
 
 DELTA_VERSION = "4.0.1"
@@ -126,6 +127,8 @@ def get_spark(
         return connect_session(os.environ[REMOTE_ENV])
     # The Kafka jars are fetched only when needed: a landing-files user neither downloads nor loads them.
     wanted = delta_jars() + (kafka_jars() if (cfg.source == "kafka" if kafka is None else kafka) else [])
+    # The project's own jar (the one-pass literal matcher); without it the same filters run as Spark's `contains`.
+    wanted += [jar for jar in [project_jar(JAR_CACHE)] if jar is not None]
     jars = ",".join(str(p) for p in wanted)
     # Python workers (applyInPandas) must run the interpreter that has this package, not whatever is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import random
 import re
 
+import pytest
 from pyspark.sql import functions as F
 
+from pipelines.bronze import literals as literals_module
 from pipelines.bronze.literals import MIN_SHARED, contains_any, minimal_literals, search_plan
 from pipelines.bronze.prefilter import PREFILTER_LITERALS
 from pipelines.silver.templates import load_templates
@@ -36,18 +38,28 @@ def _balanced_or(terms: list) -> object:
     return level[0]
 
 
-def test_contains_any_equals_the_plain_or(spark):
-    literals = [t.literal for t in load_templates()] + list(PREFILTER_LITERALS)
+@pytest.mark.parametrize("one_pass", [True, False], ids=["jvm-matcher", "spark-contains"])
+def test_contains_any_equals_the_plain_or(spark, monkeypatch, one_pass):
+    if not one_pass:
+        monkeypatch.setattr(literals_module, "any_literal", lambda text, literals: None)
+    literals = [t.literal for t in load_templates()] + list(PREFILTER_LITERALS) + ["Grüße", "Gr"]
     rng = random.Random(5)
-    texts = [None, "", "nothing to see here", "a group of three", "[GC (Allocation Failure)", "GroupCoordinator 1"]
+    texts = [None, "", "nothing to see here", "a group of three", "[GC (Allocation Failure)", "GroupCoordinator 1",
+             "Grüße aus Köln", "Gr\ufffdße", "Grusse", "\U0001f600 GroupCoordinator", "eneratio", "eneration"]
     for literal in rng.sample(literals, 60):
         cut = rng.randrange(1, len(literal))
         texts += [f"x {literal} y", literal[:cut], literal[cut:], literal[:cut] + "#" + literal[cut:]]
     df = spark.createDataFrame([(t,) for t in texts], "text string")
-    for chosen in (literals, list(PREFILTER_LITERALS), ["only"], []):
+    for chosen in (literals, list(PREFILTER_LITERALS), ["only"], ["Grüße"], [""], []):
         plain = _balanced_or([F.col("text").contains(literal) for literal in chosen])
         rows = df.select(contains_any(F.col("text"), chosen).alias("fast"), plain.alias("plain")).collect()
-        assert [r.fast for r in rows] == [r.plain for r in rows]
+        assert [r.fast for r in rows] == [r.plain for r in rows], chosen[:3]
+
+
+def test_a_local_session_runs_the_one_pass_matcher(spark):
+    """The local session loads the project's jar, so the prefilter is one JVM call per line, not Spark's contains."""
+    plan = spark.range(1).select(contains_any(F.lit("x"), PREFILTER_LITERALS).alias("c"))._jdf.queryExecution()
+    assert "any_literal" in plan.analyzed().toString()
 
 
 def test_every_golden_line_passes_the_bronze_prefilter():

@@ -9,6 +9,10 @@ behind it must stay cheap: a small group is a `contains` per literal. A Java reg
 literal at every position of the text and cost twice as much per line as the `contains` it replaced; it is kept
 only for large groups (the templates' literals), where a `contains` each would grow the generated code past the
 JVM's 64 KB method limit.
+
+A local session has a cheaper path: the project's JVM matcher (pipelines/jvm) finds all the literals in one pass
+over the text's bytes, and `contains_any` uses it whenever the session can run it. The plan above is the fallback
+(Spark Connect clients, clusters without the jar), and both give the same answer.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from functools import reduce
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+
+from pipelines.jvm.matcher import any_literal
 
 KEY_LENGTH = 4  # short enough to be shared, long enough to be rare in noise
 MIN_SHARED = 2  # a key is worth a scan of its own when it stands for at least this many literals
@@ -64,7 +70,15 @@ def contains_any(text: Column, literals: Sequence[str]) -> Column:
 
     The literals behind one key are searched only in texts that hold the key: a `contains` each for a group of up to
     CONTAINS_UP_TO literals, one `rlike` of their alternation for a larger group. The literals without a key,
-    searched in every text, stay one `contains` each."""
+    searched in every text, stay one `contains` each.
+
+    Where the session runs the project's JVM matcher (a local session), all of this is one pass over the text
+    instead, with the same answer."""
+    if not literals:
+        return F.lit(False)
+    one_pass = any_literal(text, minimal_literals(literals))
+    if one_pass is not None:
+        return one_pass
     tests = []
     for key, group in search_plan(literals).items():
         if key is None or len(group) <= CONTAINS_UP_TO:

@@ -1,0 +1,23 @@
+"""The project's jar: compiled once per source version into the cache, and a clear fallback without a JDK."""
+
+from __future__ import annotations
+
+import zipfile
+
+from pipelines.jvm import build
+
+
+def test_the_jar_is_compiled_once_and_holds_the_matcher(tmp_path):
+    jar = build.project_jar(tmp_path)
+    assert jar is not None and jar.name == build.jar_name()
+    with zipfile.ZipFile(jar) as archive:
+        assert "rebalance/spark/AnyLiteral.class" in archive.namelist()
+    stamp = jar.stat().st_mtime_ns
+    assert build.project_jar(tmp_path) == jar and jar.stat().st_mtime_ns == stamp  # reused, not rebuilt
+    assert [p.name for p in tmp_path.iterdir()] == [jar.name]  # no partial file left behind
+
+
+def test_without_a_jdk_there_is_no_jar_and_one_line_says_why(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(build, "_tool", lambda name: None)
+    assert build.project_jar(tmp_path) is None
+    assert "Spark's contains" in capsys.readouterr().err
