@@ -22,6 +22,7 @@ from typing import Literal
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from pipelines.bronze.literals import contains_any
 from pipelines.bronze.prefilter import is_candidate
 
 # How a line's id is made: from what it says and where it was written, or (lakehouses begun before that scheme)
@@ -46,6 +47,8 @@ CONTINUATION = (
 )
 # The first line of a Microsoft.Extensions.Logging console record (`dbug: Category[event id]`, message below).
 _MEL_LEVELS = ("trce: ", "dbug: ", "info: ", "warn: ", "fail: ", "crit: ")
+# What a possible record head holds anywhere in it (see `may_head` below).
+_HEAD_LITERALS = ("WARN", "ERROR", " PM ", " AM ")
 
 
 def with_source_columns(raw: DataFrame) -> DataFrame:
@@ -85,8 +88,7 @@ def with_source_columns(raw: DataFrame) -> DataFrame:
         # A WARN or ERROR line may carry a stack trace, a line ending with ':' a list (`ConsumerConfig values:`), and
         # java.util.logging's time line (`Jul 17, 2026 1:50:29 PM <logger>`) and .NET's `info: Category[0]` line
         # their message: kept as a possible record head even when it is no candidate.
-        (F.col("value").contains("WARN") | F.col("value").contains("ERROR") | F.col("value").endswith(":")
-         | F.col("value").endswith(": ") | F.col("value").contains(" PM ") | F.col("value").contains(" AM ")
+        (contains_any(F.col("value"), _HEAD_LITERALS) | F.col("value").endswith(":") | F.col("value").endswith(": ")
          | reduce(operator.or_, [F.col("value").startswith(level) for level in _MEL_LEVELS]))
         .alias("may_head"),
     ).withColumn(
