@@ -53,7 +53,7 @@ _HEAD_LITERALS = ("WARN", "ERROR", " PM ", " AM ")
 
 def with_source_columns(raw: DataFrame) -> DataFrame:
     """Raw text lines (`value`, `_metadata`, optionally `torn`, `torn_reason`, `scan_id` and the Kafka columns) to one
-    narrow row per line: provenance (`source_file`, `instance`, `file_name`, `file_modified_at`, `block_start`,
+    narrow row per line: provenance (`source_file`, `file_name`, `file_modified_at`, `block_start`,
     `kafka_topic`, `kafka_partition`, `kafka_offset`), the scan order `scan_id` (given by a Kafka batch),
     `line_length`, `line_hash`, the flags `candidate` (the prefilter's verdict; a torn line is always one),
     `continuation`, `may_head` and `torn`, and `value` only where a flag is set (null for plain noise).
@@ -61,14 +61,12 @@ def with_source_columns(raw: DataFrame) -> DataFrame:
     The stats of every line and the text of the few lines a record can hold both come from this one frame, which
     `split_stats` reduces in the same scan."""
     path = F.col("_metadata.file_path")
-    parts = F.split(path, "/")
 
     def given(name: str, kind: str) -> Column:
         return F.col(name) if name in raw.columns else F.lit(None).cast(kind)
 
     return raw.select(
         path.alias("source_file"),
-        F.element_at(parts, -2).alias("instance"),
         F.col("_metadata.file_name").alias("file_name"),
         F.col("_metadata.file_modification_time").alias("file_modified_at"),
         F.col("_metadata.file_block_start").alias("block_start"),
@@ -106,7 +104,7 @@ def split_stats(lines: DataFrame) -> DataFrame:
     """One row per file split: its first scan id, line count, candidate count, content hash parts and `kept`, the
     lines that carry a flag (candidate, continuation, possible head) with their scan id, text and flags."""
     flagged = F.col("candidate") | F.col("continuation") | F.col("may_head")
-    return lines.groupBy(*SPLIT_KEYS).agg(
+    splits = lines.groupBy(*[key for key in SPLIT_KEYS if key != "instance"]).agg(
         F.min("scan_id").alias("first_scan_id"),
         F.count(F.lit(1)).alias("split_lines"),
         F.sum(F.col("candidate").cast("long")).alias("split_candidates"),
@@ -116,6 +114,9 @@ def split_stats(lines: DataFrame) -> DataFrame:
         F.max("kafka_offset").alias("split_last_offset"),
         F.collect_list(F.when(flagged, F.struct(*_KEPT))).alias("kept"),
     )
+    # The instance is the folder of the file (`<landing>/<instance>/<file>`, or a Kafka record's
+    # `kafka:/<topic>/<partition>/<instance>/<file>@<offset>`): read from the path once per split, not per line.
+    return splits.withColumn("instance", F.element_at(F.split(F.col("source_file"), "/"), -2))
 
 
 def kept_lines(splits: DataFrame) -> DataFrame:
