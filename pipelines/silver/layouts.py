@@ -183,7 +183,9 @@ def with_layout(
     df = df.withColumn("_json", F.when(json_line, parse_json(line)))
     json = json_fields(F.col("_json"), line)
     # A JSON line whose message sits under a key the JSON layout does not know is read like any other line.
-    json_line = json_line & json["msg"].isNotNull()
+    # A CASE, not an AND: Spark hoists a subexpression that several columns share out of an AND, and evaluates it
+    # for every row. Here that was the message's expression, whose fallback runs six regexes over the raw line.
+    json_line = F.when(json_line, json["msg"].isNotNull()).otherwise(F.lit(False))
     df = df.withColumn(
         "_layout_parts", F.when(matched & ~json_line, pack_all(keyed, alternation.pattern, alternation.slots))
     )
