@@ -21,3 +21,25 @@ def test_without_a_jdk_there_is_no_jar_and_one_line_says_why(tmp_path, monkeypat
     monkeypatch.setattr(build, "_tool", lambda name: None)
     assert build.project_jar(tmp_path) is None
     assert "Spark's contains" in capsys.readouterr().err
+
+
+def test_a_session_that_forbids_py4j_gets_the_fallback(monkeypatch):
+    """A Databricks cluster in shared access mode raises on any py4j access: the literal search must then take the
+    Spark-only path (None here), not fail the job."""
+    from pyspark import SparkContext
+
+    from pipelines.jvm import matcher
+
+    class Forbidden:
+        _gateway = object()
+
+        @property
+        def _jvm(self):
+            raise RuntimeError("py4j.security.Py4JSecurityException: not whitelisted")
+
+    class ClassicColumn:
+        _jc = object()
+
+    monkeypatch.setattr(SparkContext, "_active_spark_context", Forbidden())
+    monkeypatch.setattr(matcher, "_loaded", {})
+    assert matcher.any_literal(ClassicColumn(), ["Pause "]) is None

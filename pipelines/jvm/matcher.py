@@ -17,11 +17,14 @@ def _matcher_loaded(sc: SparkContext) -> bool:
     """True when this JVM can load the matcher (a local session given the project's jar)."""
     key = id(sc._gateway)
     if key not in _loaded:
-        found: Any = sc._jvm
-        for part in MATCHER_CLASS.split("."):
-            found = getattr(found, part)
-        # py4j answers a JavaClass for a class it can load and a JavaPackage for any other name.
-        _loaded[key] = type(found).__name__ == "JavaClass"
+        try:
+            found: Any = sc._jvm
+            for part in MATCHER_CLASS.split("."):
+                found = getattr(found, part)
+            # py4j answers a JavaClass for a class it can load and a JavaPackage for any other name.
+            _loaded[key] = type(found).__name__ == "JavaClass"
+        except Exception:  # noqa: BLE001 - a cluster that forbids py4j (shared access mode) raises; use the fallback
+            _loaded[key] = False
     return _loaded[key]
 
 
