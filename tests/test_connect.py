@@ -172,11 +172,13 @@ def _alive(pid: int) -> bool:
 
 
 def test_the_pipeline_uses_nothing_spark_connect_lacks():
-    """No JVM in a Connect client: no SparkContext, RDDs, Py4J or delta-spark's Python builder in the pipeline. Two
+    """No JVM in a Connect client: no SparkContext, RDDs, Py4J or delta-spark's Python builder in the pipeline. Three
     classic-only uses are sanctioned, each skipped for a Connect session: the DeltaTable handle (TableRef.delta, for
-    classic sessions' tests and maintenance) and `caching.unpin`, which frees a pinned frame's rows at once (a
-    Connect client pins by persisting)."""
+    classic sessions' tests and maintenance), `caching.unpin`, which frees a pinned frame's rows at once (a
+    Connect client pins by persisting), and the one-pass literal matcher (`pipelines/jvm/matcher.py`), which only
+    builds its column for a column that has a JVM handle and otherwise leaves the search to Spark's `contains`."""
     banned = ("sparkContext", ".rdd", "_jvm", "_jdf", "import py4j", "from py4j", "java_exception", "DeltaTable.")
     found = [f"{path.relative_to(ROOT)}: {word}" for path in sorted((ROOT / "pipelines").rglob("*.py"))
              for word in banned if word in path.read_text()]
-    assert found == ["pipelines/caching.py: .rdd", "pipelines/caching.py: _jdf", "pipelines/io.py: DeltaTable."]
+    assert found == ["pipelines/caching.py: .rdd", "pipelines/caching.py: _jdf", "pipelines/io.py: DeltaTable.",
+                     "pipelines/jvm/matcher.py: _jvm"]

@@ -43,3 +43,13 @@ def test_a_session_that_forbids_py4j_gets_the_fallback(monkeypatch):
     monkeypatch.setattr(SparkContext, "_active_spark_context", Forbidden())
     monkeypatch.setattr(matcher, "_loaded", {})
     assert matcher.any_literal(ClassicColumn(), ["Pause "]) is None
+
+
+def test_a_spark_connect_column_gets_the_fallback(spark):
+    """A Connect column has no JVM handle (asking for it raises): the matcher must not be built for it."""
+    from pyspark.sql.connect.column import Column as ConnectColumn
+    from pyspark.sql.connect.expressions import ColumnReference
+
+    from pipelines.jvm import matcher
+
+    assert matcher.any_literal(ConnectColumn(ColumnReference("value")), ["Pause "]) is None
