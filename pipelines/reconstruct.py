@@ -1,5 +1,6 @@
 """Silver to gold: each ingest batch's files name the groups they touched; those groups are rebuilt from all their
-events and GC pauses, and every gold table is made equal to the rebuild in one MERGE per table."""
+events and GC pauses, and every gold table is made equal to the rebuild in one MERGE per table (the per-group
+tables' MERGEs side by side)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pipelines.caching import CachedFrames, pin, unpin
 from pipelines.config import Config
 from pipelines.gold.build import CROSS_GROUP, build_gold, cross_group_tables
 from pipelines.gold.rebalances import orphan_lines, route_orphans, rules_from
+from pipelines.together import run_together
 from schemas.tables import REGISTRY
 
 GOLD_KEYS = {name: list(table.keys) for name, table in REGISTRY.items() if table.layer == "gold"}
@@ -32,6 +34,20 @@ def touched_groups(files: DataFrame, events: DataFrame) -> DataFrame:
     return in_files.unionByName(members).unionByName(orphans).filter(F.col("group_id").isNotNull()).distinct()
 
 
+def _merger(spark: SparkSession, cfg: Config, name: str, df: DataFrame, *, scope: str) -> Callable[[], int]:
+    """The MERGE of one gold table's rebuilt rows over `scope`, as a task for `run_together`; returns the rows."""
+    def merge() -> int:
+        # Pinned: the MERGE reads its source several times, and each read would plan the whole build again.
+        rows = pin(df)
+        try:
+            count = rows.count()
+            io.replace_keys(spark, rows, cfg, name, keys=GOLD_KEYS[name], scope=scope)
+            return count
+        finally:
+            unpin(rows)
+    return merge
+
+
 def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame) -> dict[str, int]:
     """Rebuild every gold table for `groups` (one column `group_id`) and MERGE it in; returns rows per table."""
     names = sorted(r.group_id for r in groups.collect())
@@ -42,19 +58,11 @@ def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame) -> dict[st
     # The group-less warnings go along: the build places them near the groups' own lines (route_orphans).
     events = silver.join(F.broadcast(groups), "group_id").unionByName(orphan_lines(silver))
     pauses = io.read_table(spark, cfg, "silver_gc_pauses")
-    counts = {}
     with CachedFrames() as cached:
         tables = build_gold(events, pauses, rules_from(cfg.thresholds), persist=cached)
-        for name, df in tables.items():
-            if name in CROSS_GROUP:
-                continue
-            # Pinned: the MERGE reads its source several times, and each read would plan the whole build again.
-            rows = pin(df)
-            try:
-                counts[name] = rows.count()
-                io.replace_keys(spark, rows, cfg, name, keys=GOLD_KEYS[name], scope=in_groups)
-            finally:
-                unpin(rows)
+        # The per-group tables do not depend on one another: their MERGEs run side by side (`run_together`).
+        counts = run_together(spark, {name: _merger(spark, cfg, name, df, scope=in_groups)
+                                      for name, df in tables.items() if name not in CROSS_GROUP})
         # Health compares every group with the newest rebalance of all groups, so it is rebuilt whole.
         merged = cross_group_tables(io.read_table(spark, cfg, "gold_rebalances"),
                                     io.read_table(spark, cfg, "gold_group_states"))
