@@ -20,6 +20,7 @@ from pipelines.errors import PipelineStateError
 from pipelines.ingest import make_ingest_batch
 from pipelines.kafka_check import check_brokers
 from pipelines.quality.stage import QualityReport, run_quality
+from pipelines.quality.validate import import_gx_early
 from pipelines.reconstruct import make_reconstruct_batch
 from pipelines.release import check_release
 from pipelines.remote import is_connect
@@ -154,6 +155,8 @@ def run(
     }
     started = [s for s in ("ingest", "reconstruct") if s in stages]
     if trigger == "available-now":
+        if "quality" in stages and started:
+            import_gx_early()  # while the streams run, whose Python side mostly waits on the JVM
         before = commits.versions(spark, cfg, STREAMED) if is_connect(spark) and started else None
         finished: dict[str, StreamingQuery] = {}
         for stage in started:

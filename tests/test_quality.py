@@ -179,3 +179,26 @@ def test_corrupted_rows_fail_their_rules_until_repaired(spark, lakehouse, capsys
     assert repaired.quality.validated and not repaired.quality.failures
     closed = io.read_table(spark, cfg, "gold_alerts").filter("rule = 'quality'").select("closed_at").distinct()
     assert [r.closed_at for r in closed.collect()] == [_naive(_at(30))]
+
+
+def test_the_early_import_of_gx_loads_it_and_never_raises(monkeypatch):
+    import importlib
+    import sys
+    import threading
+
+    from pipelines.quality import validate
+
+    validate.import_gx_early().join(timeout=120)
+    assert "great_expectations" in sys.modules
+
+    raised: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
+
+    def broken(name: str) -> None:
+        raise ImportError(f"no module named {name}")
+
+    monkeypatch.setattr(importlib, "import_module", broken)
+    thread = validate.import_gx_early()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    assert raised == []  # the failure is left for the quality step's own import to report

@@ -3,7 +3,10 @@ table, one validation per table; every rule's verdict comes from its expectation
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +39,21 @@ class RuleResult:
     @property
     def full_name(self) -> str:
         return f"{self.table}.{self.rule}"
+
+
+def import_gx_early() -> threading.Thread:
+    """Start importing Great Expectations in a daemon thread and return the thread.
+
+    The import takes about 3 s of one core, and a run needs GX only at its quality step: started with the run, the
+    import overlaps the streams, whose Python side mostly waits on the JVM. A failed import is left for the
+    quality step's own import to raise, where it names the step."""
+    def load() -> None:
+        # The quality step imports it again and reports any error there.
+        with contextlib.suppress(Exception):
+            importlib.import_module("great_expectations")
+    thread = threading.Thread(target=load, name="import-great-expectations", daemon=True)
+    thread.start()
+    return thread
 
 
 def _context() -> EphemeralDataContext:
