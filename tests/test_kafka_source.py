@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -228,12 +229,18 @@ def test_driver_killed_while_reading_a_topic_loses_and_doubles_nothing(spark, br
     pending = [set(every[i::3]) for i in range(3)]
     rng = random.Random(20261126)
     sent, killed, completed, cycle = 0, 0, 0, 0
-    while (killed < 3 or pending) and cycle < 6:
+    span = 0.0  # how long a whole run over one part of the records takes on this machine
+    while (killed < 3 or pending) and cycle < 8:
         cycle += 1
         if pending:  # records keep arriving between (and during) the runs
             sent += produce_estate(broker.bootstrap, estate.landing_dir, prefix="killed", only=pending.pop())
-        # A run's first commit comes about a minute after its start (JVM, jars, tables), its last after three.
-        if run_cli_killed_after(conf, rng.uniform(60, 150)):
+        if not span:
+            # The first run ends on its own: the kills then fall inside a run's own span (from its first commits
+            # to its last), whatever this machine's speed, rather than after a run that already ended.
+            started = time.monotonic()
+            assert not run_cli_killed_after(conf, 900), "a run over a third of the records took over 15 minutes"
+            span, completed = time.monotonic() - started, completed + 1
+        elif run_cli_killed_after(conf, rng.uniform(0.3, 0.9) * span):
             killed += 1
         else:
             completed += 1
