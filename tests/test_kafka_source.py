@@ -230,6 +230,7 @@ def test_driver_killed_while_reading_a_topic_loses_and_doubles_nothing(spark, br
     rng = random.Random(20261126)
     sent, killed, completed, cycle = 0, 0, 0, 0
     span = 0.0  # how long a whole run over one part of the records takes on this machine
+    commits_dir, killed_after_commit = cfg.checkpoint_root / "ingest" / "commits", 0
     while (killed < 3 or pending) and cycle < 8:
         cycle += 1
         if pending:  # records keep arriving between (and during) the runs
@@ -240,16 +241,21 @@ def test_driver_killed_while_reading_a_topic_loses_and_doubles_nothing(spark, br
             started = time.monotonic()
             assert not run_cli_killed_after(conf, 900), "a run over a third of the records took over 15 minutes"
             span, completed = time.monotonic() - started, completed + 1
-        elif run_cli_killed_after(conf, rng.uniform(0.3, 0.9) * span):
+            continue
+        before = len(list(commits_dir.glob("[0-9]*")))
+        if run_cli_killed_after(conf, rng.uniform(0.3, 0.9) * span):
             killed += 1
+            # A kill that came after the killed run's own commits, not only during its start-up.
+            killed_after_commit += len(list(commits_dir.glob("[0-9]*"))) > before
         else:
             completed += 1
-    # The kills fell after work was committed, not only during start-up: the clean run continues from there.
-    committed = [p.name for p in (cfg.checkpoint_root / "ingest" / "commits").glob("[0-9]*")]
+    # Some kills fell after work was committed, not only during start-up: the clean run continues from there.
+    committed = [p.name for p in commits_dir.glob("[0-9]*")]
     run(spark, cfg, run_ts=RUN_TS)
     print(f"kill -9 on the Kafka source: {killed} kills, {completed} runs completed, {cycle} cycles, "
-          f"{len(committed)} micro-batches committed before the clean run")
-    assert killed >= 3 and committed and sent == estate.lines
+          f"{killed_after_commit} kills after the killed run's own commits, {len(committed)} micro-batches committed "
+          "before the clean run")
+    assert killed >= 3 and killed_after_commit and sent == estate.lines
     assert io.read_table(spark, cfg, "bronze_files").agg(F.sum("lines_read")).first()[0] == sent
     offsets = io.read_table(spark, cfg, "bronze_log_lines").groupBy("kafka_topic", "kafka_partition", "kafka_offset")
     assert offsets.count().filter("count > 1").count() == 0
