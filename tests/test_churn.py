@@ -10,7 +10,7 @@ import itertools
 
 import pandas as pd
 
-from pipelines.gold.churn import churn_rows, partition_list
+from pipelines.gold.churn import Starts, attribute, churn_rows, partition_list
 
 T0 = pd.Timestamp("2026-11-27 10:00:00")
 _ids = itertools.count()
@@ -158,3 +158,21 @@ def test_librdkafka_delivers_a_lost_assignment_as_a_revocation_counted_once_as_t
                   key=lambda r: r["first_event_at"])
     assert (rows[1]["revoked"], rows[1]["lost"], rows[1]["assigned"]) == (0, 3, 3)
     assert (rows[1]["reprocessing_risk"], rows[1]["exposed"]) == ("partitions_lost", 3)
+
+
+def test_attribution_searches_the_rebalances_in_start_order_whatever_order_they_come_in():
+    # Given out of order, with two starting at the same instant: the first of those given wins, as a scan would pick.
+    rows = [rebalance("late", 100, 110), rebalance("tie-a", 50, 60), rebalance("early", 0, 5),
+            rebalance("tie-b", 50, 70), rebalance("gone", 400, 410, trigger="m-1")]
+    starts = Starts.of(rows)
+    assert starts.last_started(at(-1)) is None
+    assert starts.last_started(at(55))["rebalance_id"] == "tie-a"
+    assert [r["rebalance_id"] for r in starts.starting_after(at(10), 90)] == ["tie-a", "tie-b", "late"]
+    assert attribute(at(58), True, starts) == "tie-a"        # assigned while it is under way
+    assert attribute(at(64), True, starts) == "tie-a"        # assigned within TAIL_S of its end
+    assert attribute(at(80), True, starts) is None           # assigned long after any rebalance ended
+    assert attribute(at(97), False, starts) == "late"        # a loss just before one starts (LEAD_S)
+    # A departure with no rebalance near: the one its own member id triggered, unless it came back first.
+    assert attribute(at(200), False, starts, instance="c1", instance_of={"m-1": "c1"}) == "gone"
+    assert attribute(at(200), False, starts, instance="c1", instance_of={"m-1": "c1"}, until=at(300)) is None
+    assert attribute(at(200), False, starts, instance="c2", instance_of={"m-1": "c1"}) is None

@@ -13,8 +13,9 @@ lists (and a null `kept`).
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,29 +210,55 @@ def _close(cycle: _Cycle, owned: dict[str, set[str] | None], owned_count: dict[s
     owned[cycle.member], owned_count[cycle.member] = _after(cycle)
 
 
-def attribute(ts: pd.Timestamp, assigned: bool, rebalances: list[dict[str, Any]], *, instance: str | None = None,
+@dataclass(frozen=True)
+class Starts:
+    """One group's rebalances in start order (ties in their given order), searched by time: a cycle finds its
+    rebalance by bisection, not by a scan of all of them (a 30-day group has thousands of each)."""
+
+    rows: list[dict[str, Any]]
+    at: list[pd.Timestamp]
+
+    @classmethod
+    def of(cls, rebalances: Iterable[dict[str, Any]]) -> Starts:
+        """The index of `rebalances` (rows with `started_at`)."""
+        rows = sorted(rebalances, key=lambda r: r["started_at"])
+        return cls(rows, [r["started_at"] for r in rows])
+
+    def last_started(self, ts: pd.Timestamp) -> dict[str, Any] | None:
+        """The latest rebalance started at or before `ts` (the first of those that started at the same instant)."""
+        before = bisect.bisect_right(self.at, ts)
+        return self.rows[bisect.bisect_left(self.at, self.at[before - 1])] if before else None
+
+    def starting_after(self, ts: pd.Timestamp, within_s: float) -> Iterator[dict[str, Any]]:
+        """The rebalances started after `ts`, no more than `within_s` seconds after it, in start order."""
+        for index in range(bisect.bisect_right(self.at, ts), len(self.rows)):
+            if secs(self.at[index] - ts) > within_s:
+                return
+            yield self.rows[index]
+
+
+def attribute(ts: pd.Timestamp, assigned: bool, rebalances: Starts, *, instance: str | None = None,
               instance_of: dict[str, str] | None = None, until: pd.Timestamp | None = None) -> str | None:
-    """The rebalance (of `rebalances`, rows of one group) a cycle anchored at `ts` belongs to. A cycle closed by an
+    """The rebalance (of `rebalances`, one group's) a cycle anchored at `ts` belongs to. A cycle closed by an
     assignment: the last one started by then, if under way or ended within TAIL_S. One without (a member leaving,
     or losing its partitions): the one under way at `ts`, else one starting within LEAD_S after it, else the first one
     triggered by a member id of its process (`instance_of`: member id -> process) within DEPARTURE_S and before the
     member's next line (`until`: it came back first). None when no rebalance accounts for it."""
     instance_of = instance_of or {}
-    started = [r for r in rebalances if r["started_at"] <= ts]
-    last = max(started, key=lambda r: r["started_at"]) if started else None
+    last = rebalances.last_started(ts)
     under_way = last is not None and (last["completed_at"] is None or last["completed_at"] >= ts)
     if assigned:
         recent = last is not None and (under_way or secs(ts - last["completed_at"]) <= TAIL_S)
         return str(last["rebalance_id"]) if last is not None and recent else None
     if last is not None and under_way:
         return str(last["rebalance_id"])
-    soon = [r for r in rebalances if ts < r["started_at"] and secs(r["started_at"] - ts) <= LEAD_S]
-    if not soon and instance is not None:
+    soon = next(rebalances.starting_after(ts, LEAD_S), None)
+    if soon is None and instance is not None:
         # No rebalance near: the one the member's own departure caused, once its session expired.
-        soon = [r for r in rebalances if ts < r["started_at"] and secs(r["started_at"] - ts) <= DEPARTURE_S
-                and (until is None or r["started_at"] < until)
-                and instance_of.get(r.get("trigger_member_id") or "") == instance]
-    return str(min(soon, key=lambda r: r["started_at"])["rebalance_id"]) if soon else None
+        soon = next((r for r in rebalances.starting_after(ts, DEPARTURE_S)
+                     if (until is None or r["started_at"] < until)
+                     and instance_of.get(r.get("trigger_member_id") or "") == instance), None)
+    return str(soon["rebalance_id"]) if soon is not None else None
 
 
 def _commit_failures(events: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -276,13 +303,20 @@ def churn_rows(group_id: str, events: list[dict[str, Any]], rebalances: list[dic
     failures = _commit_failures(events)
     rows = []
     found = sorted(cycles(events), key=lambda c: c.first_at)
-    following, preceding = {}, {}
-    for index, cycle in enumerate(found):
-        following[id(cycle)] = next((c.first_at for c in found[index + 1:] if c.member == cycle.member), None)
-        preceding[id(cycle)] = next((c.last_at for c in reversed(found[:index]) if c.member == cycle.member), None)
+    # Each cycle's neighbours of the same member: when its previous cycle ended and its next one began.
+    following: dict[int, pd.Timestamp | None] = {id(c): None for c in found}
+    preceding: dict[int, pd.Timestamp | None] = {}
+    latest: dict[str, _Cycle] = {}
+    for cycle in found:
+        before = latest.get(cycle.member)
+        preceding[id(cycle)] = None if before is None else before.last_at
+        if before is not None:
+            following[id(before)] = cycle.first_at
+        latest[cycle.member] = cycle
+    starts = Starts.of(rebalances)
     for cycle in found:
         anchor = cycle.assigned_at if cycle.assigned_at is not None else cycle.first_at
-        rebalance_id = attribute(anchor, cycle.assigned_at is not None, rebalances, instance=cycle.instance,
+        rebalance_id = attribute(anchor, cycle.assigned_at is not None, starts, instance=cycle.instance,
                                  instance_of=instance_of, until=following[id(cycle)])
         after, after_count = _after(cycle)
         risk = _risk(cycle, failures.get(cycle.member, []), preceding[id(cycle)], following[id(cycle)])

@@ -106,6 +106,8 @@ class WhatIf:
         for event in events:
             if event.get("source_kind") == "client" and event.get("instance"):
                 self.client_lines.setdefault(event["instance"], []).append(event)
+        # The events come in time order, so each process's lines are searched by bisection.
+        self._line_ts = {instance: [e["event_ts"] for e in lines] for instance, lines in self.client_lines.items()}
 
     # ---- what the members did ----
 
@@ -120,9 +122,10 @@ class WhatIf:
     def _next_line(self, instance: str | None, after: pd.Timestamp, types: Iterable[str] | None = None
                    ) -> dict[str, Any] | None:
         wanted = None if types is None else set(types)
-        for event in self.client_lines.get(instance or "", ()):
-            if event["event_ts"] > after and (wanted is None or event["event_type"] in wanted):
-                return event
+        lines = self.client_lines.get(instance or "", [])
+        for index in range(bisect.bisect_right(self._line_ts.get(instance or "", []), after), len(lines)):
+            if wanted is None or lines[index]["event_type"] in wanted:
+                return lines[index]
         return None
 
     def _rejoin_of(self, removal: dict[str, Any]) -> dict[str, Any] | None:
