@@ -75,6 +75,11 @@ class SparkSettings(_Frozen):
     master: str = "local[*]"
     shuffle_partitions: int = Field(default=4, ge=1, le=10_000)
     driver_memory: str = "4g"
+    compiled_from_mb: float = Field(
+        default=256, ge=0,
+        description="an ingest batch of at least this many MB of landed files runs compiled (generated) code; "
+                    "smaller batches and the other steps are interpreted, which spares a new JVM the compiling",
+    )
 
 
 class Thresholds(_Frozen):

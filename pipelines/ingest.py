@@ -3,7 +3,10 @@ files and per-file accounting are exact. Every write is idempotent per batch (De
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable
+from urllib.parse import unquote, urlparse
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -13,9 +16,10 @@ from pipelines.bronze.damaged import damaged_gzips, with_torn_rows
 from pipelines.bronze.envelopes import kafka_raw_lines
 from pipelines.bronze.lines import LineIds
 from pipelines.config import Config
-from pipelines.silver.build import build_silver
+from pipelines.silver.build import SilverBatch, build_silver
 from pipelines.silver.privacy import hash_salt
 from pipelines.sources import resolve_sources
+from pipelines.spark import compiled_code
 from pipelines.together import run_together
 
 WRITER_ID = "ingest"
@@ -35,12 +39,51 @@ def late_cutoff(spark: SparkSession, cfg: Config, batch_id: int) -> Column:
     return F.timestamp_micros(F.lit(newest - int(cfg.thresholds.allowed_lateness_s * 1_000_000)))
 
 
+def landed_mb(uris: list[str]) -> float:
+    """The size in MB of the landed files `uris` (file URIs, as the landing stream plans them); a file removed since
+    counts nothing."""
+    total = 0
+    for uri in uris:
+        with contextlib.suppress(OSError):
+            total += os.stat(unquote(urlparse(uri).path)).st_size
+    return total / 1_000_000
+
+
 def _appender(df: DataFrame, cfg: Config, name: str, batch_id: int) -> Callable[[], int]:
     """The once-per-batch append of `df` to table `name`, as a task for `run_together`."""
     return lambda: io.append_once(df, cfg, name, batch_id=batch_id, writer_id=WRITER_ID)
 
 
 BatchObserver = Callable[[str, dict[str, int]], None]
+
+
+def _write(spark: SparkSession, cfg: Config, staged: SilverBatch, *, batch_id: int, now: Column,
+           on_batch: BatchObserver | None, on_progress: Callable[[str], None] | None) -> None:
+    """Append a staged batch to every bronze and silver table, in the order that matters, and report it."""
+    writes = staged.tables(batch_id=batch_id, ingested_at=now, late_before=late_cutoff(spark, cfg, batch_id))
+    # The lines and events first, side by side; then silver_accounting, which tells the reconstruct stream
+    # that the batch's events are there; then bronze_files, which marks its files as ingested.
+    last = [(name, writes.pop(name)) for name in ("silver_accounting", "bronze_files")]
+    counts = run_together(spark, {name: _appender(df, cfg, name, batch_id) for name, df in writes.items()})
+    for name, df in last:
+        counts[name] = io.append_once(df, cfg, name, batch_id=batch_id, writer_id=WRITER_ID)
+    if on_batch is not None:
+        on_batch("ingest", counts)
+    if on_progress is not None:
+        read = staged.files.agg(F.sum("lines_read")).first()
+        assert read is not None  # an aggregate without grouping has exactly one row
+        lines = read[0] or 0
+        on_progress(
+            f"ingest batch {batch_id}: {counts['bronze_files']} files, {lines} lines, "
+            f"{counts['silver_events']} events, {counts['silver_quarantine']} quarantined"
+        )
+        late_row = io.read_table(spark, cfg, "silver_accounting").filter(F.col("batch_id") == batch_id) \
+            .agg(F.sum("late_events")).first()
+        assert late_row is not None  # an aggregate without grouping has exactly one row
+        late = late_row[0]
+        if late:
+            on_progress(f"ingest batch {batch_id}: {late} events arrived later than the allowed lateness "
+                        f"({cfg.thresholds.allowed_lateness_s:g} s); their groups are rebuilt")
 
 
 def make_ingest_batch(
@@ -58,6 +101,7 @@ def make_ingest_batch(
         assert clock is not None  # a SELECT without FROM has exactly one row
         now = F.lit(clock["t"])
         files = io.read_table(spark, cfg, "bronze_files")
+        compiled = False  # a Kafka batch's size is not known before it is read: it runs as the session does
         existing = files.filter(F.col("duplicate_of").isNull())
         earlier_contents: DataFrame | None = None
         if cfg.source == "kafka":
@@ -67,7 +111,9 @@ def make_ingest_batch(
                 F.col("kafka_last_offset").alias("last_offset")).filter(F.col("topic").isNotNull())
             raw = kafka_raw_lines(batch_df, envelope=cfg.kafka.envelope, read_before=read_before)
         else:
-            damaged = damaged_gzips(io.landing_batch_files(cfg, batch_id) or [])
+            planned = io.landing_batch_files(cfg, batch_id) or []
+            compiled = landed_mb(planned) >= cfg.spark.compiled_from_mb
+            damaged = damaged_gzips(planned)
             if on_progress is not None:
                 for d in damaged:
                     on_progress(f"ingest batch {batch_id}: {d.path}: {d.problem}; the torn line is quarantined "
@@ -78,34 +124,12 @@ def make_ingest_batch(
             # on from the earlier batches (a replayed batch does not count its own earlier attempt).
             earlier_contents = io.read_table(spark, cfg, "bronze_log_lines").filter(
                 (F.col("batch_id") < batch_id) & F.col("content_hash").isNotNull()).select("content_hash")
-        staged = build_silver(raw, sources, existing_files=existing, batch_id=batch_id, now=now, hash_salt=salt,
-                              line_ids=line_ids, earlier_contents=earlier_contents)
-        try:
-            writes = staged.tables(batch_id=batch_id, ingested_at=now, late_before=late_cutoff(spark, cfg, batch_id))
-            # The lines and events first, side by side; then silver_accounting, which tells the reconstruct stream
-            # that the batch's events are there; then bronze_files, which marks its files as ingested.
-            last = [(name, writes.pop(name)) for name in ("silver_accounting", "bronze_files")]
-            counts = run_together(spark, {name: _appender(df, cfg, name, batch_id) for name, df in writes.items()})
-            for name, df in last:
-                counts[name] = io.append_once(df, cfg, name, batch_id=batch_id, writer_id=WRITER_ID)
-            if on_batch is not None:
-                on_batch("ingest", counts)
-            if on_progress is not None:
-                read = staged.files.agg(F.sum("lines_read")).first()
-                assert read is not None  # an aggregate without grouping has exactly one row
-                lines = read[0] or 0
-                on_progress(
-                    f"ingest batch {batch_id}: {counts['bronze_files']} files, {lines} lines, "
-                    f"{counts['silver_events']} events, {counts['silver_quarantine']} quarantined"
-                )
-                late_row = io.read_table(spark, cfg, "silver_accounting").filter(F.col("batch_id") == batch_id) \
-                    .agg(F.sum("late_events")).first()
-                assert late_row is not None  # an aggregate without grouping has exactly one row
-                late = late_row[0]
-                if late:
-                    on_progress(f"ingest batch {batch_id}: {late} events arrived later than the allowed lateness "
-                                f"({cfg.thresholds.allowed_lateness_s:g} s); their groups are rebuilt")
-        finally:
-            staged.unpersist()
+        with compiled_code(spark, compiled):
+            staged = build_silver(raw, sources, existing_files=existing, batch_id=batch_id, now=now, hash_salt=salt,
+                                  line_ids=line_ids, earlier_contents=earlier_contents)
+            try:
+                _write(spark, cfg, staged, batch_id=batch_id, now=now, on_batch=on_batch, on_progress=on_progress)
+            finally:
+                staged.unpersist()
 
     return ingest_batch

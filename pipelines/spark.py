@@ -6,6 +6,8 @@ import hashlib
 import os
 import sys
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -36,6 +38,12 @@ KAFKA_ARTIFACTS = (
 CODEGEN_CACHE_ENTRIES = 2_000
 # Paths a local session lists on the driver before it lists them in a Spark job (Spark's default is 32).
 LOCAL_LISTING_PATHS = 1_000_000
+# How a local session evaluates expressions. Spark compiles each query to Java classes before it runs, which in a
+# new JVM costs more than the rows of a scheduled run's small batches: interpreted, a one-hour increment's whole
+# run took 72 s instead of 87 s. Only an ingest batch of many megabytes of landed files pays the compiling back
+# (`compiled_code`).
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+COMPILED = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
 
 MAVEN_REPO = os.environ.get("REBALANCE_MAVEN_REPO", "https://repo1.maven.org/maven2")
 LOG4J_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
@@ -175,5 +183,24 @@ def get_spark(
         # file of its last batch again: 22 s of a run after a batch of 6,671 files (`python -m bench.history`).
         .config("spark.sql.sources.parallelPartitionDiscovery.threshold", str(LOCAL_LISTING_PATHS))
     )
+    for name, value in INTERPRETED.items():
+        builder = builder.config(name, value)
     spark = builder.getOrCreate()
     return spark
+
+
+@contextmanager
+def compiled_code(spark: SparkSession, wanted: bool) -> Iterator[None]:
+    """Run the block with Spark's generated code when `wanted` and the session interprets by default (a local
+    session, see INTERPRETED); any other session runs the block as it is."""
+    key = "spark.sql.codegen.factoryMode"
+    if not wanted or spark.conf.get(key, None) != INTERPRETED[key]:
+        yield
+        return
+    for name, value in COMPILED.items():
+        spark.conf.set(name, value)
+    try:
+        yield
+    finally:
+        for name, value in INTERPRETED.items():
+            spark.conf.set(name, value)

@@ -40,6 +40,10 @@ def parse_with(bronze, cfg: Config | None = None):
     return parse_records(bronze, resolve_sources(cfg or load_config()))
 
 
+# The local session of the tests (`make_config`'s `spark` settings).
+SPARK_SETTINGS = {"master": "local[2]", "shuffle_partitions": 2, "driver_memory": "6g"}
+
+
 def make_config(root: Path, **overrides) -> Config:
     """A test configuration whose landing and lakehouse live under `root`."""
     values = {
@@ -47,7 +51,7 @@ def make_config(root: Path, **overrides) -> Config:
         "lakehouse": root / "lakehouse",
         # The whole default tier shares one session: at 2g its old generation filled up (97% after the survival
         # tests began, over 1,000 full collections taking 18 minutes), and the late tests failed or crawled.
-        "spark": {"master": "local[2]", "shuffle_partitions": 2, "driver_memory": "6g"},
+        "spark": SPARK_SETTINGS,
     }
     values.update(overrides)
     return load_config(None, values)

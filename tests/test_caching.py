@@ -6,8 +6,11 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines import io
+from pipelines.batch import batch_tables
 from pipelines.caching import pin, unpin
-from tests.conftest import silver_batch
+from pipelines.run import run
+from pipelines.spark import compiled_code
+from tests.conftest import DATA, SPARK_SETTINGS, land, make_config, silver_batch
 
 
 def _stored_rdds(spark) -> int:
@@ -48,12 +51,34 @@ def test_a_second_batch_reuses_the_code_the_first_compiled(spark, tmp_path):
         "[2026-11-20T08:00:00.500+0000][info][gc] GC(7) Pause Young (Normal) (G1 Evacuation Pause) "
         "24M->4M(256M) 812.345ms\n")
     raw = io.read_files(spark, sorted(p for d in (broker, consumer) for p in d.iterdir()))
-    silver_batch(raw).unpersist()
-    before = _compiled_classes(spark)
-    again = silver_batch(raw)
-    assert again.parsed.filter("disposition = 'gc_pause'").count() == 1
-    again.unpersist()
+    with compiled_code(spark, True):  # the session interprets small work; a large ingest batch is compiled
+        first = _compiled_classes(spark)
+        silver_batch(raw).unpersist()
+        before = _compiled_classes(spark)
+        again = silver_batch(raw)
+        assert again.parsed.filter("disposition = 'gc_pause'").count() == 1
+        again.unpersist()
+    assert before > first  # the first build did compile its code
     assert _compiled_classes(spark) - before <= 10
+
+
+def test_an_ingest_batch_compiles_its_code_only_from_the_configured_size(spark, tmp_path):
+    # Interpreted, the small batches of a scheduled run skip compiling; a batch of many megabytes is compiled. Both
+    # make the same rows: the oracle that checks the compiled run interprets.
+    compiled, small = (make_config(tmp_path / name, spark={**SPARK_SETTINGS, "compiled_from_mb": mb})
+                       for name, mb in (("compiled", 0), ("small", 256)))
+    added = {}
+    for cfg in (compiled, small):
+        land(DATA / "landing" / "part1", cfg.landing)
+        before = _compiled_classes(spark)
+        run(spark, cfg, stages=("ingest",))
+        added[cfg is compiled] = _compiled_classes(spark) - before
+    # A few generators have no interpreted form (2 classes here); the compiled batch generated 165.
+    assert added[False] <= 5 and added[True] > 50, added
+    with batch_tables(spark, compiled) as oracle:
+        for name in ("silver_events", "silver_gc_pauses"):
+            columns = [c for c in oracle[name].columns if c not in ("batch_id", "ingested_at")]
+            assertDataFrameEqual(io.read_table(spark, compiled, name).select(columns), oracle[name].select(columns))
 
 
 def test_a_local_session_lists_many_files_without_a_spark_job(spark, tmp_path):
