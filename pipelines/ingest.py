@@ -4,15 +4,13 @@ files and per-file accounting are exact. Every write is idempotent per batch (De
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable
-from urllib.parse import unquote, urlparse
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import io
-from pipelines.bronze.damaged import damaged_gzips, with_torn_rows
+from pipelines.bronze.damaged import damaged_gzips, local_path, with_torn_rows
 from pipelines.bronze.envelopes import kafka_raw_lines
 from pipelines.bronze.lines import LineIds
 from pipelines.config import Config
@@ -43,9 +41,9 @@ def landed_mb(uris: list[str]) -> float:
     """The size in MB of the landed files `uris` (file URIs, as the landing stream plans them); a file removed since
     counts nothing."""
     total = 0
-    for uri in uris:
+    for path in filter(None, map(local_path, uris)):
         with contextlib.suppress(OSError):
-            total += os.stat(unquote(urlparse(uri).path)).st_size
+            total += path.stat().st_size
     return total / 1_000_000
 
 

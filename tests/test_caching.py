@@ -7,7 +7,9 @@ from pyspark.testing import assertDataFrameEqual
 
 from pipelines import io
 from pipelines.batch import batch_tables
+from pipelines.bronze.damaged import spark_file_uri
 from pipelines.caching import pin, unpin
+from pipelines.ingest import landed_mb
 from pipelines.run import run
 from pipelines.spark import compiled_code
 from tests.conftest import DATA, SPARK_SETTINGS, land, make_config, silver_batch
@@ -75,6 +77,10 @@ def test_an_ingest_batch_compiles_its_code_only_from_the_configured_size(spark, 
         added[cfg is compiled] = _compiled_classes(spark) - before
     # A few generators have no interpreted form (2 classes here); the compiled batch generated 165.
     assert added[False] <= 5 and added[True] > 50, added
+    # The size the switch weighs: the batch's files as the stream plans them (file URIs); a vanished file adds 0.
+    landed = sorted(p for p in compiled.landing.rglob("*") if p.is_file())
+    assert landed_mb([spark_file_uri(p) for p in landed] + [spark_file_uri(tmp_path / "gone.log")]) == sum(
+        p.stat().st_size for p in landed) / 1_000_000 > 0
     with batch_tables(spark, compiled) as oracle:
         for name in ("silver_events", "silver_gc_pauses"):
             columns = [c for c in oracle[name].columns if c not in ("batch_id", "ingested_at")]

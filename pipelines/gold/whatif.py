@@ -29,6 +29,7 @@ from typing import Any
 
 import pandas as pd
 
+from pipelines.gold.churn import Starts
 from pipelines.gold.context import GroupContext
 from pipelines.gold.replay_state import secs, stable_id
 
@@ -97,8 +98,8 @@ class WhatIf:
     def __init__(self, group_id: str, rebalances: list[dict[str, Any]], churn: list[dict[str, Any]],
                  events: list[dict[str, Any]], ctx: GroupContext, *, gc_pause_min_ms: float) -> None:
         self.group_id = group_id
-        self.rebalances = sorted(rebalances, key=lambda r: r["started_at"])
-        self._starts = [r["started_at"] for r in self.rebalances]
+        self._starts = Starts.of(rebalances)
+        self.rebalances = self._starts.rows
         self.churn = churn
         self.ctx = ctx
         self.gc_pause_min_ms = gc_pause_min_ms
@@ -132,11 +133,7 @@ class WhatIf:
         """The rebalance in which a removed member's process joined again (detail `rejoin`, or the next join from
         its process), within RETURN_S."""
         instance = self._instance(removal)
-        start = bisect.bisect_right(self._starts, removal["started_at"])
-        horizon = removal["started_at"] + pd.Timedelta(seconds=RETURN_S)
-        for r in self.rebalances[start:]:
-            if r["started_at"] > horizon:
-                break
+        for r in self._starts.starting_after(removal["started_at"], RETURN_S):
             if r.get("cause_detail") in ("rejoin", "member_join", "member_rejoin") and self._instance(r) == instance:
                 return r
         return None
