@@ -14,8 +14,9 @@ from jobs.cli import main
 from pipelines import io
 from pipelines.quality.derived import with_generation_check, with_transition_check
 from pipelines.quality.rules import checks
-from pipelines.quality.stage import QualityError
+from pipelines.quality.stage import STEP, QualityError, run_quality
 from pipelines.run import run
+from pipelines.seen import FOLDER
 from tests.conftest import DATA, land, make_config
 
 T0 = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)
@@ -115,6 +116,18 @@ def test_clean_tables_pass_every_rule(spark, lakehouse):
     # The rebalance of 09:30 is within the allowed lateness of the newest event (09:30:41): not judged yet.
     assert stored.filter("table_name = 'gold_rebalances' AND rule = 'generation_grows'").first().checked_rows == 3
     assert io.read_table(spark, cfg, "gold_alerts").filter("rule = 'quality'").count() == 0
+
+
+def test_without_its_record_the_step_reuses_the_stored_verdicts_of_the_same_table_versions(spark, lakehouse):
+    cfg = lakehouse["cfg"]
+    record = cfg.checkpoint_root / FOLDER / f"{STEP}.json"
+    assert record.exists()
+    record.unlink()  # as when another process (a separate job task) ran the step
+    before = io.table_version(spark, cfg, "gold_quality_results")
+    report = run_quality(spark, cfg, run_ts=_at(5))
+    assert not report.validated and report.run_ts.replace(tzinfo=None) == _naive(T0)
+    assert io.table_version(spark, cfg, "gold_quality_results") == before
+    assert record.exists()  # and the next run finds it again
 
 
 def test_the_simulated_estate_passes_every_rule(spark, estate):

@@ -21,6 +21,7 @@ from pipelines.config import Config
 from pipelines.quality.derived import with_generation_check, with_transition_check
 from pipelines.quality.findings import filter_final, judged_until, violations
 from pipelines.quality.rules import Scope, TableCheck, checks, scopes
+from pipelines.quality.screen import EXPECTATION_TYPES, screen
 from pipelines.quality.validate import RuleResult, validate
 from pipelines.seen import Seen, last_seen, remember, settings_key
 from schemas.gold import GOLD_QUALITY_RESULTS
@@ -130,13 +131,22 @@ def _validate(spark: SparkSession, cfg: Config, table_checks: tuple[TableCheck, 
     with CachedFrames() as cached:
         parts: list[tuple[TableCheck, DataFrame]] = []
         for check in table_checks:
-            frame = cached(_checked(spark, cfg, check.table, versions[check.table]))
+            frame = _checked(spark, cfg, check.table, versions[check.table])
             if check.part("pipeline").rules:
                 parts.append((check.part("pipeline"), frame))
             if check.part("input").rules:
                 final = filter_final(frame, time_column=str(check.time_column), until=until)
                 parts.append((check.part("input"), final))
-        results = validate(parts)
+        results: list[RuleResult] = []
+        for_gx: list[tuple[TableCheck, DataFrame]] = []
+        for (check, frame), screened in zip(parts, screen(parts), strict=True):
+            results += [RuleResult(check.table, rule.name, EXPECTATION_TYPES[rule.kind], True, rows, 0, None, None,
+                                   rule.scope) for rule, rows in screened.passed]
+            if screened.for_gx is not None:
+                # GX scans its frame once per metric: keep the rows it judges.
+                for_gx.append((screened.for_gx, cached(frame)))
+        if for_gx:
+            results += validate(for_gx)
     order = {(c.table, r.name): i for i, (c, r) in enumerate((c, r) for c in table_checks for r in c.rules)}
     return sorted(results, key=lambda r: order[(r.table, r.rule)])
 
@@ -162,10 +172,9 @@ def input_violations(spark: SparkSession, cfg: Config, *, rules: set[tuple[str, 
     return result
 
 
-def _remembered(cfg: Config, key: str, versions: dict[str, int]) -> QualityReport | None:
+def _remembered(seen: Seen | None, key: str, versions: dict[str, int]) -> QualityReport | None:
     """The verdicts the last step recorded beside the checkpoints, when it saw these very table versions (the
     stored results included: they are the record's source and were not written since)."""
-    seen = last_seen(cfg, STEP)
     if seen is None or seen.key != key or seen.versions != versions:
         return None
     try:
@@ -184,9 +193,14 @@ def run_quality(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
     key = settings_key(rules=sorted(f"{t}.{r}:{s}" for (t, r), s in rules.items()),
                        allowed_lateness_s=cfg.thresholds.allowed_lateness_s)
     versions = {c.table: io.table_version(spark, cfg, c.table) for c in table_checks}
-    report = _remembered(cfg, key, {**versions, RESULTS: io.table_version(spark, cfg, RESULTS)})
+    seen = last_seen(cfg, STEP)
+    stored = io.table_version(spark, cfg, RESULTS)
+    report = _remembered(seen, key, {**versions, RESULTS: stored})
     if report is None:
-        report = _previous(spark, cfg, rules, versions)
+        # When the stored results are still the ones the record saw, they judged the record's table versions, which
+        # are not today's: only results stored by another process (or with the record lost) can be reused.
+        if seen is None or seen.key != key or seen.versions.get(RESULTS) != stored:
+            report = _previous(spark, cfg, rules, versions)
         if report is None:
             report = QualityReport(run_ts, tuple(_validate(spark, cfg, table_checks, versions)), validated=True)
             _store(spark, cfg, report, versions)
