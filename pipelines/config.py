@@ -80,6 +80,11 @@ class SparkSettings(_Frozen):
         description="an ingest batch of at least this many MB of landed files runs compiled (generated) code; "
                     "smaller batches and the other steps are interpreted, which spares a new JVM the compiling",
     )
+    class_data_sharing: bool = Field(
+        default=True,
+        description="map an archive of the driver's loaded classes at start, recorded by the first session of the "
+                    "same jars and JDK (pipelines/jvm/classdata.py; about 200 MB in the jar cache)",
+    )
 
 
 class Thresholds(_Frozen):

@@ -10,10 +10,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from pyspark import SparkContext
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 from pipelines.config import Config
 from pipelines.jvm.build import project_jar
+from pipelines.jvm.classdata import discard, driver_options, keep_at_exit, mapped
 from pipelines.remote import REMOTE_ENV, connect_session
 
 DELTA_VERSION = "4.0.1"
@@ -140,6 +143,10 @@ def get_spark(
     # The project's own jar (the one-pass literal matcher); without it the same filters run as Spark's `contains`.
     wanted += [jar for jar in [project_jar(JAR_CACHE)] if jar is not None]
     jars = ",".join(str(p) for p in wanted)
+    class_data, recording = driver_options(JAR_CACHE, wanted, enabled=cfg.spark.class_data_sharing)
+    # Spark's generated code for the parse stage has methods of 15-25 KB of bytecode; HotSpot leaves methods over
+    # 8 KB interpreted unless told otherwise.
+    driver_java_options = f"-Dlog4j.configurationFile={LOG4J_CONFIG} -XX:-DontCompileHugeMethods"
     # Python workers (applyInPandas) must run the interpreter that has this package, not whatever is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
@@ -168,10 +175,7 @@ def get_spark(
         .config("spark.ui.retainedJobs", "100")
         .config("spark.ui.retainedStages", "100")
         .config("spark.ui.retainedTasks", "10000")
-        # Spark's generated code for the parse stage has methods of 15-25 KB of bytecode; HotSpot leaves methods
-        # over 8 KB interpreted unless told otherwise.
-        .config("spark.driver.extraJavaOptions",
-                f"-Dlog4j.configurationFile={LOG4J_CONFIG} -XX:-DontCompileHugeMethods")
+        .config("spark.driver.extraJavaOptions", f"{driver_java_options} {class_data}".rstrip())
         .config("spark.sql.warehouse.dir", str(cfg.lakehouse.resolve() / "_warehouse"))
         .config("spark.python.sql.dataFrameDebugging.enabled", "false")
         # Spark keeps the classes it compiled for generated code in a cache of 100 sources by default. One silver
@@ -185,7 +189,22 @@ def get_spark(
     )
     for name, value in INTERPRETED.items():
         builder = builder.config(name, value)
-    spark = builder.getOrCreate()
+    started = SparkContext._active_spark_context is None
+    try:
+        spark = builder.getOrCreate()
+    except PySparkRuntimeError:
+        archive = mapped(JAR_CACHE, wanted, enabled=cfg.spark.class_data_sharing)
+        if not started or archive is None:
+            raise
+        # A damaged archive (a disk that filled up, a copied cache) must not stop every later run: drop it, start
+        # without it, and let a later session record a new one.
+        print(f"the JVM did not start with the class data archive {archive}; removed it, starting without",
+              file=sys.stderr)
+        discard(archive)
+        builder = builder.config("spark.driver.extraJavaOptions", driver_java_options)
+        spark = builder.getOrCreate()
+    if recording is not None and started:
+        keep_at_exit(recording)
     return spark
 
 
