@@ -10,7 +10,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from pipelines.jvm.classdata import archive_name, driver_options
+from pipelines.jvm.classdata import _alive, archive_name, driver_options
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSION = textwrap.dedent("""
@@ -81,3 +81,13 @@ def test_the_first_session_keeps_its_archive_the_next_maps_it_and_a_damaged_one_
     assert third.returncode == 0, third.stderr[-3000:]
     assert f"did not start with the class data archive {archive}; removed it" in third.stderr
     assert not archive.exists() and "SharedArchiveFile" not in third.stdout
+
+
+def test_a_recording_jvm_that_exited_counts_as_gone_before_anyone_reaps_it():
+    child = subprocess.Popen(["sleep", "0"])
+    deadline = time.monotonic() + 10
+    while _alive(child.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child.pid)  # a zombie: exited, not yet waited for
+    assert child.wait() == 0
+    assert _alive(os.getpid())

@@ -56,13 +56,20 @@ def archive_name(jars: list[Path]) -> str | None:
 
 
 def _alive(pid: int) -> bool:
+    """True while process `pid` runs. An exited process that nobody has reaped yet (a zombie: in a container whose
+    first process does not reap orphans, the recording JVM stays one) counts as gone."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        # /proc/<pid>/stat: "pid (command) state ...", and the command may itself contain spaces or parentheses.
+        state = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace").rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
 
 
 def _drop_orphans(cache: Path, name: str) -> None:
