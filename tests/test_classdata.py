@@ -29,7 +29,8 @@ SESSION = textwrap.dedent("""
 
 
 def _session(cache: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", SESSION, str(cache)], capture_output=True, text=True,
+    # In the test's folder: a JVM that dies on a damaged archive writes its crash report (hs_err_pid*.log) there.
+    return subprocess.run([sys.executable, "-c", SESSION, str(cache)], capture_output=True, text=True, cwd=cache,
                           env={**os.environ, "PYTHONPATH": str(ROOT), **env}, timeout=300, check=False)
 
 
