@@ -37,6 +37,7 @@ def _session(cache: Path, **env: str) -> subprocess.CompletedProcess[str]:
 def test_options_record_a_missing_archive_map_an_existing_one_and_drop_orphans(tmp_path):
     name = archive_name([])
     assert name is not None and name != archive_name([Path("spark-sql-kafka.jar")])
+    assert archive_name([Path("/one/delta.jar")]) != archive_name([Path("/another/delta.jar")])
     orphan = tmp_path / f"{name}.999999999.partial"  # no such process
     mine = tmp_path / f"{name}.{os.getpid()}.partial"
     fresh = tmp_path / f"{name}.999999998.partial"  # its JVM may still be writing it

@@ -42,7 +42,8 @@ def _java_home() -> Path | None:
 
 def archive_name(jars: list[Path]) -> str | None:
     """The archive's file name for a session with `jars` on this JDK and this Spark (None without a JDK): any change
-    of the JDK (its module image), of Spark's jars or of the session's own jars names another archive."""
+    of the JDK (its module image), of Spark's jars or of the session's own jars, or of where they are, names another
+    archive."""
     home = _java_home()
     if home is None:
         return None
@@ -50,7 +51,8 @@ def archive_name(jars: list[Path]) -> str | None:
     modules = home / "lib" / "modules"
     stamp = modules.stat() if modules.exists() else None
     digest.update(f"{home}\0{stamp.st_size if stamp else 0}\0{stamp.st_mtime_ns if stamp else 0}".encode())
-    for jar in sorted(p.name for p in SPARK_JARS.glob("*.jar")) + [p.name for p in jars]:
+    # Paths, not names: HotSpot checks the class path it recorded, so another virtualenv needs its own archive.
+    for jar in sorted(str(p) for p in SPARK_JARS.glob("*.jar")) + [str(p.resolve()) for p in jars]:
         digest.update(b"\0" + jar.encode())
     return f"rebalance-classes-{digest.hexdigest()[:12]}{SUFFIX}"
 
