@@ -4,7 +4,7 @@ A new JVM spends seconds loading, parsing and verifying the thousands of Spark a
 HotSpot can record them in an archive at exit (`-XX:ArchiveClassesAtExit`) and map it at the next start
 (`-XX:SharedArchiveFile`): a cold `rebalance run` of a one-hour increment took 62.3-68.2 s with the archive against
 67.6-69.6 s without, alternating (Spark start 5.0-5.7 -> 3.0-3.2 s). The first local session of a class path and JDK
-records the archive (a few seconds more, once); as its JVM exits it writes the archive, and a detached keeper renames
+records the archive (5-8 s more, once); as its JVM exits it writes the archive, and a detached keeper renames
 it into the jar cache once a JVM starts with it. Every later session of the same class path and JDK maps it. A JVM
 that cannot use an archive (another JDK, changed jars) starts without it, silently (the `-Xlog` options keep
 HotSpot's warnings off the user's terminal); one that cannot start with it (a truncated file) is handled by
@@ -131,7 +131,7 @@ def discard(archive: Path) -> None:
 def keep_at_exit(partial: Path) -> None:
     """When this process ends, stop Spark and leave the JVM to write `partial` as it exits; a detached keeper waits
     for it, tries the archive and renames it into place. The command returns at once: the recording session pays
-    only the recording (a few seconds), and later sessions map the archive."""
+    only the recording (5-8 s), and later sessions map the archive."""
     def finish() -> None:
         from pyspark import SparkContext
 
