@@ -131,6 +131,22 @@ class Run:
                                              seed=self.opts.seed, say=self.say)
         self.record("latency", result.as_dict(), peak.as_dict())
 
+    def process_stages(self, work: Path, x1: Dataset, x4: Dataset) -> None:
+        """The whole pipeline at 1x and at 4x once more, each as its own `rebalance run` process on a fresh lakehouse
+        (as a newcomer or a scheduled job runs it): one Spark session keeps the heap its earlier stages grew, so
+        only a process per size tells whether memory grows with the lines."""
+        rebalance = str(Path(sys.executable).with_name("rebalance"))
+        for size, data in (("x1", x1), ("x4", x4)):
+            name = f"pipeline_process_{size}"
+            cmd = [rebalance, "run", "--landing", str(data.landing), "--lakehouse", str(work / f"lh-{name}")]
+            if self.opts.conf is not None:
+                cmd += ["--conf", str(self.opts.conf)]
+            self.say(f"{name}: a whole `rebalance run` process over {data.lines:,} lines")
+            measured = history.measure_process(cmd, cwd=Path.cwd())
+            self.record(name, {"seconds": round(measured.seconds, 3), "lines": data.lines,
+                               "lines_per_s": round(data.lines / measured.seconds), "steps": measured.steps},
+                        {"process_mb": round(measured.peak_mb, 1)})
+
 
 def _notes(opts: Options, stages: dict[str, dict[str, Any]]) -> list[str]:
     notes = [
@@ -151,9 +167,11 @@ def _notes(opts: Options, stages: dict[str, dict[str, Any]]) -> list[str]:
          f"probe file every {opts.latency_every_s:g} s is renamed into a new instance folder (files keep arriving "
          "while earlier ones are processed, as log shipping delivers them), and the rows are looked up after each "
          "gold_rebalances commit; a probe still missing 180 s after the last landing counts as the time it waited."),
-        ("Driver memory: peak RSS of this Python process plus its Spark JVM, sampled every 0.2 s; the JVM keeps "
-         "heap it has grown, so later stages carry the peaks of earlier ones. Workers: Spark's Python workers (sum "
-         "of RSS)."),
+        ("Driver memory of the in-session stages: peak RSS of this Python process plus its Spark JVM, sampled every "
+         "0.2 s; the JVM keeps heap it has grown, so later stages carry the peaks of earlier ones. Workers: Spark's "
+         "Python workers (sum of RSS). driver_memory_4x_over_1x therefore comes from pipeline_process_x1 and _x4: "
+         "the same landing files through a whole `rebalance run` process each (JVM start, table creation and "
+         "every step included), peak RSS of the process tree sampled every 0.2 s."),
     ]
     busy = [name for name, st in stages.items() if st.get("other_cpu_share", 0) > SHARED]
     if busy:
@@ -194,6 +212,7 @@ def run_benchmark(opts: Options, *, spark: SparkSession | None = None,
             finally:
                 if own_session:
                     session.stop()
+        bench.process_stages(work, x1, x4)
         history_results = None
         if opts.history:
             bench.say(f"cost of an hour's increment after {HISTORY_SHORT_HOURS:g} hours and after "

@@ -16,11 +16,13 @@ FIGURES = {
     "spark_parse_vs_python_x4", "parse_vs_baseline", "floor_vs_baseline", "parse_vs_floor", "parse_vs_baseline_x4",
     "floor_vs_baseline_x4",
     "pipeline_vs_baseline", "spark_parse_vs_python", "spark_parse_vs_python_prefiltered", "scaling_4x_over_1x",
-    "latency_p95_s", "latency_p50_s", "driver_memory_4x_over_1x",
+    "latency_p95_s", "latency_p50_s", "driver_memory_4x_over_1x", "driver_memory_4x_over_1x_same_jvm",
+    "run_us_per_added_line", "run_fixed_s",
 }
 SPARK_STAGES = {"baseline_count_x1", "baseline_count_x4", "warmup_pipeline_tiny", "parse_x1", "ingest_floor_x1",
                 "parse_x4", "ingest_floor_x4", "pipeline_x1", "pipeline_x4", "latency"}
 PYTHON_STAGES = {"python_regex_x1", "python_regex_prefiltered_x1", "python_regex_x4"}
+PROCESS_STAGES = {"pipeline_process_x1", "pipeline_process_x4"}
 MACHINE = {"nproc", "memory_gb", "cpu_model", "python", "java", "pyspark", "delta_spark"}
 
 
@@ -43,12 +45,15 @@ def test_quick_benchmark_writes_every_figure(spark, tmp_path):
     for figure in results["figures"]:
         assert isinstance(figure["value"], (int, float)) and math.isfinite(figure["value"]), figure
         assert figure["met"] in (True, False, None)
-    assert set(results["stages"]) == SPARK_STAGES | PYTHON_STAGES
+    assert set(results["stages"]) == SPARK_STAGES | PYTHON_STAGES | PROCESS_STAGES
     for name in SPARK_STAGES:
         assert results["stages"][name]["memory"]["driver_mb"] > 0, name
         assert results["stages"][name]["memory"]["jvm_mb"] > 0, name
-    for name in PYTHON_STAGES:
+    for name in PYTHON_STAGES | PROCESS_STAGES:
         assert results["stages"][name]["memory"]["process_mb"] > 0, name
+    for size in ("x1", "x4"):  # a whole run per size, on its own lakehouse: every step reported
+        steps = results["stages"][f"pipeline_process_{size}"]["steps"]
+        assert {"ingest", "reconstruct", "quality", "alerts"} <= set(steps), steps
     assert len(results["stages"]["latency"]["probes_s"]) == 2
     for size in ("x1", "x4"):
         floor, parse = results["stages"][f"ingest_floor_{size}"], results["stages"][f"parse_{size}"]
@@ -58,7 +63,7 @@ def test_quick_benchmark_writes_every_figure(spark, tmp_path):
     assert results["datasets"]["x4"]["lines"] > results["datasets"]["x1"]["lines"]
 
     page = (out / "latest.md").read_text(encoding="utf-8")
-    for name in FIGURES | SPARK_STAGES | PYTHON_STAGES:
+    for name in FIGURES | SPARK_STAGES | PYTHON_STAGES | PROCESS_STAGES:
         assert f"| {name} |" in page, name
 
 
@@ -83,8 +88,15 @@ def test_the_scaling_figures_are_the_fit_through_1x_and_4x_and_history_adds_its_
               "ingest_floor_x4": stage(4.0, 4000), "pipeline_x1": stage(40.0, 1000, memory={"driver_mb": 100.0}),
               "pipeline_x4": stage(46.0, 4000, memory={"driver_mb": 120.0}), "python_regex_x1": stage(0.5, 1000),
               "python_regex_prefiltered_x1": stage(0.2, 1000), "python_regex_x4": stage(2.0, 4000),
-              "latency": {"p95_s": 9.0, "p50_s": 5.0, "probes": 3, "timeouts": 0, "trigger": "1 second"}}
+              "latency": {"p95_s": 9.0, "p50_s": 5.0, "probes": 3, "timeouts": 0, "trigger": "1 second"},
+              "pipeline_process_x1": stage(60.0, 1000, memory={"process_mb": 1000.0}),
+              "pipeline_process_x4": stage(66.0, 4000, memory={"process_mb": 1600.0})}
     found = {f.name: f for f in figures(stages)}
+    # Memory is judged on a process per size, not on one session that ran the smaller size first.
+    assert found["driver_memory_4x_over_1x"].value == pytest.approx(1.6)
+    assert found["driver_memory_4x_over_1x"].met is False and found["driver_memory_4x_over_1x_same_jvm"].met is None
+    assert found["run_fixed_s"].value == pytest.approx(58.0)
+    assert found["run_us_per_added_line"].value == pytest.approx(2000.0)
     assert found["parse_us_per_added_line"].value == pytest.approx(2000.0)  # 6 s over 3,000 more lines
     assert found["parse_fixed_s"].value == pytest.approx(10.0)
     assert found["pipeline_fixed_s"].value == pytest.approx(38.0)
