@@ -75,6 +75,15 @@ def tree_cpu_s(root: int) -> float:
     return total / CLOCK_TICKS
 
 
+def own_cpu_s(pid: int) -> float:
+    """CPU seconds `pid` itself has used (user and system, not its children's); 0 when it is gone."""
+    try:
+        rest = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(rest[11]) + int(rest[12])) / CLOCK_TICKS
+
+
 class OtherWork:
     """Measures, between two calls of `share()`, the fraction of the machine's cores that processes outside this
     benchmark's process tree kept busy: a direct sign of a shared machine (the load average cannot tell, because
@@ -87,11 +96,13 @@ class OtherWork:
     def _now() -> tuple[float, float, float]:
         return time.monotonic(), machine_cpu_s(), tree_cpu_s(os.getpid())
 
-    def share(self) -> float:
-        """Other processes' CPU / (elapsed x cores) since the previous call (or since creation), 0..1."""
+    def share(self, own_gone_cpu_s: float = 0.0) -> float:
+        """Other processes' CPU / (elapsed x cores) since the previous call (or since creation), 0..1.
+        `own_gone_cpu_s` is this benchmark's CPU that the tree no longer shows: a subprocess's own children that
+        outlived it (the JVM of a `rebalance run` ends after its Python process, so nobody here reaps it)."""
         now = self._now()
         elapsed = now[0] - self._mark[0]
-        other = (now[1] - self._mark[1]) - (now[2] - self._mark[2])
+        other = (now[1] - self._mark[1]) - (now[2] - self._mark[2]) - own_gone_cpu_s
         self._mark = now
         if elapsed <= 0:
             return 0.0

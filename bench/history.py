@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from bench.dataset import landing_files
+from bench.facts import own_cpu_s
 from bench.memory import MB, descendants, rss_bytes
 from pipelines.config import DEFAULT_CONF
 from simulator import simulate
@@ -55,6 +56,9 @@ class Measured:
     peak_mb: float
     # Seconds per step, from the `time:` line a `rebalance run` prints (empty for other commands).
     steps: dict[str, float] = field(default_factory=dict)
+    # CPU seconds of the command's descendants (its JVM, Python workers), as last seen before they ended: nobody in
+    # this process reaps them, so the benchmark's own CPU accounting would not see them otherwise.
+    descendants_cpu_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """Seconds and MB, rounded, and the steps when the command reported them."""
@@ -79,12 +83,15 @@ def measure_process(cmd: list[str], *, cwd: Path) -> Measured:
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peak = [0]
+    cpu: dict[int, float] = {}
     done = threading.Event()
 
     def sample() -> None:
         while not done.is_set():
-            tree = {proc.pid} | descendants(proc.pid)
-            peak[0] = max(peak[0], sum(rss_bytes(pid) for pid in tree))
+            below = descendants(proc.pid)
+            peak[0] = max(peak[0], sum(rss_bytes(pid) for pid in {proc.pid} | below))
+            for pid in below:
+                cpu[pid] = max(cpu.get(pid, 0.0), own_cpu_s(pid))
             done.wait(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -95,7 +102,7 @@ def measure_process(cmd: list[str], *, cwd: Path) -> Measured:
     sampler.join()
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode}:\n{output[-4000:]}")
-    return Measured(seconds, peak[0] / MB, run_steps(output))
+    return Measured(seconds, peak[0] / MB, run_steps(output), round(sum(cpu.values()), 1))
 
 
 def _link_all(files: list[Path], source: Path, target: Path) -> None:

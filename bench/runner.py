@@ -87,9 +87,12 @@ class Run:
         """Progress on stderr, with the seconds since the run started."""
         self._say(f"[bench {time.monotonic() - self.started:6.1f}s] {message}")
 
-    def record(self, name: str, result: dict[str, Any], memory: dict[str, float] | None = None) -> None:
-        """Keep one stage's result with its memory peaks and the load at its end."""
-        entry = {**result, "load_1min": load_average()[0], "other_cpu_share": self.other_work.share()}
+    def record(self, name: str, result: dict[str, Any], memory: dict[str, float] | None = None, *,
+               own_gone_cpu_s: float = 0.0) -> None:
+        """Keep one stage's result with its memory peaks and the load at its end (`own_gone_cpu_s`: see
+        `OtherWork.share`)."""
+        entry = {**result, "load_1min": load_average()[0],
+                 "other_cpu_share": self.other_work.share(own_gone_cpu_s)}
         if memory is not None:
             entry["memory"] = memory
         self.stages[name] = entry
@@ -145,7 +148,7 @@ class Run:
             measured = history.measure_process(cmd, cwd=Path.cwd())
             self.record(name, {"seconds": round(measured.seconds, 3), "lines": data.lines,
                                "lines_per_s": round(data.lines / measured.seconds), "steps": measured.steps},
-                        {"process_mb": round(measured.peak_mb, 1)})
+                        {"process_mb": round(measured.peak_mb, 1)}, own_gone_cpu_s=measured.descendants_cpu_s)
 
 
 def _notes(opts: Options, stages: dict[str, dict[str, Any]]) -> list[str]:

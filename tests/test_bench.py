@@ -110,3 +110,17 @@ def test_the_scaling_figures_are_the_fit_through_1x_and_4x_and_history_adds_its_
     met = {f.name: f.met for f in figures(stages, history)}
     assert (met["increment_vs_count_short"], met["increment_vs_count_long"]) == (True, False)
     assert met["increment_long_over_short"] and met["rerun_vs_count_long"] and met["memory_long_over_short"] is None
+
+
+def test_a_measured_command_counts_the_cpu_of_children_that_outlive_it(tmp_path):
+    # A `rebalance run` leaves its JVM to end after it; nobody here reaps that JVM, so its CPU must be sampled, or
+    # the benchmark would call its own work other processes' load.
+    import sys
+
+    from bench.history import measure_process
+
+    orphan = ("import time\nstart = time.process_time()\nwhile time.process_time() - start < 0.6: pass\n"
+              "time.sleep(1.5)\n")
+    parent = f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', {orphan!r}])\ntime.sleep(2.5)\n"
+    measured = measure_process([sys.executable, "-c", parent], cwd=tmp_path)
+    assert measured.descendants_cpu_s >= 0.4  # sampled every 0.2 s until it ended
