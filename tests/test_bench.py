@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
+import time
 
 import pytest
 
@@ -124,3 +127,38 @@ def test_a_measured_command_counts_the_cpu_of_children_that_outlive_it(tmp_path)
     parent = f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', {orphan!r}])\ntime.sleep(2.5)\n"
     measured = measure_process([sys.executable, "-c", parent], cwd=tmp_path)
     assert measured.descendants_cpu_s >= 0.4  # sampled every 0.2 s until it ended
+
+
+def test_a_process_tree_counts_pages_its_forks_share_once(tmp_path):
+    # Spark's Python workers are forks of one daemon, and the JVM's shell commands start as images of the JVM:
+    # summing each process's resident size counted the shared pages once per process.
+    import subprocess
+    import sys
+
+    from bench.memory import MB, descendants, rss_bytes, tree_bytes
+
+    ready = tmp_path / "ready"
+    script = (
+        "import os, sys, time\n"
+        "block = bytearray(200 * 1024 * 1024)\n"
+        "for i in range(0, len(block), 4096): block[i] = 1\n"
+        "if os.fork() == 0:\n"
+        "    time.sleep(30)\n"
+        "    os._exit(0)\n"
+        f"open({str(ready)!r}, 'w').close()\n"
+        "time.sleep(30)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 20
+        while not (ready.exists() and descendants(proc.pid)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        summed = sum(rss_bytes(pid) for pid in {proc.pid} | descendants(proc.pid)) / MB
+        counted = tree_bytes(proc.pid) / MB
+        assert summed > 400  # the parent's 200 MB, and the child's view of the same pages
+        assert 200 < counted < 300
+    finally:
+        for pid in descendants(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+        proc.kill()
+        proc.wait()
