@@ -5,7 +5,8 @@ Two estates are simulated with the same seed and groups: one spanning `--short-h
 last hour's is run through a whole `rebalance run` process (untimed setup), then the last hour's files are landed
 and timed three ways, each in its own process: a whole `rebalance run` (the increment), a `rebalance run` with
 nothing new (the re-run), and a whole-process `spark.read.text(files).count()` over the increment's files (the
-baseline: the JVM start and the reading are in both). Peak memory is the whole process tree's resident size.
+baseline: the JVM start and the reading are in both). Peak memory is the whole process tree's, as proportional set
+sizes (`bench.memory.tree_bytes`).
 
 Figures (ratios in one run, on one machine; the seconds are context):
 - `increment_long_over_short`: the increment's time after the long history / after the short one (target <= 1.2);
@@ -50,7 +51,7 @@ print(spark.read.text(sys.argv[3:]).count())
 
 @dataclass(frozen=True)
 class Measured:
-    """One whole process: its wall time and the peak resident size of its process tree."""
+    """One whole process: its wall time and the peak memory of its process tree (`bench.memory.tree_bytes`)."""
 
     seconds: float
     peak_mb: float
@@ -78,8 +79,8 @@ def run_steps(output: str) -> dict[str, float]:
 
 
 def measure_process(cmd: list[str], *, cwd: Path) -> Measured:
-    """Run `cmd` to its end, sampling its process tree's resident memory every 0.2 s; fail loudly on a non-zero
-    exit (a benchmark of a failed run measures nothing)."""
+    """Run `cmd` to its end, sampling its process tree's memory (`bench.memory.tree_bytes`) every 0.2 s; fail loudly
+    on a non-zero exit (a benchmark of a failed run measures nothing)."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peak = [0]

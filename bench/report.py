@@ -64,8 +64,8 @@ def history_figures(found: dict[str, Any]) -> list[Figure]:
         Figure("rerun_vs_count_long", f["rerun_vs_count_long"],
                f"a `rebalance run` with nothing new after {days:g} days / the count", "<=", 2.0),
         Figure("memory_long_over_short", f["memory_long_over_short"],
-               "the increment's peak resident memory (process tree) after the long / the short history (context: "
-               "a JVM's resident size depends on when it collects)"),
+               "the increment's peak memory (process tree, proportional set sizes) after the long / the short "
+               "history (context: a JVM's resident size depends on when it collects)"),
     ]
 
 
@@ -120,9 +120,9 @@ def figures(stages: dict[str, dict[str, Any]], history: dict[str, Any] | None = 
                "<=", 10.0),
         Figure("latency_p50_s", latency["p50_s"], "the same, p50 (context)"),
         Figure("driver_memory_4x_over_1x", _ratio(proc4["memory"]["process_mb"], proc1["memory"]["process_mb"]),
-               f"peak RSS of a whole `rebalance run` process tree (python, JVM, Python workers) at 4x / at 1x, each "
-               f"size its own process ({proc4['memory']['process_mb']:.0f} / {proc1['memory']['process_mb']:.0f} MB)",
-               "<=", 1.5),
+               f"peak memory of a whole `rebalance run` process tree (python, JVM, Python workers; proportional "
+               f"set sizes) at 4x / at 1x, each size its own process ({proc4['memory']['process_mb']:.0f} / "
+               f"{proc1['memory']['process_mb']:.0f} MB)", "<=", 1.5),
         Figure("driver_memory_4x_over_1x_same_jvm",
                _ratio(pipe4["memory"]["driver_mb"], pipe1["memory"]["driver_mb"]),
                f"the same peak (python + JVM) of the in-session pipeline_x4 / pipeline_x1, run one after the other "

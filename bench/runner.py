@@ -172,9 +172,10 @@ def _notes(opts: Options, stages: dict[str, dict[str, Any]]) -> list[str]:
          "gold_rebalances commit; a probe still missing 180 s after the last landing counts as the time it waited."),
         ("Driver memory of the in-session stages: peak RSS of this Python process plus its Spark JVM, sampled every "
          "0.2 s; the JVM keeps heap it has grown, so later stages carry the peaks of earlier ones. Workers: Spark's "
-         "Python workers (sum of RSS). driver_memory_4x_over_1x therefore comes from pipeline_process_x1 and _x4: "
-         "the same landing files through a whole `rebalance run` process each (JVM start, table creation and "
-         "every step included), peak RSS of the process tree sampled every 0.2 s."),
+         "Python workers (sum of proportional set sizes: they share their daemon's pages). "
+         "driver_memory_4x_over_1x therefore comes from pipeline_process_x1 and _x4: the same landing files "
+         "through a whole `rebalance run` process each (JVM start, table creation and every step included), peak "
+         "of the process tree's proportional set sizes sampled every 0.2 s (bench.memory.tree_bytes)."),
     ]
     busy = [name for name, st in stages.items() if st.get("other_cpu_share", 0) > SHARED]
     if busy:
