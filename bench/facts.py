@@ -60,28 +60,25 @@ def machine_cpu_s() -> float:
     return (user + nice + system + irq + softirq) / CLOCK_TICKS
 
 
+def _cpu_ticks(pid: int) -> list[int]:
+    """utime, stime, cutime and cstime of one process, in clock ticks (empty when it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return []
+    # Fields after the command name: state is field 3, utime..cstime are fields 14..17.
+    return [int(x) for x in stat.rsplit(")", 1)[1].split()[11:15]]
+
+
 def tree_cpu_s(root: int) -> float:
     """CPU seconds used by `root` and its live descendants, with those of the children they have reaped (the Spark
     JVM, its Python workers and the benchmark's subprocesses all count as this benchmark's own work)."""
-    total = 0
-    for pid in {root} | descendants(root):
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        # Fields after the command name: state is field 3, utime..cstime are fields 14..17.
-        rest = stat.rsplit(")", 1)[1].split()
-        total += sum(int(x) for x in rest[11:15])
-    return total / CLOCK_TICKS
+    return sum(sum(_cpu_ticks(pid)) for pid in {root} | descendants(root)) / CLOCK_TICKS
 
 
 def own_cpu_s(pid: int) -> float:
     """CPU seconds `pid` itself has used (user and system, not its children's); 0 when it is gone."""
-    try:
-        rest = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(rest[11]) + int(rest[12])) / CLOCK_TICKS
+    return sum(_cpu_ticks(pid)[:2]) / CLOCK_TICKS
 
 
 class OtherWork:

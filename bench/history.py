@@ -35,7 +35,7 @@ import yaml
 
 from bench.dataset import landing_files
 from bench.facts import own_cpu_s
-from bench.memory import MB, descendants, tree_bytes
+from bench.memory import MB, descendants, process_parents, tree_bytes
 from pipelines.config import DEFAULT_CONF
 from simulator import simulate
 
@@ -89,8 +89,9 @@ def measure_process(cmd: list[str], *, cwd: Path) -> Measured:
 
     def sample() -> None:
         while not done.is_set():
-            below = descendants(proc.pid)
-            peak[0] = max(peak[0], tree_bytes(proc.pid))
+            parents = process_parents()  # one scan of /proc for both the memory and the CPU of the tree
+            peak[0] = max(peak[0], tree_bytes(proc.pid, parents))
+            below = descendants(proc.pid, parents)
             for pid in below:
                 cpu[pid] = max(cpu.get(pid, 0.0), own_cpu_s(pid))
             done.wait(0.2)

@@ -40,16 +40,16 @@ def _statm(pid: int) -> str | None:
         return None
 
 
-def tree_bytes(root: int) -> int:
+def tree_bytes(root: int, parents: dict[int, int] | None = None) -> int:
     """Memory of `root` and every process below it, each page once: the sum of their proportional set sizes,
-    leaving out a child that is still an image of its parent.
+    leaving out a child that is still an image of its parent (`parents`: a `process_parents()` taken already).
 
     The JVM starts each shell command Hadoop runs (hundreds per run) with a vfork: until the command's exec the child
     shares the JVM's memory and /proc shows it with the JVM's whole size, so summing sizes counted the JVM twice
     whenever a sample met one (the likely source of the 7-8 GB peaks recorded for runs with a 4 GB heap, among others
-    of 4.5-5 GB). Spark's Python workers are forks of one daemon and share its
-    pages: proportional sizes count those once."""
-    parents = _parents()
+    of 4.5-5 GB). Spark's Python workers are forks of one daemon and share its pages: proportional sizes count
+    those once."""
+    parents = parents if parents is not None else process_parents()
     below = descendants(root, parents)
     total = pss_bytes(root)
     for pid in below:
@@ -60,7 +60,7 @@ def tree_bytes(root: int) -> int:
     return total
 
 
-def _parents() -> dict[int, int]:
+def process_parents() -> dict[int, int]:
     """The parent id of every live process (from /proc/*/stat)."""
     parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
@@ -78,7 +78,7 @@ def _parents() -> dict[int, int]:
 def descendants(root: int, parents: dict[int, int] | None = None) -> set[int]:
     """Every live process below `root` (from the parent ids in /proc/*/stat, or `parents` when given)."""
     children: dict[int, list[int]] = {}
-    for pid, ppid in (parents if parents is not None else _parents()).items():
+    for pid, ppid in (parents if parents is not None else process_parents()).items():
         children.setdefault(ppid, []).append(pid)
     found: set[int] = set()
     todo = [root]
