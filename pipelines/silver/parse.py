@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from pipelines.bronze.literals import contains_any
 from pipelines.silver.fields import typed_fields
 from pipelines.silver.gc import with_gc_pause
 from pipelines.silver.layouts import MESSAGE_SUFFIX, strip_envelope, with_layout
-from pipelines.silver.packing import at, literal_array, literal_map, pack_all
+from pipelines.silver.packing import at, chosen, literal_array, literal_map, pack_all
 from pipelines.silver.templates import SEARCH_MARK, Alternation, CompiledTemplate, build_alternation, load_templates
 from pipelines.silver.timestamps import event_time, find_level, find_time
 from pipelines.sources import UserLayout
@@ -48,11 +48,8 @@ _TRAILING_LOGGER = r"\s\(([\w.$-]+)\)\s*$"
 
 
 def _matched_template(parts: Column, alternation: Alternation) -> Column:
-    # The matched template is the first whose wrapping group is non-empty; the wrap groups lead the packed array,
-    # so one loop over a slice finds it (an array of per-template lookups would grow the generated code past 64 KB).
-    wraps = F.slice(parts, 1, len(alternation.wrap_groups))
-    position = F.array_position(F.transform(wraps, lambda x: x != F.lit("")), True)
-    return F.when(position > 0, F.element_at(literal_array(alternation.template_ids), position.cast("int")))
+    position = chosen(parts, len(alternation.template_ids))
+    return F.when(position.isNotNull(), F.element_at(literal_array(alternation.template_ids), position))
 
 
 def _lookup(template_id: Column, templates: tuple[CompiledTemplate, ...], attribute: str) -> Column:
@@ -138,11 +135,13 @@ def parse_lines(
     searched = F.when(unknown, F.concat(F.lit(SEARCH_MARK), F.regexp_replace(body_full, MESSAGE_SUFFIX, "")))
     parsed = parsed.withColumns({
         "_parts": F.when(maybe_template, pack_all(F.coalesce(searched, body_full), alternation.searching,
-                                                  alternation.slots)),
+                                                  alternation.slots, choice=alternation.wrap_groups)),
         "ts_text": F.coalesce(F.col("ts_text"), F.when(unknown, find_time(F.col("msg")))),
         "level": F.coalesce(F.col("level"), F.when(unknown, find_level(F.col("msg")))),
     })
-    matched = _matched_template(F.col("_parts"), alternation)
+    # A column of its own: the level check and the id both read it, and an expression used twice is evaluated twice.
+    parsed = parsed.withColumn("_matched", _matched_template(F.col("_parts"), alternation))
+    matched = F.col("_matched")
     required_level = F.element_at(
         literal_map({t.template.id: t.template.level for t in templates if t.template.level}), matched
     )
@@ -158,6 +157,8 @@ def parse_lines(
         F.when(template_id.isNotNull(), _lookup(template_id, templates, "kind")).alias("source_kind"),
         event_time(F.col("ts_text"), tz=tz, day=day).alias("_own_ts"),
     )
+    # The windows below sort whole rows by file: the packed matches and the record's texts are not carried along.
+    parsed = parsed.drop("_parts", "_prefix", "_gc", "_text", "_rest", "_matched")
     parsed = parsed.transform(_with_inferred_time, tz=tz, day=day).transform(_with_file_group)
     return parsed.select(*[c for c in parsed.columns if not c.startswith("_")], *_disposition(template_id))
 
@@ -165,6 +166,13 @@ def parse_lines(
 # A record without a time of its own takes the time of the nearest timestamped record of its file, when the records
 # around it agree within this many seconds (else the time is unknown and the record is kept without one).
 INFERRED_TIME_SPREAD_S = 300
+
+
+def _whole_file() -> WindowSpec:
+    """A whole file, in the line order of the frame that looks back: Spark computes the window functions of one
+    partitioning and order in one sort, so the per-file aggregates ride along instead of sorting the rows again."""
+    return Window.partitionBy("source_file").orderBy("line_no").rowsBetween(Window.unboundedPreceding,
+                                                                             Window.unboundedFollowing)
 
 
 def _with_inferred_time(parsed: DataFrame, *, tz: Column, day: Column) -> DataFrame:
@@ -185,7 +193,7 @@ def _with_inferred_time(parsed: DataFrame, *, tz: Column, day: Column) -> DataFr
     inferred = F.when(own.isNull() & typed, agreed)
     # A file without a single time still tells the order of its events: a stripped paste, a dump of bare messages.
     # Their replay needs only that order; durations from it are not real and the gold rows say so.
-    untimed_file = F.count(own).over(Window.partitionBy("source_file")) == 0
+    untimed_file = F.count(own).over(_whole_file()) == 0
     midnight = F.to_utc_timestamp(F.to_timestamp(day, "yyyy-MM-dd"), tz)
     by_order = F.when(untimed_file & typed, F.timestamp_millis(F.unix_millis(midnight) + F.col("line_no")))
     return parsed.withColumns({
@@ -199,8 +207,7 @@ def _with_inferred_time(parsed: DataFrame, *, tz: Column, day: Column) -> DataFr
 def _with_file_group(parsed: DataFrame) -> DataFrame:
     """A client line that names no group (librdkafka's poll timeout, a stripped excerpt) is about the group that
     every other line of its file names, when they name exactly one."""
-    groups = F.collect_set(F.when(F.col("source_kind") == "client", F.col("group_id"))).over(
-        Window.partitionBy("source_file"))
+    groups = F.collect_set(F.when(F.col("source_kind") == "client", F.col("group_id"))).over(_whole_file())
     fill = F.when((F.col("source_kind") == "client") & F.col("group_id").isNull() & (F.size(groups) == 1),
                   F.element_at(groups, 1))
     return parsed.withColumn("group_id", F.coalesce(F.col("group_id"), fill))

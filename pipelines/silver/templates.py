@@ -178,9 +178,10 @@ class Alternation(BaseModel):
     SEARCH_MARK; on any other text it is the anchored regex.
 
     `wrap_groups[i]` is the group that wraps template i (non-empty exactly when it matched); `field_groups`
-    maps template id -> field -> absolute group number. `slots` is how a packed match holds them: one slot per wrap
-    group first (the matched template is the first non-empty one), then one slot per field of FIELD_PATTERNS that
-    concatenates that field's group of every template (only the matched template's group is non-empty).
+    maps template id -> field -> absolute group number. A packed match (`packing.pack_all` with `choice=wrap_groups`)
+    holds the choice slot first (which template matched, `packing.chosen`), then one slot per field of
+    FIELD_PATTERNS (`slots`) that concatenates that field's group of every template (only the matched template's
+    group is non-empty).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -198,12 +199,11 @@ class Alternation(BaseModel):
 
     @property
     def slots(self) -> list[list[int]]:
-        per_field = [[g[f] for g in self.field_groups.values() if f in g] for f in self.fields]
-        return [[w] for w in self.wrap_groups] + per_field
+        return [[g[f] for g in self.field_groups.values() if f in g] for f in self.fields]
 
     def field_slot(self, field: str) -> int:
-        """The 1-based slot of a field in a packed match."""
-        return len(self.wrap_groups) + self.fields.index(field) + 1
+        """The 1-based slot of a field in a packed match (the choice slot is the first)."""
+        return self.fields.index(field) + 2
 
 
 def build_alternation(templates: tuple[CompiledTemplate, ...]) -> Alternation:
