@@ -64,6 +64,34 @@ def test_a_second_batch_reuses_the_code_the_first_compiled(spark, tmp_path):
     assert _compiled_classes(spark) - before <= 10
 
 
+def test_a_compiled_silver_build_fits_the_jvm_method_limit(spark, tmp_path):
+    # A generated method over 64 KB does not fail a batch: Spark logs the compile error with a long trace and runs
+    # that stage without generated code. So the build runs here with no way back, and a method too big fails it.
+    broker, consumer = tmp_path / "broker-1", tmp_path / "app-0"
+    broker.mkdir()
+    consumer.mkdir()
+    (broker / "server.log").write_text(
+        "[2026-11-20 08:00:01,000] INFO [GroupCoordinator 1]: Preparing to rebalance group g in state "
+        "PreparingRebalance with old generation 3 (__consumer_offsets-1) (reason: Adding new member c-1) "
+        "(kafka.coordinator.group.GroupCoordinator)\n")
+    (consumer / "app.log").write_text(
+        "2026-11-20 08:00:00,900 INFO [Consumer clientId=c-1, groupId=g] (Re-)joining group "
+        "(org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)\n"
+        "[2026-11-20T08:00:00.500+0000][info][gc] GC(7) Pause Young (Normal) (G1 Evacuation Pause) "
+        "24M->4M(256M) 812.345ms\n")
+    raw = io.read_files(spark, sorted(p for d in (broker, consumer) for p in d.iterdir()))
+    with compiled_code(spark, True):  # it sets the factory mode back when it ends
+        spark.conf.set("spark.sql.codegen.fallback", "false")
+        spark.conf.set("spark.sql.codegen.factoryMode", "CODEGEN_ONLY")
+        try:
+            batch = silver_batch(raw)
+            dispositions = sorted(r.disposition for r in batch.parsed.select("disposition").collect())
+            batch.unpersist()
+        finally:
+            spark.conf.unset("spark.sql.codegen.fallback")
+    assert dispositions == ["event", "event", "gc_pause"]
+
+
 def test_an_ingest_batch_compiles_its_code_only_from_the_configured_size(spark, tmp_path):
     # Interpreted, the small batches of a scheduled run skip compiling; a batch of many megabytes is compiled. Both
     # make the same rows: the oracle that checks the compiled run interprets.

@@ -16,7 +16,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pipelines.silver.json_layout import is_json, json_fields, parse_json
-from pipelines.silver.packing import at, chosen, literal_array, pack_all
+from pipelines.silver.packing import at, literal_array, pack_all
 from pipelines.silver.timestamps import find_level, find_time
 from pipelines.sources import UserLayout, glob_regex
 
@@ -129,13 +129,11 @@ def _inner(pattern: str) -> str:
 @dataclass(frozen=True)
 class LayoutAlternation:
     """The user layouts and the built-in ones as one anchored regex over `<instance>\x03<line>`: a user layout's
-    branch starts with its instance glob, the built-in branches accept any instance. A packed match
-    (`packing.pack_all` with `choice=wraps`) holds which layout matched (of `names`), then the slots ts, level,
-    thread, logger, msg."""
+    branch starts with its instance glob, the built-in branches accept any instance. Slots: ts, level, thread,
+    logger, msg, then one wrap slot per layout (`names`), non-empty for the layout that matched."""
 
     pattern: str
     slots: list[list[int]]
-    wraps: list[int]
     names: tuple[str, ...]
 
 
@@ -165,7 +163,7 @@ def layout_alternation(user_layouts: Sequence[UserLayout] = ()) -> LayoutAlterna
         group += 1 + compiled.groups
     branches.append(f"[^{_INSTANCE_END}]*{_INSTANCE_END}(?:" + "|".join(builtin) + ")")
     pattern = "^(?:" + "|".join(branches) + ")$"
-    return LayoutAlternation(pattern, [fields[f] for f in FIELDS], wraps, tuple(names))
+    return LayoutAlternation(pattern, [fields[f] for f in FIELDS] + [[w] for w in wraps], tuple(names))
 
 
 _INSTANCE_END = "\u0003"
@@ -189,16 +187,18 @@ def with_layout(
     # for every row. Here that was the message's expression, whose fallback runs six regexes over the raw line.
     json_line = F.when(json_line, json["msg"].isNotNull()).otherwise(F.lit(False))
     df = df.withColumn(
-        "_layout_parts", F.when(matched & ~json_line, pack_all(keyed, alternation.pattern, alternation.slots,
-                                                              choice=alternation.wraps))
+        "_layout_parts", F.when(matched & ~json_line, pack_all(keyed, alternation.pattern, alternation.slots))
     )
     parts = F.col("_layout_parts")
-    # An empty line matches `plain` with an empty wrap group: no layout chosen, and so no layout name.
-    position = chosen(parts, len(alternation.names))
-    regex_layout = F.when(position.isNotNull(), F.element_at(literal_array(alternation.names), position))
+    # One slot per layout (nine) is cheap to search; the templates' choice slot (`packing.chosen`) here made the
+    # compiled stage's code pass the JVM's 64 KB method limit (tests/test_caching.py).
+    wraps = F.slice(parts, len(FIELDS) + 1, len(alternation.names))
+    position = F.array_position(F.transform(wraps, lambda x: x != F.lit("")), True)
+    # An empty line matches `plain` with an empty wrap group: no position, and so no layout name.
+    regex_layout = F.when(position > 0, F.element_at(literal_array(alternation.names), position.cast("int")))
     fields = {
         name: F.when(json_line, json.get(name, F.lit(None))).otherwise(at(parts, index))
-        for index, name in enumerate(FIELDS, start=2)  # slot 1 is the choice
+        for index, name in enumerate(FIELDS, start=1)
     }
     level = F.upper(F.trim(fields["level"]))
     layout = F.when(json_line, "json").otherwise(F.coalesce(regex_layout, F.lit("plain")))
