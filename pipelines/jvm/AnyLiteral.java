@@ -34,9 +34,13 @@ public final class AnyLiteral implements UDF1<byte[], Boolean> {
         }
     }
 
-    /** The matcher applied to {@code text} (a string column, searched as its UTF-8 bytes), named any_literal. */
-    public static Column column(String[] literals, Column text) {
-        UserDefinedFunction udf = functions.udf(new AnyLiteral(literals), DataTypes.BooleanType);
+    /**
+     * The matcher applied to {@code text} (a string column, searched as its UTF-8 bytes), named any_literal. The
+     * literals come joined by U+0000 (one call from Python instead of one per literal).
+     */
+    public static Column column(String literals, Column text) {
+        UserDefinedFunction udf = functions.udf(new AnyLiteral(literals.split("\u0000", -1)),
+                DataTypes.BooleanType);
         return udf.withName("any_literal").apply(text.cast(DataTypes.BinaryType));
     }
 

@@ -6,13 +6,14 @@ A record is one line or, joined in bronze, a line and the lines that continue it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from pipelines.bronze.literals import contains_any
+from pipelines.jvm.matcher import template_match
 from pipelines.silver.fields import typed_fields
 from pipelines.silver.gc import with_gc_pause
 from pipelines.silver.layouts import MESSAGE_SUFFIX, strip_envelope, with_layout
@@ -47,9 +48,22 @@ _MEL_RECORD = r"^((?:trce|dbug|info|warn|fail|crit): [^\n]*\[\d+\])\n\s+"
 _TRAILING_LOGGER = r"\s\(([\w.$-]+)\)\s*$"
 
 
-def _matched_template(parts: Column, alternation: Alternation) -> Column:
-    position = chosen(parts, len(alternation.template_ids))
-    return F.when(position.isNotNull(), F.element_at(literal_array(alternation.template_ids), position))
+def match_templates(text: Column, candidate: Column,
+                    alternation: Alternation) -> tuple[Column, Callable[[Column], Column]]:
+    """The packed match of the first template that matches `text` (the alternation's `searching` semantics), null
+    where none matches or `candidate` is false; and how to read the 1-based number of that template from it.
+
+    Where the session runs the project's JVM matcher, only the templates whose literal `text` holds are tried, one
+    by one; elsewhere (Spark Connect, no jar) the whole alternation runs as one regex, on the texts that hold some
+    template's literal (a match holds its template's literal). Both give the same array: the choice slot, then one
+    slot per field of `alternation.fields`."""
+    one_by_one = template_match(text, alternation.literals, alternation.branch_patterns,
+                                alternation.branch_slot_groups, SEARCH_MARK)
+    if one_by_one is not None:
+        return F.when(candidate, one_by_one), lambda parts: F.get(parts, 0).cast("int")
+    packed = pack_all(text, alternation.searching, alternation.slots, choice=alternation.wrap_groups)
+    count = len(alternation.template_ids)
+    return F.when(candidate & contains_any(text, alternation.literals), packed), lambda parts: chosen(parts, count)
 
 
 def _lookup(template_id: Column, templates: tuple[CompiledTemplate, ...], attribute: str) -> Column:
@@ -123,24 +137,25 @@ def parse_lines(
     )
     body, continued = F.col("body"), F.col("continued")
     body_full = F.when(continued.isNotNull(), F.concat(body, F.lit("\n"), continued)).otherwise(body)
-    # The alternation is the costly step, so it runs only where it can match: not on lines the GC parser already
-    # knows, and only on text holding the literal of some template (a match contains its template's literal).
-    maybe_template = ~(F.col("gc_duration_ms").isNotNull() | F.col("gc_noise")) & contains_any(
-        body_full, [t.literal for t in templates]
-    )
+    # The template match is the costly step, so it runs only where it can match: not on lines the GC parser
+    # already knows (and, on the SQL path, only on text holding the literal of some template).
+    not_gc = ~(F.col("gc_duration_ms").isNotNull() | F.col("gc_noise"))
     # A line no layout knows (a prefix the parser has never seen, a stripped paste, a client without a Kafka
     # prefix) may still hold a known message: its templates are searched anywhere in it (the same regex, told so by
     # a mark), and its time and level in the whole line.
     unknown = F.col("layout") == "plain"
     searched = F.when(unknown, F.concat(F.lit(SEARCH_MARK), F.regexp_replace(body_full, MESSAGE_SUFFIX, "")))
+    parts, position_in = match_templates(F.coalesce(searched, body_full), not_gc, alternation)
     parsed = parsed.withColumns({
-        "_parts": F.when(maybe_template, pack_all(F.coalesce(searched, body_full), alternation.searching,
-                                                  alternation.slots, choice=alternation.wrap_groups)),
+        "_parts": parts,
         "ts_text": F.coalesce(F.col("ts_text"), F.when(unknown, find_time(F.col("msg")))),
         "level": F.coalesce(F.col("level"), F.when(unknown, find_level(F.col("msg")))),
     })
     # A column of its own: the level check and the id both read it, and an expression used twice is evaluated twice.
-    parsed = parsed.withColumn("_matched", _matched_template(F.col("_parts"), alternation))
+    position = position_in(F.col("_parts"))
+    parsed = parsed.withColumn(
+        "_matched", F.when(position.isNotNull(), F.element_at(literal_array(alternation.template_ids), position))
+    )
     matched = F.col("_matched")
     required_level = F.element_at(
         literal_map({t.template.id: t.template.level for t in templates if t.template.level}), matched

@@ -192,6 +192,11 @@ class Alternation(BaseModel):
     wrap_groups: tuple[int, ...]
     field_groups: dict[str, dict[str, int]]
     group_count: int
+    # Per template, in order: its literal (a match holds it), and its own branch as a searching regex
+    # `^(?:SEARCH_MARK[\s\S]*?)?(branch)<tail>` (group 1 wraps the branch): matched one by one by
+    # `branch_slot_groups`, the same result as `searching` (the JVM matcher's path).
+    literals: tuple[str, ...]
+    branch_patterns: tuple[str, ...]
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -204,6 +209,15 @@ class Alternation(BaseModel):
     def field_slot(self, field: str) -> int:
         """The 1-based slot of a field in a packed match (the choice slot is the first)."""
         return self.fields.index(field) + 2
+
+    @property
+    def branch_slot_groups(self) -> list[list[int]]:
+        """Per template, the group of each field slot in its branch pattern (0: the template has no such field)."""
+        out = []
+        for template_id, wrap in zip(self.template_ids, self.wrap_groups, strict=True):
+            groups = self.field_groups[template_id]
+            out.append([groups[f] - wrap + 1 if f in groups else 0 for f in self.fields])
+        return out
 
 
 def build_alternation(templates: tuple[CompiledTemplate, ...]) -> Alternation:
@@ -220,8 +234,10 @@ def build_alternation(templates: tuple[CompiledTemplate, ...]) -> Alternation:
     count = re.compile(pattern).groups
     if count != next_group - 1:
         raise ValueError(f"template groups miscounted: regex has {count}, expected {next_group - 1}")
+    search = "^(?:" + SEARCH_MARK + "[\\s\\S]*?)?(?:"
     return Alternation(
-        pattern=pattern, searching=pattern.replace("^(?:", "^(?:" + SEARCH_MARK + "[\\s\\S]*?)?(?:", 1),
+        pattern=pattern, searching=pattern.replace("^(?:", search, 1),
         template_ids=tuple(t.template.id for t in templates), wrap_groups=tuple(wraps),
-        field_groups=fields, group_count=count,
+        field_groups=fields, group_count=count, literals=tuple(t.literal for t in templates),
+        branch_patterns=tuple(search + branch + ")" + TAIL for branch in branches),
     )
