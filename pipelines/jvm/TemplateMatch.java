@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -72,16 +73,32 @@ public final class TemplateMatch implements UDF1<String, String[]> {
         return udf.withName("template_match").apply(text);
     }
 
+    /**
+     * The compiled templates of this JVM, by their text: every task deserializes its own copy of the function, and
+     * compiling some 700 regexes and the automaton per task cost more than matching a small batch's lines.
+     */
+    private static final Map<String, Compiled> SHARED = new ConcurrentHashMap<>();
+    private static final int SHARED_MAX = 8;
+
+    private Compiled compiled() {
+        Compiled found = compiled;
+        if (found == null) {
+            String key = String.join(SEP, literals) + SEP + SEP + String.join(SEP, patterns);
+            if (SHARED.size() >= SHARED_MAX) {
+                SHARED.clear();  // a long-lived JVM that saw many template sets (tests): keep it bounded
+            }
+            found = SHARED.computeIfAbsent(key, k -> new Compiled(literals, patterns));
+            compiled = found;
+        }
+        return found;
+    }
+
     @Override
     public String[] call(String text) {
         if (text == null) {
             return null;
         }
-        Compiled found = compiled;
-        if (found == null) {
-            found = new Compiled(literals, patterns);
-            compiled = found;
-        }
+        Compiled found = compiled();
         long[] candidates = found.candidates(text);
         boolean searching = !text.isEmpty() && text.charAt(0) == searchMark;
         int best = -1;
