@@ -1,9 +1,6 @@
 package rebalance.spark;
 
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Matcher;
@@ -138,119 +135,19 @@ public final class TemplateMatch implements UDF1<String, String[]> {
     /** The compiled regexes and an automaton that finds which templates' literals a text holds. */
     static final class Compiled {
         final Pattern[] patterns;
-        private final int words;
-        private final int[] asciiClass = new int[128];
-        private final Map<Character, Integer> otherClass = new HashMap<>();
-        private final int classes;
-        private final int[] next;
-        // Per state: the templates whose literal ends there (directly or through its fallbacks), as a bit set.
-        private final long[][] output;
-        private final boolean[] emits;
+        private final LiteralAutomaton literals;
 
         Compiled(String[] literals, String[] regexes) {
             patterns = new Pattern[regexes.length];
             for (int i = 0; i < regexes.length; i++) {
                 patterns[i] = Pattern.compile(regexes[i]);
             }
-            words = (literals.length + 63) / 64;
-            int nextClass = 1;  // class 0: characters that are in no literal
-            for (String literal : literals) {
-                for (char c : literal.toCharArray()) {
-                    if (classOf(c) == 0) {
-                        if (c < 128) {
-                            asciiClass[c] = nextClass++;
-                        } else {
-                            otherClass.put(c, nextClass++);
-                        }
-                    }
-                }
-            }
-            classes = nextClass;
-
-            List<int[]> edges = new ArrayList<>();
-            List<long[]> ends = new ArrayList<>();
-            edges.add(newRow());
-            ends.add(new long[words]);
-            for (int t = 0; t < literals.length; t++) {
-                int state = 0;
-                for (char c : literals[t].toCharArray()) {
-                    int k = classOf(c);
-                    if (edges.get(state)[k] < 0) {
-                        edges.get(state)[k] = edges.size();
-                        edges.add(newRow());
-                        ends.add(new long[words]);
-                    }
-                    state = edges.get(state)[k];
-                }
-                ends.get(state)[t / 64] |= 1L << (t % 64);
-            }
-
-            int states = edges.size();
-            next = new int[states * classes];
-            output = new long[states][];
-            emits = new boolean[states];
-            int[] fail = new int[states];
-            int[] queue = new int[states];
-            int head = 0;
-            int tail = 0;
-            output[0] = ends.get(0);
-            for (int k = 0; k < classes; k++) {
-                int child = edges.get(0)[k];
-                next[k] = Math.max(child, 0);
-                if (child > 0) {
-                    queue[tail++] = child;
-                }
-            }
-            // Breadth first: a state's fallback is shallower, so its row and output are complete first.
-            while (head < tail) {
-                int state = queue[head++];
-                long[] own = ends.get(state);
-                long[] inherited = output[fail[state]];
-                long[] merged = own.clone();
-                for (int w = 0; w < words; w++) {
-                    merged[w] |= inherited[w];
-                }
-                output[state] = merged;
-                for (long w : merged) {
-                    emits[state] |= w != 0;
-                }
-                for (int k = 0; k < classes; k++) {
-                    int child = edges.get(state)[k];
-                    if (child >= 0) {
-                        fail[child] = next[fail[state] * classes + k];
-                        next[state * classes + k] = child;
-                        queue[tail++] = child;
-                    } else {
-                        next[state * classes + k] = next[fail[state] * classes + k];
-                    }
-                }
-            }
-        }
-
-        private int classOf(char c) {
-            return c < 128 ? asciiClass[c] : otherClass.getOrDefault(c, 0);
-        }
-
-        private int[] newRow() {
-            int[] row = new int[classes == 0 ? 1 : classes];
-            Arrays.fill(row, -1);
-            return row;
+            this.literals = LiteralAutomaton.overChars(literals);
         }
 
         /** The templates whose literal {@code text} holds, as a bit set in template order. */
         long[] candidates(String text) {
-            long[] found = output[0].clone();  // an empty literal is in every text
-            int state = 0;
-            for (int i = 0, n = text.length(); i < n; i++) {
-                state = next[state * classes + classOf(text.charAt(i))];
-                if (emits[state]) {
-                    long[] out = output[state];
-                    for (int w = 0; w < words; w++) {
-                        found[w] |= out[w];
-                    }
-                }
-            }
-            return found;
+            return literals.found(text);
         }
     }
 }
