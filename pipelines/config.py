@@ -125,6 +125,11 @@ class AlertSettings(_Frozen):
     long_rebalance_s: float = Field(default=60, gt=0, description="a rebalance longer than this is an alert")
     stuck_after_min: float = Field(default=5, gt=0, description="a group rebalancing longer than this is stuck")
     poll_timeouts_per_hour: int = Field(default=2, ge=1, description="poll timeouts of one process within an hour")
+    evaluate_every_s: float = Field(
+        default=30, gt=0,
+        description="a continuous run evaluates the alerts after each reconstruct batch and at least this often "
+        "(the stuck rule fires without new lines)",
+    )
     jsonl_path: Path | None = Field(default=None,
                                     description="JSON-lines feed (default <lakehouse>/_alerts/alerts.jsonl)")
     webhook_url_env: str = Field(default="REBALANCE_ALERT_WEBHOOK_URL",

@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from pipelines import commits, io
+from pipelines.alerts.loop import AlertLoop, alert_loop
 from pipelines.alerts.stage import run_alerts
 from pipelines.config import Config, ConfigError
 from pipelines.errors import PipelineStateError
@@ -137,7 +138,8 @@ def run(
     the quality alert) and then the run raises QualityError naming the rules. Rows from inconsistent input that
     break an input rule are alerted once each and do not fail the run. The alerts step compares open
     rebalances with `run_ts` (default: now), so a stuck group alerts even when no line arrives. Continuous runs
-    keep the two streams going; quality and alerts come from scheduled available-now runs."""
+    keep the two streams going and evaluate the alerts after each reconstruct batch and on the wall clock
+    (`run_continuously`); quality comes from scheduled available-now runs."""
     summary = RunSummary()
     with summary.timed("setup"):
         if "ingest" in stages:
@@ -147,11 +149,20 @@ def run(
         line_ids = check_release(cfg)
         io.ensure_tables(spark, cfg)
         check_checkpoints(spark, cfg)
+    # A continuous run evaluates the alerts beside the streams: after each reconstruct batch and on the wall clock.
+    loop = alert_loop(spark, cfg, on_progress=on_progress) if trigger != "available-now" and "alerts" in stages \
+        else None
+
+    def reconstructed(query: str, counts: dict[str, int]) -> None:
+        summary.record(query, counts)
+        if loop is not None:
+            loop.poke()
+
     streams = {
         "ingest": (io.read_source(spark, cfg), INGEST_QUERY,
                    make_ingest_batch(cfg, line_ids=line_ids, on_progress=on_progress, on_batch=summary.record)),
         "reconstruct": (io.read_table_stream(spark, cfg, "silver_accounting"), RECONSTRUCT_QUERY,
-                        make_reconstruct_batch(cfg, on_progress=on_progress, on_batch=summary.record)),
+                        make_reconstruct_batch(cfg, on_progress=on_progress, on_batch=reconstructed)),
     }
     started = [s for s in ("ingest", "reconstruct") if s in stages]
     if trigger == "available-now":
@@ -181,15 +192,23 @@ def run(
         if failed is not None:
             raise failed
     else:
-        # Continuous mode keeps the streams running; alerts are evaluated by scheduled available-now runs.
         queries = [start_stream(df, cfg, name, batch_fn, CONTINUOUS_INTERVAL)
                    for df, name, batch_fn in (streams[s] for s in started)]
-        try:
-            spark.streams.awaitAnyTermination()
-        finally:
-            for q in queries:
-                q.stop()
+        run_continuously(spark, queries, loop.start() if loop is not None else None)
     return summary
+
+
+def run_continuously(spark: SparkSession, queries: list[StreamingQuery], loop: AlertLoop | None) -> None:
+    """Wait until one of the streams stops (or the alert loop fails), then stop them all and the loop."""
+    try:
+        while not spark.streams.awaitAnyTermination(1):
+            if loop is not None:
+                loop.check()
+    finally:
+        for q in queries:
+            q.stop()
+        if loop is not None:
+            loop.stop()
 
 
 def register_views(spark: SparkSession, cfg: Config) -> list[str]:

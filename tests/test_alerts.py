@@ -100,3 +100,108 @@ def test_a_stuck_group_alerts_on_the_wall_clock_with_no_new_line(spark, tmp_path
     assert alert.delivered_to == ["jsonl"]
     delivered = [json.loads(line)["alert_id"] for line in cfg.alerts_jsonl.read_text().splitlines()]
     assert delivered.count(alert.alert_id) == 1
+
+
+def test_the_alert_loop_evaluates_at_start_when_poked_and_on_the_clock():
+    """One evaluation at start, one per poke, and one per `every_s` without any; a refusing sink does not end it,
+    any other error does and reaches the caller."""
+    import time
+
+    from pipelines.alerts.loop import AlertLoop
+
+    calls: list[dt.datetime] = []
+
+    def evaluate(now: dt.datetime) -> None:
+        calls.append(now)
+        if len(calls) == 3:
+            raise DeliveryError("webhook refused a1")
+        if len(calls) == 5:
+            raise ValueError("a broken rule")
+
+    said: list[str] = []
+
+    def wait_for(n: int) -> None:
+        """Until the loop has finished its n-th evaluation."""
+        deadline = time.monotonic() + 10
+        while loop.evaluations < n and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert loop.evaluations >= n, calls
+
+    loop = AlertLoop(evaluate, every_s=600, on_progress=said.append).start()
+    wait_for(1)
+    loop.poke()
+    wait_for(2)
+    loop.poke()
+    wait_for(3)
+    assert said == ["alerts: webhook refused a1; retried at the next evaluation"]
+    loop.check()  # a refusing sink is retried, not fatal
+    loop.every_s = 0.2  # no poke from here: the clock alone
+    loop.poke()
+    wait_for(5)
+    time.sleep(0.5)
+    with pytest.raises(ValueError, match="a broken rule"):
+        loop.check()
+    assert len(calls) == 5  # the loop ended at the error
+    with pytest.raises(ValueError):
+        loop.stop()
+
+
+def test_a_continuous_run_alerts_after_each_batch_without_another_run(spark, tmp_path):
+    """With `--trigger continuous`, alerts come from the running process: a group already stuck when it starts, then
+    a long rebalance landed while it runs (the clock alone would wait 10 minutes: the batch pokes the alerts)."""
+    import threading
+    import time
+
+    cfg = make_config(tmp_path, alerts={"evaluate_every_s": 600})
+    broker = cfg.landing / "broker-1"
+    broker.mkdir(parents=True)
+    coordinator = "(kafka.coordinator.group.GroupCoordinator)"
+    (broker / "server.log").write_text(
+        "[2024-05-14 10:21:07,482] INFO [GroupCoordinator 1]: Preparing to rebalance group stuck-app in state "
+        "PreparingRebalance with old generation 41 (__consumer_offsets-17) (reason: Adding new member c-9-zz with "
+        f"group instance id None) {coordinator}\n", encoding="utf-8")
+    failure: list[BaseException] = []
+
+    def running() -> None:
+        try:
+            run(spark, cfg, trigger="continuous")
+        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
+            failure.append(exc)
+
+    def delivered(group: str, rule: str, wait_s: float = 240) -> dict:
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and not failure:
+            if cfg.alerts_jsonl.exists():
+                for line in cfg.alerts_jsonl.read_text().splitlines():
+                    alert = json.loads(line)
+                    if alert["group_id"] == group and alert["rule"] == rule:
+                        return alert
+            time.sleep(0.2)
+        raise AssertionError(f"no {rule} alert of {group} delivered; run failed with {failure}")
+
+    thread = threading.Thread(target=running, daemon=True)
+    thread.start()
+    try:
+        assert "stuck in PreparingRebalance" in delivered("stuck-app", "stuck")["summary"]
+        later = cfg.landing / "broker-2"
+        later.mkdir()
+        partial = tmp_path / "server.log"
+        partial.write_text(
+            "[2024-05-14 11:00:00,000] INFO [GroupCoordinator 2]: Preparing to rebalance group slow-app in state "
+            "PreparingRebalance with old generation 3 (__consumer_offsets-4) (reason: Adding new member c-1-aa with "
+            f"group instance id None) {coordinator}\n"
+            "[2024-05-14 11:01:35,000] INFO [GroupCoordinator 2]: Stabilized group slow-app generation 4 "
+            f"(__consumer_offsets-4) with 2 members {coordinator}\n"
+            "[2024-05-14 11:01:35,020] INFO [GroupCoordinator 2]: Assignment received from leader c-1-aa for group "
+            f"slow-app for generation 4. The group has 2 members, 0 of which are static. {coordinator}\n",
+            encoding="utf-8")
+        partial.replace(later / "server.log")
+        assert "could not consume for 95 s" in delivered("slow-app", "long_rebalance")["summary"]
+    finally:
+        for query in spark.streams.active:
+            query.stop()
+        thread.join(120)
+    assert not thread.is_alive() and failure == []
+    stored = io.read_table(spark, cfg, "gold_alerts").filter(F.col("group_id").isin("stuck-app", "slow-app"))
+    assert sorted((r.group_id, r.rule) for r in stored.collect()) == [("slow-app", "long_rebalance"),
+                                                                       ("stuck-app", "stuck")]
