@@ -1,8 +1,10 @@
-"""Latency with a processing-time trigger: land small broker files, each holding one rebalance of a fresh group, at
-a steady rate, and time each until its row is in gold_rebalances."""
+"""Latency with a processing-time trigger: land small broker files, each holding one long rebalance of a fresh group,
+at a steady rate, and time each until its row is in gold_rebalances and until its alert is in the JSON-lines feed (the
+alerts step evaluated beside the streams, as `rebalance run --trigger continuous` does)."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import statistics
@@ -18,6 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from pipelines import io
+from pipelines.alerts.loop import AlertLoop, alert_loop
 from pipelines.config import Config
 from pipelines.ingest import make_ingest_batch
 from pipelines.reconstruct import make_reconstruct_batch
@@ -33,31 +36,45 @@ class LatencyError(RuntimeError):
 
 @dataclass
 class LatencyResult:
-    """Seconds from landing each probe file to its row in gold_rebalances (a probe that timed out counts as the
-    time it waited, so the percentiles never flatter a run that lost probes)."""
+    """Seconds from landing each probe file to its row in gold_rebalances, and to its alert in the feed (a probe
+    that timed out counts as the time it waited, so the percentiles never flatter a run that lost probes)."""
 
     seconds: list[float]
     trigger: str
     timeouts: int = 0
     every_s: float = 0.0
+    alert_seconds: list[float] | None = None
+    alert_timeouts: int = 0
+
+    @staticmethod
+    def _percentile(values: list[float], q: float) -> float:
+        if len(values) == 1:
+            return values[0]
+        return statistics.quantiles(values, n=100, method="inclusive")[round(q) - 1]
 
     def percentile(self, q: float) -> float:
-        """The q-th percentile (0..100) by linear interpolation between the closest ranks."""
-        if len(self.seconds) == 1:
-            return self.seconds[0]
-        return statistics.quantiles(self.seconds, n=100, method="inclusive")[round(q) - 1]
+        """The q-th percentile (0..100) of the rebalance-row latencies, by linear interpolation."""
+        return self._percentile(self.seconds, q)
 
     def as_dict(self) -> dict[str, object]:
-        """p50, p95, max and every probe, in seconds."""
-        return {"trigger": self.trigger, "probes": len(self.seconds), "every_s": self.every_s,
-                "timeouts": self.timeouts,
-                "p50_s": round(self.percentile(50), 3),
-                "p95_s": round(self.percentile(95), 3), "max_s": round(max(self.seconds), 3),
-                "probes_s": [round(s, 3) for s in self.seconds]}
+        """p50, p95, max and every probe, in seconds; the same for the alerts when they were measured."""
+        out: dict[str, object] = {
+            "trigger": self.trigger, "probes": len(self.seconds), "every_s": self.every_s,
+            "timeouts": self.timeouts,
+            "p50_s": round(self.percentile(50), 3),
+            "p95_s": round(self.percentile(95), 3), "max_s": round(max(self.seconds), 3),
+            "probes_s": [round(s, 3) for s in self.seconds]}
+        if self.alert_seconds:
+            out.update({"alert_timeouts": self.alert_timeouts,
+                        "alert_p50_s": round(self._percentile(self.alert_seconds, 50), 3),
+                        "alert_p95_s": round(self._percentile(self.alert_seconds, 95), 3),
+                        "alert_probes_s": [round(s, 3) for s in self.alert_seconds]})
+        return out
 
 
 def probe_text(group: str, at: datetime, rng: random.Random) -> str:
-    """A broker log (log4j layout) holding one rebalance of a new group: join, Preparing, Stabilized, Assignment."""
+    """A broker log (log4j layout) holding one rebalance of a new group: join, Preparing, Stabilized, Assignment.
+    It lasts 61 s by its lines' times, so it raises a long_rebalance alert (default threshold 60 s)."""
     member = f"consumer-{group}-1-{uuid.UUID(int=rng.getrandbits(128), version=4)}"
     partition = rng.randrange(50)
     joined = (f"Dynamic member with unknown member id joins group {group} in Empty state. Created a new member id "
@@ -68,7 +85,7 @@ def probe_text(group: str, at: datetime, rng: random.Random) -> str:
     stabilized = f"Stabilized group {group} generation 1 (__consumer_offsets-{partition}) with 1 members"
     assigned = (f"Assignment received from leader {member} for group {group} for generation 1. The group has 1 "
                 "members, 0 of which are static.")
-    messages = [(0, joined), (12, preparing), (3020, stabilized), (3051, assigned)]
+    messages = [(0, joined), (12, preparing), (61020, stabilized), (61051, assigned)]
     lines = []
     for offset_ms, message in messages:
         ts = at + timedelta(milliseconds=offset_ms)
@@ -77,13 +94,16 @@ def probe_text(group: str, at: datetime, rng: random.Random) -> str:
     return "\n".join(lines) + "\n"
 
 
-def start_queries(spark: SparkSession, cfg: Config, *, trigger: str) -> list[StreamingQuery]:
-    """The two queries of `pipelines.run.run` (same functions, same checkpoints) with a `processingTime` trigger."""
+def start_queries(spark: SparkSession, cfg: Config, *, trigger: str,
+                  loop: AlertLoop | None = None) -> list[StreamingQuery]:
+    """The two queries of `pipelines.run.run` (same functions, same checkpoints) with a `processingTime` trigger;
+    each reconstruct batch pokes `loop`, as in a continuous run."""
     io.ensure_tables(spark, cfg)
     ingest = start_stream(io.read_landing(spark, cfg), cfg, f"bench-{INGEST_QUERY}", make_ingest_batch(cfg), trigger,
                           checkpoint=io.checkpoint_dir(cfg, INGEST_QUERY))
+    poke = (lambda query, counts: loop.poke()) if loop is not None else None
     reconstruct = start_stream(io.read_table_stream(spark, cfg, "silver_accounting"), cfg,
-                               f"bench-{RECONSTRUCT_QUERY}", make_reconstruct_batch(cfg), trigger,
+                               f"bench-{RECONSTRUCT_QUERY}", make_reconstruct_batch(cfg, on_batch=poke), trigger,
                                checkpoint=io.checkpoint_dir(cfg, RECONSTRUCT_QUERY))
     return [ingest, reconstruct]
 
@@ -117,21 +137,49 @@ def _seen_groups(spark: SparkSession, cfg: Config, groups: list[str]) -> set[str
 
 
 class _Watcher:
-    """Notes when each probe group's first gold_rebalances row appears. The Delta log is watched (cheap) and the
-    table is queried only after a new commit, so polling does not compete with the streams for the two cores."""
+    """Notes when each probe group's first gold_rebalances row appears, and its alert in the JSON-lines feed. The
+    Delta log and the feed's size are watched (cheap); the table is queried only after a new commit and the feed read
+    only where it grew, so polling does not compete with the streams for the two cores."""
 
-    def __init__(self, spark: SparkSession, cfg: Config, queries: list[StreamingQuery]) -> None:
-        self.spark, self.cfg, self.queries = spark, cfg, queries
+    def __init__(self, spark: SparkSession, cfg: Config, queries: list[StreamingQuery],
+                 loop: AlertLoop | None = None) -> None:
+        self.spark, self.cfg, self.queries, self.loop = spark, cfg, queries, loop
         self.log_dir = Path(io.table(cfg, "gold_rebalances").path or "") / "_delta_log"
         self.commits = _commits(self.log_dir)
+        self.feed = cfg.alerts_jsonl
+        self.feed_read = self.feed.stat().st_size if self.feed.exists() else 0
         self.pending: dict[str, float] = {}  # group -> monotonic time its file landed
         self.seen: dict[str, float] = {}  # group -> seconds from landing to its row
+        self.alert_pending: dict[str, float] = {}  # the same for the alerts, when a loop evaluates them
+        self.alert_seen: dict[str, float] = {}
+
+    def landed(self, group: str, at: float) -> None:
+        """Start timing `group`'s row (and its alert, when alerts are evaluated) from the monotonic time `at`."""
+        self.pending[group] = at
+        if self.loop is not None:
+            self.alert_pending[group] = at
+
+    def _new_alerts(self) -> None:
+        size = self.feed.stat().st_size if self.feed.exists() else 0
+        if size <= self.feed_read:
+            return
+        now = time.monotonic()
+        with self.feed.open("rb") as feed:
+            feed.seek(self.feed_read)
+            chunk = feed.read(size - self.feed_read)
+        whole = chunk[:chunk.rfind(b"\n") + 1]  # a line still being written is read next time
+        self.feed_read += len(whole)
+        for line in whole.decode("utf-8").splitlines():
+            group = json.loads(line).get("group_id")
+            if group in self.alert_pending:
+                self.alert_seen[group] = now - self.alert_pending.pop(group)
 
     def poll(self, until: float, *, stop_when_all_seen: bool = False) -> None:
         """Watch until the monotonic time `until` (or, with `stop_when_all_seen`, until no probe is pending)."""
         while time.monotonic() < until:
-            if stop_when_all_seen and not self.pending:
+            if stop_when_all_seen and not self.pending and not self.alert_pending:
                 return
+            self._new_alerts()
             commits = _commits(self.log_dir)
             if commits > self.commits and self.pending:
                 self.commits = commits
@@ -141,11 +189,13 @@ class _Watcher:
                 continue
             self.commits = max(self.commits, commits)
             _check(self.queries)
+            if self.loop is not None:
+                self.loop.check()
             time.sleep(0.05)
 
 
 def measure_latency(spark: SparkSession, cfg: Config, *, staging: Path, probes: int, trigger: str = "1 second",
-                    every_s: float = 10.0, timeout_s: float = 180.0, seed: int = 7,
+                    every_s: float = 10.0, timeout_s: float = 180.0, seed: int = 7, alerts: bool = True,
                     say: Callable[[str], None] | None = None) -> LatencyResult:
     """Run both queries with `processingTime=trigger` over `cfg` (tables and checkpoints may already hold data),
     land one probe file every `every_s` seconds (a steady trickle, as log shipping delivers them) into a new
@@ -153,11 +203,17 @@ def measure_latency(spark: SparkSession, cfg: Config, *, staging: Path, probes: 
 
     A probe whose row has not appeared `timeout_s` after the last landing counts as the time it waited (a lower
     bound, flagged in `timeouts`), so the percentiles never flatter a pipeline that falls behind. The queries are
-    stopped before returning."""
+    stopped before returning.
+
+    With `alerts`, the alerts step runs beside the queries as in `rebalance run --trigger continuous` (after each
+    reconstruct batch, and on the clock) and each probe is also timed to its long_rebalance alert in the feed."""
     rng = random.Random(seed)
     staging.mkdir(parents=True, exist_ok=True)
-    queries = start_queries(spark, cfg, trigger=trigger)
-    watcher = _Watcher(spark, cfg, queries)
+    loop = alert_loop(spark, cfg) if alerts else None
+    queries = start_queries(spark, cfg, trigger=trigger, loop=loop)
+    if loop is not None:
+        loop.start()
+    watcher = _Watcher(spark, cfg, queries, loop)
     landed_at: dict[str, float] = {}
     try:
         for query in queries:
@@ -177,15 +233,22 @@ def measure_latency(spark: SparkSession, cfg: Config, *, staging: Path, probes: 
             instance.mkdir()
             landed_at[group] = time.monotonic()
             os.replace(partial, instance / partial.name)
-            watcher.pending[group] = landed_at[group]
+            watcher.landed(group, landed_at[group])
             next_at = landed_at[group] + every_s
             if say is not None:
                 say(f"probe {n + 1}/{probes} landed; {len(watcher.seen)} seen so far")
         watcher.poll(time.monotonic() + timeout_s, stop_when_all_seen=True)
     finally:
         stop_when_idle(queries)
+        if loop is not None:
+            loop.stop()
     now = time.monotonic()
     seconds = [watcher.seen.get(group, now - landed) for group, landed in landed_at.items()]
+    alert_seconds = [watcher.alert_seen.get(group, now - landed) for group, landed in landed_at.items()] \
+        if loop is not None else None
     if say is not None:
         say("latency probes (s): " + ", ".join(f"{s:.1f}" for s in seconds))
-    return LatencyResult(seconds=seconds, trigger=trigger, timeouts=len(watcher.pending), every_s=every_s)
+        if alert_seconds is not None:
+            say("alert latency (s): " + ", ".join(f"{s:.1f}" for s in alert_seconds))
+    return LatencyResult(seconds=seconds, trigger=trigger, timeouts=len(watcher.pending), every_s=every_s,
+                         alert_seconds=alert_seconds, alert_timeouts=len(watcher.alert_pending))

@@ -115,6 +115,12 @@ def figures(stages: dict[str, dict[str, Any]], history: dict[str, Any] | None = 
                f"every {latency.get('every_s', 0):g} s ({latency['timeouts']} not seen; trigger {latency['trigger']})",
                "<=", 10.0),
         Figure("latency_p50_s", latency["p50_s"], "the same, p50 (context)"),
+        *([Figure("alert_latency_p95_s", latency["alert_p95_s"],
+                  f"seconds from landing a file to its alert in the JSON-lines feed, p95 of the same probes (the "
+                  f"alerts step beside the streams, as in a continuous run; {latency['alert_timeouts']} not seen)",
+                  "<=", 10.0),
+           Figure("alert_latency_p50_s", latency["alert_p50_s"], "the same, p50 (context)")]
+          if "alert_p95_s" in latency else []),
         Figure("driver_memory_4x_over_1x", _ratio(proc4["memory"]["process_mb"], proc1["memory"]["process_mb"]),
                f"peak memory of a whole `rebalance run` process tree (python, JVM, Python workers; proportional "
                f"set sizes) at 4x / at 1x, each size its own process ({proc4['memory']['process_mb']:.0f} / "

@@ -19,7 +19,8 @@ FIGURES = {
     "spark_parse_vs_python_x4", "parse_vs_baseline", "floor_vs_baseline", "parse_vs_floor", "parse_vs_baseline_x4",
     "floor_vs_baseline_x4",
     "run_vs_count_x1", "spark_parse_vs_python", "spark_parse_vs_python_prefiltered", "scaling_4x_over_1x",
-    "latency_p95_s", "latency_p50_s", "driver_memory_4x_over_1x", "run_us_per_added_line", "run_fixed_s",
+    "latency_p95_s", "latency_p50_s", "alert_latency_p95_s", "alert_latency_p50_s", "driver_memory_4x_over_1x",
+    "run_us_per_added_line", "run_fixed_s",
 }
 SPARK_STAGES = {"baseline_count_x1", "baseline_count_x4", "warmup_pipeline_tiny", "parse_x1", "ingest_floor_x1",
                 "parse_x4", "ingest_floor_x4", "latency"}
@@ -57,6 +58,7 @@ def test_quick_benchmark_writes_every_figure(spark, tmp_path):
         steps = results["stages"][f"pipeline_process_{size}"]["steps"]
         assert {"ingest", "reconstruct", "quality", "alerts"} <= set(steps), steps
     assert len(results["stages"]["latency"]["probes_s"]) == 2
+    assert len(results["stages"]["latency"]["alert_probes_s"]) == 2
     for size in ("x1", "x4"):
         floor, parse = results["stages"][f"ingest_floor_{size}"], results["stages"][f"parse_{size}"]
         assert floor["lines_counted"] == results["datasets"][size]["lines"] == floor["lines"]  # it read every line
@@ -90,7 +92,8 @@ def test_the_scaling_figures_are_the_fit_through_1x_and_4x_and_history_adds_its_
               "ingest_floor_x4": stage(4.0, 4000), "count_process_x1": stage(6.0, 1000),
               "python_regex_x1": stage(0.5, 1000),
               "python_regex_prefiltered_x1": stage(0.2, 1000), "python_regex_x4": stage(2.0, 4000),
-              "latency": {"p95_s": 9.0, "p50_s": 5.0, "probes": 3, "timeouts": 0, "trigger": "1 second"},
+              "latency": {"p95_s": 9.0, "p50_s": 5.0, "probes": 3, "timeouts": 0, "trigger": "1 second",
+                          "alert_p95_s": 12.0, "alert_p50_s": 7.0, "alert_timeouts": 0},
               "pipeline_process_x1": stage(60.0, 1000, memory={"process_mb": 1000.0}),
               "pipeline_process_x4": stage(66.0, 4000, memory={"process_mb": 1600.0})}
     found = {f.name: f for f in figures(stages)}
@@ -105,6 +108,7 @@ def test_the_scaling_figures_are_the_fit_through_1x_and_4x_and_history_adds_its_
     assert found["parse_fixed_s"].value == pytest.approx(10.0)
     assert found["spark_parse_vs_python_x4"].met is False and found["parse_vs_baseline"].met is None
     assert "increment_vs_count_long" not in found
+    assert found["alert_latency_p95_s"].value == 12.0 and found["alert_latency_p95_s"].met is False
 
     estate = {"hours": 4.0, "history_lines": 10, "increment_lines": 5}
     history = {"short": estate, "long": {**estate, "hours": 720.0},

@@ -123,6 +123,10 @@ def parse_lines(
     `disposition` is `event`, `gc_pause`, `quarantine` or `noise`; `tz` and `day` give each line's source time
     zone and fallback date; `user_layouts` are the sources' own layouts. Output columns: provenance, layout fields,
     typed event fields, GC pause fields, `disposition`, `quarantine_reason`.
+
+    Pin the result (persist, or write it) before filtering it: a query that filters the unpinned frame (such as
+    `.where("template_id IS NOT NULL").count()`) never leaves Spark's optimizer, whose plan grows until the driver
+    runs out of memory. The pipeline pins it (`pipelines.silver.build`).
     """
     templates = load_templates()
     alternation = _alternation()
