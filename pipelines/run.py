@@ -194,14 +194,20 @@ def run(
     else:
         queries = [start_stream(df, cfg, name, batch_fn, CONTINUOUS_INTERVAL)
                    for df, name, batch_fn in (streams[s] for s in started)]
-        run_continuously(spark, queries, loop.start() if loop is not None else None)
+        run_continuously(queries, loop.start() if loop is not None else None)
     return summary
 
 
-def run_continuously(spark: SparkSession, queries: list[StreamingQuery], loop: AlertLoop | None) -> None:
-    """Wait until one of the streams stops (or the alert loop fails), then stop them all and the loop."""
+def run_continuously(queries: list[StreamingQuery], loop: AlertLoop | None) -> None:
+    """Wait until one of `queries` stops (raising its error, if it failed) or the alert loop fails, then stop them
+    all and the loop. The queries are watched themselves: the session's `awaitAnyTermination` returns at once when
+    any earlier query of the session has ended (a notebook's or a test's available-now run)."""
     try:
-        while not spark.streams.awaitAnyTermination(1):
+        while True:
+            for query in queries:
+                # Returns True once the query has ended, and raises its error if it failed.
+                if query.awaitTermination(1):
+                    return
             if loop is not None:
                 loop.check()
     finally:
