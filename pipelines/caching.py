@@ -41,6 +41,32 @@ class CachedFrames:
         self.release()
 
 
+class PinnedFrames:
+    """Pin frames (`pin`) and remember them; `release` (or leaving the `with` block, also on error) unpins them.
+    Call the instance on a frame to pin it: it returns the pinned frame, so it fits wherever a `persist` callback is
+    expected, and later queries over it analyse only its stored rows, not the plan that made them."""
+
+    def __init__(self, level: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> None:
+        self._level = level
+        self._frames: list[DataFrame] = []
+
+    def __call__(self, df: DataFrame) -> DataFrame:
+        self._frames.append(pin(df, self._level))
+        return self._frames[-1]
+
+    def release(self) -> None:
+        """Unpin every frame pinned so far, newest first, and forget them."""
+        while self._frames:
+            unpin(self._frames.pop())
+
+    def __enter__(self) -> PinnedFrames:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
+
+
 def pin(df: DataFrame, level: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> DataFrame:
     """`df` computed now and held by the executors, returned as a frame whose plan is only those rows (a local
     checkpoint); release it with `unpin`.

@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import delta_sql, io
-from pipelines.caching import CachedFrames, pin, unpin
+from pipelines.caching import PinnedFrames, pin, unpin
 from pipelines.config import Config
 from pipelines.gold.build import CROSS_GROUP, build_gold, cross_group_tables
 from pipelines.gold.rebalances import orphan_lines, route_orphans, rules_from
@@ -58,8 +58,10 @@ def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame) -> dict[st
     # The group-less warnings go along: the build places them near the groups' own lines (route_orphans).
     events = silver.join(F.broadcast(groups), "group_id").unionByName(orphan_lines(silver))
     pauses = io.read_table(spark, cfg, "silver_gc_pauses")
-    with CachedFrames() as cached:
-        tables = build_gold(events, pauses, rules_from(cfg.thresholds), persist=cached)
+    # Pinned, not persisted: the frames read several times (the replay and three timeline tables) then stand for
+    # their rows alone, so the eight MERGEs below do not each analyse the whole build's plan again.
+    with PinnedFrames() as pinned:
+        tables = build_gold(events, pauses, rules_from(cfg.thresholds), persist=pinned)
         # The per-group tables do not depend on one another: their MERGEs run side by side (`run_together`).
         counts = run_together(spark, {name: _merger(spark, cfg, name, df, scope=in_groups)
                                       for name, df in tables.items() if name not in CROSS_GROUP})
