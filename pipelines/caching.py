@@ -24,14 +24,20 @@ class CachedFrames:
         self._level = level
         self._frames: list[DataFrame] = []
 
+    def _hold(self, df: DataFrame) -> DataFrame:
+        return df.persist(self._level)
+
+    def _drop(self, df: DataFrame) -> None:
+        df.unpersist()
+
     def __call__(self, df: DataFrame) -> DataFrame:
-        self._frames.append(df.persist(self._level))
+        self._frames.append(self._hold(df))
         return self._frames[-1]
 
     def release(self) -> None:
-        """Unpersist every frame cached so far, newest first, and forget them."""
+        """Release every frame held so far, newest first, and forget them."""
         while self._frames:
-            self._frames.pop().unpersist()
+            self._drop(self._frames.pop())
 
     def __enter__(self) -> CachedFrames:
         return self
@@ -41,30 +47,15 @@ class CachedFrames:
         self.release()
 
 
-class PinnedFrames:
-    """Pin frames (`pin`) and remember them; `release` (or leaving the `with` block, also on error) unpins them.
-    Call the instance on a frame to pin it: it returns the pinned frame, so it fits wherever a `persist` callback is
-    expected, and later queries over it analyse only its stored rows, not the plan that made them."""
+class PinnedFrames(CachedFrames):
+    """CachedFrames that pin (`pin`) instead of persisting: calling the instance returns the pinned frame, and later
+    queries over it analyse only its stored rows, not the plan that made them."""
 
-    def __init__(self, level: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> None:
-        self._level = level
-        self._frames: list[DataFrame] = []
+    def _hold(self, df: DataFrame) -> DataFrame:
+        return pin(df, self._level)
 
-    def __call__(self, df: DataFrame) -> DataFrame:
-        self._frames.append(pin(df, self._level))
-        return self._frames[-1]
-
-    def release(self) -> None:
-        """Unpin every frame pinned so far, newest first, and forget them."""
-        while self._frames:
-            unpin(self._frames.pop())
-
-    def __enter__(self) -> PinnedFrames:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.release()
+    def _drop(self, df: DataFrame) -> None:
+        unpin(df)
 
 
 def pin(df: DataFrame, level: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> DataFrame:

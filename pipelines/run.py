@@ -208,6 +208,8 @@ def run_continuously(queries: list[StreamingQuery], loop: AlertLoop | None) -> N
                 # Returns True once the query has ended, and raises its error if it failed.
                 if query.awaitTermination(1):
                     return
+            if not queries:
+                time.sleep(1)  # alerts alone (no stream among the stages): only the clock drives them
             if loop is not None:
                 loop.check()
     finally:
