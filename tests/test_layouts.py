@@ -6,9 +6,12 @@ import datetime as dt
 import re
 
 import pytest
+from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines.config import ConfigError, load_config
+from pipelines.silver import layouts
+from pipelines.silver.layouts import strip_envelope
 from tests.conftest import parse_with
 
 PREFIX = "[Consumer clientId=consumer-orders-1, groupId=orders] "
@@ -101,3 +104,35 @@ def test_every_layout_reads_time_level_and_message(spark):
 def test_a_source_pattern_must_compile_and_name_the_message(pattern, message):
     with pytest.raises(ConfigError, match=r"sources\.0\.pattern: .*" + re.escape(message)):
         load_config(None, {"sources": [{"instances": "legacy-*", "pattern": pattern}]})
+
+
+def test_an_envelope_is_removed_wherever_its_regex_matches_and_other_lines_are_left_as_they_are(spark):
+    # strip_envelope runs the envelope regexes only on lines holding one of their literals (or docker lines, whose
+    # escapes may hide them): on every line below it must give what the three regexes give run on every line.
+    lines = [
+        "[2024-05-14 08:21:07,517] INFO " + BROKER,
+        "[2024-05-14T08:21:07.517+0000][gc] GC(12) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(256M) 3.2ms",
+        "kafka1    | [2024-05-14 08:21:07,517] INFO " + BROKER,
+        "kafka1 |[2024-05-14 08:21:07,517] a pipe without its blank",
+        "2024-05-14T08:21:07.518123456Z stderr P [2024-05-14 08:21:07,518] INFO " + BROKER,
+        "2024-05-14T08:21:07Z stdout F first line\n2024-05-14T08:21:07Z stdout F second line",
+        '> > {"level":"INFO","message":"' + PREFIX + JOINED + '"}',
+        '>>{"level":"INFO"}',
+        "> a quoted text line keeps its marks",
+        '{"log":"\\u003e {\\"level\\":\\"INFO\\"}\\n","stream":"stdout"}',
+        '{"log":"kafka1    | [2024-05-14 08:21:07,517] INFO x\\n","stream":"stdout"}',
+        "\x1b[32mcoloured\x1b[0m",
+    ]
+    frame = spark.createDataFrame([(i, line) for i, line in enumerate(lines)], "n int, value string")
+    value = F.col("value")
+    raw_log = F.regexp_extract(value, r'^\{"log":"((?:[^"\\]|\\.)*?)(?:\\n)?(?:"|$)', 1)
+    docker = F.when(value.startswith('{"log":"'), F.coalesce(
+        F.regexp_replace(F.get_json_object(value, "$.log"), r"\n$", ""), F.regexp_replace(raw_log, r'\\"', '"')))
+    everywhere = F.coalesce(docker, value)
+    for pattern in (layouts._CRI, layouts._COMPOSE, layouts._QUOTE, layouts._ANSI_AND_CONTROLS):
+        everywhere = F.regexp_replace(everywhere, pattern, "")
+    actual = frame.select("n", strip_envelope(value).alias("text"))
+    assertDataFrameEqual(actual, frame.select("n", everywhere.alias("text")))
+    stripped = {row.n: row.text for row in actual.collect()}
+    assert stripped[2].startswith("[2024-05-14") and stripped[6].startswith('{"level"')
+    assert stripped[9] == '{"level":"INFO"}' and stripped[5] == "first line\nsecond line"

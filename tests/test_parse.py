@@ -146,6 +146,13 @@ def test_a_file_without_any_time_keeps_its_order_and_says_so(spark):
     rows = to_events(parse_with(_bronze(spark, "app-2", "app.log", timed[::-1]))).orderBy("line_no").collect()
     assert [(r.ts_inferred, r.ts_line_order) for r in rows] == [(True, None), (None, None)]
     assert rows[0].event_ts == rows[1].event_ts == dt.datetime(2026, 11, 20, 10, 0)
+    # Between two timed lines, the untimed one takes the earlier time when the two agree within five minutes, and
+    # none (quarantined, no_timestamp) when they do not.
+    for minutes, expected in ((4, dt.datetime(2026, 11, 20, 10, 0)), (6, None)):
+        between = [timed[0], lines[0], timed[0].replace("10:00:00,000", f"10:0{minutes}:00,000")]
+        rows = parse_with(_bronze(spark, f"app-{minutes}", "app.log", between)).orderBy("line_no").collect()
+        assert [(r.event_ts, r.disposition, r.quarantine_reason) for r in rows][1] == (
+            (expected, "event", None) if expected else (None, "quarantine", "no_timestamp"))
 
 
 def test_pasted_lines_quoted_or_with_redacted_broker_names_parse_as_the_originals(spark):

@@ -106,6 +106,8 @@ _COMPOSE = r"(?m)^[\w.-]+\s+\| "
 # lines keep theirs: the layouts already find a message after them, and the file's kind is read with them.)
 _QUOTE = r"(?m)^(?:> ?)+(?=\{)"
 _ANSI_AND_CONTROLS = r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
+# Every match of _CRI, _COMPOSE or _QUOTE holds one of these.
+_ENVELOPE_LITERALS = (" stdout ", " stderr ", "| ", ">{", "> {")
 
 
 def strip_envelope(value: Column) -> Column:
@@ -118,7 +120,12 @@ def strip_envelope(value: Column) -> Column:
     cleaned = F.regexp_replace(F.coalesce(docker, value), _CRI, "")
     cleaned = F.regexp_replace(cleaned, _COMPOSE, "")
     cleaned = F.regexp_replace(cleaned, _QUOTE, "")
-    return F.regexp_replace(cleaned, _ANSI_AND_CONTROLS, "")
+    # Most lines carry no envelope: a line that holds none of the literals every envelope's match holds is left as
+    # it is without running the three regexes (a docker line is unwrapped first, and its escapes may hide them).
+    wrapped = value.startswith('{"log":"')
+    for literal in _ENVELOPE_LITERALS:
+        wrapped = wrapped | value.contains(literal)
+    return F.regexp_replace(F.when(wrapped, cleaned).otherwise(value), _ANSI_AND_CONTROLS, "")
 
 
 def _inner(pattern: str) -> str:
