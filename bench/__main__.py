@@ -19,7 +19,8 @@ def parse_options(argv: list[str] | None = None) -> Options:
                         help="a smoke run of about seven minutes on tiny data, without the history comparison")
     parser.add_argument("--no-history", action="store_true",
                         help="leave out the history comparison (an hour's increment after 4 hours and after "
-                             "--history-days of history, each run a whole process: about 6 of the 13 to 16 minutes on 2 cores)")
+                             "--history-days of history, each run a whole process: about 6 of the 13 to 16 "
+                             "minutes on 2 cores)")
     parser.add_argument("--history-days", type=float, default=30.0,
                         help="span of the long history (default 30 days)")
     parser.add_argument("--out", type=Path, default=Path("bench/results"), help="results directory")
