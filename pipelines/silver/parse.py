@@ -198,12 +198,14 @@ def _with_inferred_time(parsed: DataFrame, *, tz: Column, day: Column) -> DataFr
     """`event_ts` (the record's own time, one inferred from its neighbours in the file, or, in a file that printed
     no time at all, its line order from the file's day), `ts_inferred` and `ts_line_order`."""
     own = F.col("_own_ts")
-    # Neither neighbour comes from a frame that ends at the partition's end: Spark recomputes such a frame for every
-    # row (a file of 40,000 records took 39 s that way). The earlier one grows from the partition's start (one pass);
-    # the later one is the next non-null value, which the same line order yields without sorting the rows again.
+    # Both neighbours come from frames that grow from the partition's start: Spark computes those in one pass, but
+    # recomputes a frame that ends at the partition's end for every row (a file of 40,000 records took 39 s that
+    # way, 0.6 s this way). So the next time is the last one before the row in descending line order.
     earlier = Window.partitionBy("source_file").orderBy("line_no").rowsBetween(Window.unboundedPreceding, -1)
+    later = Window.partitionBy("source_file").orderBy(F.col("line_no").desc()).rowsBetween(Window.unboundedPreceding,
+                                                                                             -1)
     before = F.last(own, ignorenulls=True).over(earlier)
-    after = F.expr("lead(_own_ts) IGNORE NULLS OVER (PARTITION BY source_file ORDER BY line_no)")
+    after = F.last(own, ignorenulls=True).over(later)
     spread = F.abs(F.unix_timestamp(after) - F.unix_timestamp(before))
     agreed = F.when(spread.isNull() | (spread <= INFERRED_TIME_SPREAD_S), F.coalesce(before, after))
     typed = F.col("template_id").isNotNull()
