@@ -125,10 +125,7 @@ def test_an_envelope_is_removed_wherever_its_regex_matches_and_other_lines_are_l
     ]
     frame = spark.createDataFrame([(i, line) for i, line in enumerate(lines)], "n int, value string")
     value = F.col("value")
-    raw_log = F.regexp_extract(value, r'^\{"log":"((?:[^"\\]|\\.)*?)(?:\\n)?(?:"|$)', 1)
-    docker = F.when(value.startswith('{"log":"'), F.coalesce(
-        F.regexp_replace(F.get_json_object(value, "$.log"), r"\n$", ""), F.regexp_replace(raw_log, r'\\"', '"')))
-    everywhere = F.coalesce(docker, value)
+    everywhere = layouts.docker_unwrapped(value)
     for pattern in (layouts._CRI, layouts._COMPOSE, layouts._QUOTE, layouts._ANSI_AND_CONTROLS):
         everywhere = F.regexp_replace(everywhere, pattern, "")
     actual = frame.select("n", strip_envelope(value).alias("text"))

@@ -108,24 +108,30 @@ _QUOTE = r"(?m)^(?:> ?)+(?=\{)"
 _ANSI_AND_CONTROLS = r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
 # Every match of _CRI, _COMPOSE or _QUOTE holds one of these.
 _ENVELOPE_LITERALS = (" stdout ", " stderr ", "| ", ">{", "> {")
+_DOCKER_START = '{"log":"'
 
 
 def strip_envelope(value: Column) -> Column:
     """The application's own text: docker json-file lines unwrapped, container prefixes, Markdown quote marks,
     colours and control characters removed (on every line of a multi-line record)."""
-    # A json-file line that is no valid JSON (cut, or hard-wrapped by a terminal) still yields its `log` text.
-    raw_log = F.regexp_extract(value, r'^\{"log":"((?:[^"\\]|\\.)*?)(?:\\n)?(?:"|$)', 1)
-    docker = F.when(value.startswith('{"log":"'), F.coalesce(
-        F.regexp_replace(F.get_json_object(value, "$.log"), r"\n$", ""), F.regexp_replace(raw_log, r'\\"', '"')))
-    cleaned = F.regexp_replace(F.coalesce(docker, value), _CRI, "")
+    cleaned = F.regexp_replace(docker_unwrapped(value), _CRI, "")
     cleaned = F.regexp_replace(cleaned, _COMPOSE, "")
     cleaned = F.regexp_replace(cleaned, _QUOTE, "")
     # Most lines carry no envelope: a line that holds none of the literals every envelope's match holds is left as
     # it is without running the three regexes (a docker line is unwrapped first, and its escapes may hide them).
-    wrapped = value.startswith('{"log":"')
+    wrapped = value.startswith(_DOCKER_START)
     for literal in _ENVELOPE_LITERALS:
         wrapped = wrapped | value.contains(literal)
     return F.regexp_replace(F.when(wrapped, cleaned).otherwise(value), _ANSI_AND_CONTROLS, "")
+
+
+def docker_unwrapped(value: Column) -> Column:
+    """The `log` text of a docker json-file line (its trailing newline removed); any other line as it is."""
+    # A json-file line that is no valid JSON (cut, or hard-wrapped by a terminal) still yields its `log` text.
+    raw_log = F.regexp_extract(value, r'^\{"log":"((?:[^"\\]|\\.)*?)(?:\\n)?(?:"|$)', 1)
+    docker = F.when(value.startswith(_DOCKER_START), F.coalesce(
+        F.regexp_replace(F.get_json_object(value, "$.log"), r"\n$", ""), F.regexp_replace(raw_log, r'\\"', '"')))
+    return F.coalesce(docker, value)
 
 
 def _inner(pattern: str) -> str:
