@@ -142,6 +142,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_storage(whatif)
     _add_remote(whatif)
 
+    explain = sub.add_parser(
+        "explain", help="why a rebalance got its cause: the rule trace, the deciding rule, its lines",
+        description="Replay the rebalance's group from the stored events with the rule trace on and print: the "
+        "group's states around it, every rule of the rule book that bears on it in the book's order (applied or "
+        "not, and why), the rule that decided, the raw log lines it rests on, and the thresholds used with where "
+        "they came from. The rules are listed in docs/causes.md.",
+        epilog="Examples: rebalance explain 3f2a9c0e1b7d4a5e6f708192 --lakehouse demo/lakehouse; "
+        "rebalance explain --group orders --at 2026-11-20T08:12:00Z")
+    explain.add_argument("rebalance_id", nargs="?", metavar="REBALANCE_ID",
+                         help="a gold_rebalances.rebalance_id (or use --group with --at)")
+    explain.add_argument("--group", help="the group whose rebalance under way at --at to explain")
+    explain.add_argument("--at", metavar="TIME", help="ISO-8601 time (UTC unless it has an offset)")
+    explain.add_argument("--format", choices=["text", "json"], default="text")
+    _add_storage(explain)
+    _add_remote(explain)
+
     report = sub.add_parser("report", help="write the local dashboard as one self-contained HTML file")
     _add_storage(report)
     _add_remote(report)

@@ -247,25 +247,11 @@ def parsed_changes(changes: list[str] | None):
 def group_whatif(spark, cfg: Config, group_id: str, changes: list[str] | None) -> list[dict[str, Any]]:
     """gold_whatif-shaped rows of one group weighed under `changes` (`setting=value`; None: the standard changes
     of its history), replayed from its silver events and GC pauses as the pipeline replays it."""
-    from pyspark.sql import functions as F
-
-    from pipelines.gold.rebalances import orphan_lines, rules_from, timeline_input, timeline_records
-    from pipelines.gold.timeline import Timeline
+    from jobs.explain import group_timeline
     from pipelines.gold.whatif import whatif_rows
 
     parsed = parsed_changes(changes)
-    silver = spark.table("silver_events")
-    # The group's events and the group-less client warnings that may be its own, as reconstruct hands them over.
-    events = silver.filter(F.col("group_id") == group_id).unionByName(orphan_lines(silver))
-    rules = rules_from(cfg.thresholds)
-    inputs = timeline_input(events, spark.table("silver_gc_pauses"), min_pause_ms=rules.gc_pause_min_ms)
-    pdf = inputs.toPandas()
-    if pdf.empty:
-        known = [r.group_id for r in spark.table("gold_rebalances").select("group_id").distinct()
-                 .orderBy("group_id").limit(20).collect()]
-        raise ConfigError(f"no events of group {group_id!r}; groups with rebalances: {', '.join(known) or 'none'}")
-    timeline = Timeline(group_id, timeline_records(pdf), rules)
-    return whatif_rows(timeline.what_if(), parsed)
+    return whatif_rows(group_timeline(spark, cfg, group_id).what_if(), parsed)
 
 
 def cmd_whatif(args: argparse.Namespace, *, progress: Progress) -> int:
@@ -288,6 +274,13 @@ def cmd_whatif(args: argparse.Namespace, *, progress: Progress) -> int:
     for change in dict.fromkeys(r["change"] for r in rows):
         print(summary_line(change, [r for r in rows if r["change"] == change]))
     return 0
+
+
+def cmd_explain(args: argparse.Namespace, *, progress: Progress) -> int:
+    """Why one rebalance got its cause: the rule trace, the deciding rule, its lines and thresholds."""
+    from jobs.explain import run_explain
+
+    return run_explain(args, progress=progress)
 
 
 def _seconds(ms: Any) -> str:

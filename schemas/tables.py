@@ -90,6 +90,8 @@ GOLD_REBALANCES = _schema(
     ("cause_confidence", D, False), ("evidence", EVIDENCE, True), ("incident_id", S, True),
     # Added in 0.3.0: consumer, streams, connect (share groups have no rebalances), from the group's own lines.
     ("group_type", S, True),
+    # Added in 0.6.0: the id of the rule book entry that decided the cause (pipelines/gold/rules_data.py).
+    ("cause_rule", S, True),
 )
 
 Layer = Literal["bronze", "silver", "gold"]

@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 from pyspark.sql import functions as F
 
-from pipelines.gold.causes import CLIENT_ONLY_CONFIDENCE, classify_reason
+from pipelines.gold.causes import classify_reason
 from pipelines.gold.rebalances import rebuild_rebalances
+from pipelines.gold.rulebook import confidence
 from pipelines.gold.timeline import Timeline, reconstruct_group
 from pipelines.quality.derived import CONSUMER_TRANSITIONS, LEGAL_TRANSITIONS
 
@@ -360,7 +361,8 @@ def test_client_only_a_lone_members_close_is_a_leave_and_the_coordinator_it_then
     rows = reconstruct_group("g", events)
     assert [(r["outcome"], r["cause"], r["cause_detail"]) for r in rows] == [("open", "membership_change",
                                                                             "member_leave")]
-    assert rows[0]["cause_confidence"] < CLIENT_ONLY_CONFIDENCE["member_leave"]
+    assert rows[0]["cause_rule"] == "client_lone_leave"
+    assert rows[0]["cause_confidence"] < confidence("client_leave")
     assert "inferred" in rows[0]["evidence_json"] and "coordinator's log is missing" in rows[0]["evidence_json"]
     # A coordinator lost before any leave still decides.
     lost_first = [cl(-5, "client_coordinator_lost", "rdkafka#consumer-1"), *events]

@@ -10,6 +10,7 @@ import json
 import pandas as pd
 import pytest
 
+from pipelines.config import Thresholds
 from pipelines.gold.context import GroupContext
 from pipelines.gold.whatif import Change, WhatIf, parse_change, standard_changes, whatif_rows
 
@@ -41,7 +42,8 @@ def rebalance(rebalance_id: str, start: float, cause: str, detail: str, trigger:
 
 
 def weigh(events, rebalances, spec: str, churn=()) -> dict[str, dict[str, object]]:
-    whatif = WhatIf("g", rebalances, list(churn), events, GroupContext.build(events), gc_pause_min_ms=500)
+    whatif = WhatIf("g", rebalances, list(churn), events, GroupContext.build(events),
+                    rules=Thresholds(gc_pause_min_ms=500))
     return {row["rebalance_id"]: row for row in whatif.weigh(parse_change(spec))}
 
 
@@ -116,7 +118,8 @@ def test_cooperative_assignment_stops_only_what_moves():
 
 
 def test_the_standard_changes_come_from_the_groups_own_history():
-    whatif = WhatIf("g", GC_REBALANCES, [], GC_EVENTS, GroupContext.build(GC_EVENTS), gc_pause_min_ms=500)
+    whatif = WhatIf("g", GC_REBALANCES, [], GC_EVENTS, GroupContext.build(GC_EVENTS),
+                    rules=Thresholds(gc_pause_min_ms=500))
     assert standard_changes(whatif) == [Change("session.timeout.ms", "20000")]  # 15 s observed, 1.2x, to 5 s
     assert {r["verdict"] for r in whatif_rows(whatif)} == {"avoided"}
 

@@ -10,11 +10,12 @@ from typing import Any
 
 import pandas as pd
 
-from pipelines.gold.causes import Verdict, classify_reason, given_reason
+from pipelines.gold.causes import classify_reason, given_reason
 from pipelines.gold.epochs import EpochReplay, is_upgrade
 from pipelines.gold.refine import REMOVAL_CAUSES
 from pipelines.gold.replay_state import EPOCH_CAUSES, NEIGHBOUR_S, OpenRebalance, secs, stable_id, to_int
 from pipelines.gold.rows import rebalance_row
+from pipelines.gold.rulebook import Verdict, confidence, decide
 
 # Member events that make a coordinator start a rebalance, and events that show it did (or had no need to).
 _IMPLY_REBALANCE = ("member_failed", "member_left", "member_fenced", "member_joining")
@@ -155,6 +156,7 @@ class BrokerReplay(EpochReplay):
 
     def _start(self, event: dict[str, Any], *, implied: bool = False) -> None:
         ts = event["event_ts"]
+        self._steps = []
         interrupted = self._interrupted_by_move(event)
         if self._current is not None:
             self._close(ts, "superseded", transition=False)
@@ -168,24 +170,28 @@ class BrokerReplay(EpochReplay):
                 leave_evidence = [{"event_id": left["event_id"],
                                    "explanation": f"{left['member_id']} left; client reason: {client_reason}"}]
         verdict = verdict or self._neighbour_verdict(ts, to_int(event.get("generation")))
+        self._consider(verdict.rule, True, verdict.explanation)
         if implied:
-            verdict = replace(verdict, confidence=round(verdict.confidence * 0.7, 2),
+            factor = confidence("implied_start")
+            verdict = replace(verdict, confidence=round(verdict.confidence * factor, 2),
                               explanation=f"{verdict.explanation}; the coordinator's `Preparing to rebalance` line is "
                               "missing from the log: the rebalance is implied by the member event")
+            self._consider("implied_start", True, f"confidence x {factor:g}: the start line is missing")
         joining = verdict.detail in ("member_join", "rejoin")
         if interrupted is not None and verdict.cause in ("membership_change", "unknown") and verdict.detail != (
                 "member_leave"):
             old, new, moved_at = interrupted
-            verdict = Verdict("coordinator_change", "coordinator_failover", 0.8, verdict.trigger_member_id,
-                              f"{verdict.explanation}; the rebalance in progress on coordinator {old} was cut off when "
-                              f"the group moved to coordinator {new} at {moved_at:%H:%M:%S}, and its members joined "
-                              f"again there")
+            verdict = decide("move_interrupted_rebalance", verdict.trigger_member_id,
+                             f"{verdict.explanation}; the rebalance in progress on coordinator {old} was cut off when "
+                             f"the group moved to coordinator {new} at {moved_at:%H:%M:%S}, and its members joined "
+                             f"again there")
+            self._consider(verdict.rule, True, verdict.explanation)
         followup = self._cooperative_followup(verdict, ts, given_reason(client_reason))
         verdict, evidence, link = followup or self._refine(verdict, ts, client_reason=given_reason(client_reason))
         evidence = leave_evidence + evidence
         before = self._size if self._size is not None else (0 if to_int(event.get("generation")) == 0 else None)
         current = OpenRebalance(stable_id(self.group_id, event["event_id"]), event, verdict, before, evidence,
-                                linked_to=link)
+                                linked_to=link, trace=self._take_steps(verdict))
         self._current = current
         trigger = verdict.trigger_member_id if followup is None else None  # a follow-up moves no member
         if trigger and (joining or verdict.detail in ("member_join", "rejoin")):
@@ -210,28 +216,29 @@ class BrokerReplay(EpochReplay):
         self._current = None
 
     def _neighbour_verdict(self, ts: pd.Timestamp, generation: int | None) -> Verdict:
+        """No reason printed (brokers before 2.1): the member event within NEIGHBOUR_S before the start names the
+        trigger (rules neighbour_expired .. no_reason)."""
         for event in reversed(self._recent):
             if secs(ts - event["event_ts"]) > NEIGHBOUR_S:
                 break
             if event["event_type"] == "member_failed":
-                return Verdict("session_timeout", "heartbeat_expiration", 0.7, event["member_id"],
-                               "no reason printed; member expired just before the start")
+                return decide("neighbour_expired", event["member_id"],
+                              "no reason printed; member expired just before the start")
             if event["event_type"] == "member_left":
-                return Verdict("membership_change", "member_leave", 0.6, event["member_id"],
-                               "no reason printed; member left just before the start")
+                return decide("neighbour_left", event["member_id"],
+                              "no reason printed; member left just before the start")
             if event["event_type"] == "member_fenced":
                 said = f"{event.get('reason') or ''} {event.get('message') or ''}"
-                expired = "session" in said.lower()
-                return Verdict("session_timeout" if expired else "membership_change",
-                               "heartbeat_expiration" if expired else "member_fenced", 0.6, event["member_id"],
-                               f"no reason printed; member fenced just before the start ({said.strip()[:120]})")
+                return decide("neighbour_fenced_session" if "session" in said.lower() else "neighbour_fenced",
+                              event["member_id"],
+                              f"no reason printed; member fenced just before the start ({said.strip()[:120]})")
             if event["event_type"] == "member_joining":
-                return Verdict("membership_change", "member_join", 0.6, event.get("member_id"),
-                               "no reason printed; a member joined just before the start")
+                return decide("neighbour_joined", event.get("member_id"),
+                              "no reason printed; a member joined just before the start")
         if generation == 0:
-            return Verdict("membership_change", "member_join", 0.6, None,
-                           "no reason printed; the group's first generation forms as its members join")
-        return Verdict("unknown", None, 0.1, None, "no reason printed and no member event just before the start")
+            return decide("first_generation", None,
+                          "no reason printed; the group's first generation forms as its members join")
+        return decide("no_reason", None, "no reason printed and no member event just before the start")
 
     def _left_line(self, member: str | None, ts: pd.Timestamp) -> dict[str, Any] | None:
         """Kafka 4.x: the separate `has left group ...; client reason: ...` line of `member` just before `ts`."""

@@ -64,8 +64,9 @@ rebalance timeout is max.poll.interval.ms); no member line at all means the subs
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
+
+from pipelines.gold.rulebook import Verdict, decide
 
 CAUSES = (
     "session_timeout", "poll_timeout", "gc_pause", "membership_change", "metadata_change", "coordinator_change",
@@ -73,42 +74,30 @@ CAUSES = (
 )
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """A cause with its finer detail, confidence, the member that triggered it and a one-line explanation."""
-
-    cause: str
-    detail: str | None
-    confidence: float
-    trigger_member_id: str | None
-    explanation: str
-
-
-_RULES: tuple[tuple[re.Pattern[str], str, str, float], ...] = (
-    (re.compile(r"removing member (\S+) on heartbeat expiration", re.I), "session_timeout", "heartbeat_expiration",
-     0.9),
-    (re.compile(r"removing member (\S+) on LeaveGroup", re.I), "membership_change", "member_leave", 0.85),
+# The coordinator's reason strings, each with the rule book entry it matches (its cause, detail and confidence are
+# there); group 1 of a pattern is the member that triggered it.
+_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"removing member (\S+) on heartbeat expiration", re.I), "reason_heartbeat_expiration"),
+    (re.compile(r"removing member (\S+) on LeaveGroup", re.I), "reason_leave_group"),
     # Kafka 4.x new coordinator: the client reason is only on the separate "has left" line.
-    (re.compile(r"explicit `LeaveGroup` request for \(([^,)\s]+)[^)]*\) members", re.I), "membership_change",
-     "member_leave", 0.8),
-    (re.compile(r"Adding new member (\S+)", re.I), "membership_change", "member_join", 0.85),
+    (re.compile(r"explicit `LeaveGroup` request for \(([^,)\s]+)[^)]*\) members", re.I), "reason_explicit_leave"),
+    (re.compile(r"Adding new member (\S+)", re.I), "reason_new_member"),
     # Kafka 4.x, a group converted live back to the classic protocol: the rebalance the downgrade starts names no
     # member (the one that left is on the `left the consumer group` line before it).
     (re.compile(r"Downgrade group \S+ from consumer to classic for static member replacement", re.I),
-     "membership_change", "static_member_replaced", 0.8),
+     "reason_downgrade_static"),
     (re.compile(r"Downgrade group \S+ from consumer to classic(?: for member leaving)?\.?$", re.I),
-     "membership_change", "member_leave", 0.8),
-    (re.compile(r"leader (\S+) re-joining group", re.I), "metadata_change", "leader_rejoin", 0.7),
-    (re.compile(r"Updating metadata for static member (\S+)", re.I), "membership_change", "static_member_replaced",
-     0.8),
-    (re.compile(r"Updating metadata for member (\S+)", re.I), "metadata_change", "subscription_change", 0.8),
-    (re.compile(r"Member (\S+) joining group during", re.I), "membership_change", "member_rejoin", 0.6),
+     "reason_downgrade_leave"),
+    (re.compile(r"leader (\S+) re-joining group", re.I), "reason_leader_rejoin"),
+    (re.compile(r"Updating metadata for static member (\S+)", re.I), "reason_static_member_update"),
+    (re.compile(r"Updating metadata for member (\S+)", re.I), "reason_member_metadata_update"),
+    (re.compile(r"Member (\S+) joining group during", re.I), "reason_member_rejoin_during"),
     (re.compile(r"static member (\S+) with instance id .* joined with change of protocol", re.I),
-     "membership_change", "static_member_replaced", 0.8),
-    (re.compile(r"Removing (.*) on pending sync request expiration", re.I), "membership_change", "sync_timeout", 0.7),
+     "reason_static_protocol_change"),
+    (re.compile(r"Removing (.*) on pending sync request expiration", re.I), "reason_sync_expiration"),
     (re.compile(r"rror\b.*when storing group assignment during SyncGroup \(member: ([^)]+)\)", re.I),
-     "coordinator_change", "coordinator_write_failure", 0.7),
-    (re.compile(r"Freshly-loaded group .*over capacity", re.I), "coordinator_change", "coordinator_failover", 0.8),
+     "reason_assignment_store_error"),
+    (re.compile(r"Freshly-loaded group .*over capacity", re.I), "reason_group_over_capacity"),
 )
 
 _CLIENT_REASONS: tuple[tuple[re.Pattern[str], str, str], ...] = (
@@ -141,7 +130,7 @@ def classify_reason(reason: str | None, client_reason: str | None) -> Verdict | 
     """The verdict a broker reason string gives on its own, or None when there is no reason to read."""
     if not reason:
         return None
-    for pattern, cause, detail, confidence in _RULES:
+    for pattern, rule_id in _RULES:
         match = pattern.search(reason)
         if not match:
             continue
@@ -151,9 +140,10 @@ def classify_reason(reason: str | None, client_reason: str | None) -> Verdict | 
             explanation += f"; client reason: {client_reason}"
             for client_pattern, client_cause, client_detail in _CLIENT_REASONS:
                 if client_pattern.search(client_reason):
-                    return Verdict(client_cause, client_detail, 0.95, trigger, explanation)
-        return Verdict(cause, detail, confidence, trigger, explanation)
-    return Verdict("unknown", None, 0.2, None, f"broker reason not recognised: {reason}")
+                    return decide("client_reason_given", trigger, explanation, cause=client_cause,
+                                  detail=client_detail)
+        return decide(rule_id, trigger, explanation)
+    return decide("reason_unrecognised", None, f"broker reason not recognised: {reason}")
 
 
 _POLL_TIMEOUT = re.compile(r"poll timeout has expired|maximum poll interval .* exceeded", re.I)
@@ -175,11 +165,6 @@ _COORDINATOR_GONE = re.compile(r"NOT_COORDINATOR|not coordinator|not the correct
                                r"|COORDINATOR_NOT_AVAILABLE|coordinator not available|coordinator load in progress",
                                re.I)
 _NEW_MEMBER_SIGNS = re.compile(r"need to re-join with the given member-id", re.I)
-CLIENT_ONLY_CONFIDENCE = {"poll_timeout": 0.7, "metadata_change": 0.7, "coordinator_change": 0.5,
-                          "session_timeout": 0.6, "member_join": 0.6, "member_leave": 0.6, "lone_leave": 0.45,
-                          "unjoined_start": 0.4,
-                          "seen_rebalancing": 0.3,
-                          "silent_removal": 0.4}
 # What a verdict from members' lines alone cannot see, said in its explanation.
 _MISSING = "; the coordinator's log is missing, so its own reason is unknown"
 
@@ -197,7 +182,6 @@ def classify_client_signs(signs: list[dict[str, Any]],
     """The verdict of a rebalance seen only in client logs: `signs` are the members' lines since their previous
     join (each with `_member`, the member id of its process where known), `newcomers` the first lines of processes
     that joined for the first time. Returns the verdict and the line that decided it (None when none did)."""
-    conf = CLIENT_ONLY_CONFIDENCE
     signs = _before_own_close(signs)
     # A process whose first line here is its way into the group (a subscribe, its first coordinator lookup) may hear
     # that no coordinator is available yet (a new cluster, an offsets topic still loading): its start, not a
@@ -212,23 +196,23 @@ def classify_client_signs(signs: list[dict[str, Any]],
         if event["event_type"] in _POLL_TIMEOUT_EVENTS or (
             event["event_type"] in ("client_leaving", "client_generation_reset") and _POLL_TIMEOUT.search(reason)
         ):
-            return Verdict("poll_timeout", "leave_on_poll_timeout", conf["poll_timeout"], event.get("_member"),
-                           f"client log only: {_who(event)} logged that its consumer poll timeout expired "
-                           "(max.poll.interval.ms) and left the group" + _MISSING), event
+            return decide("client_logged_poll_timeout", event.get("_member"),
+                          f"client log only: {_who(event)} logged that its consumer poll timeout expired "
+                          "(max.poll.interval.ms) and left the group" + _MISSING), event
     for event in signs:
         expired = event["event_type"] == "client_session_timeout" or (
             event["event_type"] in _EXPIRY_ANSWERS and _EXPIRED.search(_said(event)))
         if expired:
-            return Verdict("session_timeout", "heartbeat_expiration", conf["session_timeout"], event.get("_member"),
-                           f"client log only: {_who(event)} was no longer a member when it next reached the "
-                           f"coordinator ({_said(event).strip()[:160]}): its session had expired" + _MISSING), event
+            return decide("client_session_expired", event.get("_member"),
+                          f"client log only: {_who(event)} was no longer a member when it next reached the "
+                          f"coordinator ({_said(event).strip()[:160]}): its session had expired" + _MISSING), event
     for event in signs:
         if _process(event) in starting:
             continue
         if event["event_type"] in _EXPIRY_ANSWERS and _COORDINATOR_GONE.search(_said(event)):
-            return Verdict("coordinator_change", "coordinator_lost", conf["coordinator_change"], event.get("_member"),
-                           f"client log only: {_who(event)} was told its coordinator had moved or was unavailable "
-                           f"({_said(event).strip()[:160]})" + _MISSING), event
+            return decide("client_coordinator_moved", event.get("_member"),
+                          f"client log only: {_who(event)} was told its coordinator had moved or was unavailable "
+                          f"({_said(event).strip()[:160]})" + _MISSING), event
     for event in signs:
         if event["event_type"] != "client_rejoin_requested":
             continue
@@ -239,39 +223,40 @@ def classify_client_signs(signs: list[dict[str, Any]],
             reason = "assignment does not match the current subscription"
         for pattern, cause, detail in _CLIENT_REASONS:
             if (cause == "metadata_change" or detail == "probing_rebalance") and pattern.search(reason):
-                return Verdict(cause, detail, conf["metadata_change"], event.get("_member"),
-                               f"client log only: {_who(event)} asked to rejoin because {reason}"), event
+                return decide("client_rejoin_reason", event.get("_member"),
+                              f"client log only: {_who(event)} asked to rejoin because {reason}", cause=cause,
+                              detail=detail), event
     for event in signs:
         if event["event_type"] in _COORDINATOR_LOST and _process(event) not in starting:
-            return Verdict("coordinator_change", "coordinator_lost", conf["coordinator_change"], event.get("_member"),
-                           f"client log only: {_who(event)} lost its group coordinator "
-                           f"({event.get('reason') or 'marked dead'}) and rejoined"), event
+            return decide("client_lost_coordinator", event.get("_member"),
+                          f"client log only: {_who(event)} lost its group coordinator "
+                          f"({event.get('reason') or 'marked dead'}) and rejoined"), event
     if newcomers and signs and all(e.get("_unjoined") for e in signs):
         event = newcomers[0]
-        return Verdict("membership_change", "member_join", conf["unjoined_start"], event.get("_member"),
-                       f"client log only: {_who(event)} started and was on its way into the group ("
-                       f"{event['event_type']}); the log ends before its join, so the rebalance that join makes is "
-                       "inferred" + _MISSING), event
+        return decide("client_unjoined_start", event.get("_member"),
+                      f"client log only: {_who(event)} started and was on its way into the group ("
+                      f"{event['event_type']}); the log ends before its join, so the rebalance that join makes is "
+                      "inferred" + _MISSING), event
     if newcomers:
         event = newcomers[0]
-        return Verdict("membership_change", "member_join", conf["member_join"], event.get("_member"),
-                       f"client log only: {_who(event)} started and joined the group"), event
+        return decide("client_new_member", event.get("_member"),
+                      f"client log only: {_who(event)} started and joined the group"), event
     for event in signs:
         if event["event_type"] == "client_leaving":
             if all(_process(e) == _process(event) for e in signs):
                 # Only the leaver's own lines: the rebalance of the members that stay is inferred, not seen.
-                return Verdict("membership_change", "member_leave", conf["lone_leave"], event.get("_member"),
-                               f"client log only: {_who(event)} left the group "
-                               f"({event.get('reason') or 'LeaveGroup'}); no other member's log is here, so the "
-                               "rebalance of the members that stay is inferred (none follows the last member's or a "
-                               "static member's close)" + _MISSING), event
-            return Verdict("membership_change", "member_leave", conf["member_leave"], event.get("_member"),
-                           f"client log only: {_who(event)} left the group "
-                           f"({event.get('reason') or 'LeaveGroup'})"), event
+                return decide("client_lone_leave", event.get("_member"),
+                              f"client log only: {_who(event)} left the group "
+                              f"({event.get('reason') or 'LeaveGroup'}); no other member's log is here, so the "
+                              "rebalance of the members that stay is inferred (none follows the last member's or a "
+                              "static member's close)" + _MISSING), event
+            return decide("client_leave", event.get("_member"),
+                          f"client log only: {_who(event)} left the group "
+                          f"({event.get('reason') or 'LeaveGroup'})"), event
     first = signs[0] if signs else None
-    return Verdict("membership_change", None, conf["seen_rebalancing"], None,
-                   "client log only: the members saw the group rebalancing (heartbeat or join answered "
-                   "REBALANCE_IN_PROGRESS) but not who started it"), first
+    return decide("client_seen_rebalancing", None,
+                  "client log only: the members saw the group rebalancing (heartbeat or join answered "
+                  "REBALANCE_IN_PROGRESS) but not who started it"), first
 
 
 def _process(event: dict[str, Any]) -> tuple[Any, Any]:
@@ -297,31 +282,30 @@ def classify_removal(member: str, lines: list[dict[str, Any]],
     left on purpose. A process whose log is here (`last_line`: its last line before the rebalance) and says none of
     these did not leave on purpose (a member always logs its LeaveGroup): it crashed or froze and the coordinator
     expired it. None when its log is not here."""
-    conf = CLIENT_ONLY_CONFIDENCE
     for event in lines:
         if event["event_type"] in _POLL_TIMEOUT_EVENTS or (
             event["event_type"] in ("client_leaving", "client_generation_reset")
             and _POLL_TIMEOUT.search(event.get("reason") or "")
         ):
-            return Verdict("poll_timeout", "leave_on_poll_timeout", conf["poll_timeout"], member,
-                           f"client log only: {member}, dropped from the assignment, had logged that its consumer "
-                           "poll timeout expired" + _MISSING), event
+            return decide("client_removed_poll_timeout", member,
+                          f"client log only: {member}, dropped from the assignment, had logged that its consumer "
+                          "poll timeout expired" + _MISSING), event
         if event["event_type"] == "client_leaving":
-            return Verdict("membership_change", "member_leave", conf["member_leave"], member,
-                           f"client log only: {member}, dropped from the assignment, left the group "
-                           f"({event.get('reason') or 'LeaveGroup'})" + _MISSING), event
+            return decide("client_removed_leave", member,
+                          f"client log only: {member}, dropped from the assignment, left the group "
+                          f"({event.get('reason') or 'LeaveGroup'})" + _MISSING), event
         if event["event_type"] == "client_session_timeout" or (
                 event["event_type"] in _EXPIRY_ANSWERS and _EXPIRED.search(_said(event))):
-            return Verdict("session_timeout", "heartbeat_expiration", conf["session_timeout"], member,
-                           f"client log only: {member}, dropped from the assignment, was no longer a member when it "
-                           f"next reached the coordinator ({_said(event).strip()[:160]}): its session had expired"
-                           + _MISSING), event
+            return decide("client_removed_expired", member,
+                          f"client log only: {member}, dropped from the assignment, was no longer a member when it "
+                          f"next reached the coordinator ({_said(event).strip()[:160]}): its session had expired"
+                          + _MISSING), event
     if last_line is None:
         return None
-    return Verdict("session_timeout", "heartbeat_expiration", conf["silent_removal"], member,
-                   f"client log only: {member}, dropped from the assignment, logged no LeaveGroup, poll timeout or "
-                   "error around the rebalance: it stopped (a crash or a freeze) and its session expired"
-                   + _MISSING), last_line
+    return decide("client_removed_silent", member,
+                  f"client log only: {member}, dropped from the assignment, logged no LeaveGroup, poll timeout or "
+                  "error around the rebalance: it stopped (a crash or a freeze) and its session expired"
+                  + _MISSING), last_line
 
 
 def is_newcomer_sign(event: dict[str, Any]) -> bool:

@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from pipelines.gold.replay_state import secs, stable_id
+from pipelines.gold.rulebook import window
 
 # The event types that move partitions, by what they do. Streams' own lines stand in for a member only when its
 # embedded consumer's lines (the client_partitions_* ones) are absent from its process: both describe the same move.
@@ -50,15 +51,15 @@ _COUNT = re.compile(r"(?:of|all|revoking) (\d+)(?: of \d+)? partition\(s\)")
 # to a rebalance that starts this soon after it, when none is under way; an assignment goes to the rebalance under
 # way, or to the last one when it ended this recently (the member's callback runs in its next poll). Beyond that a
 # cycle belongs to no rebalance: a static member's restart receives its partitions back without one.
-LEAD_S = 5.0
-TAIL_S = 5.0
+LEAD_S = window("churn_lead_s")
+TAIL_S = window("churn_tail_s")
 # A member that goes away without a LeaveGroup (a crash, a Streams thread's clean shutdown, a static member) is
 # removed when its session expires: its last revocation goes to the first rebalance its own member id triggers within
 # this long (the broker caps a session timeout at group.max.session.timeout.ms, 30 minutes by default).
-DEPARTURE_S = 1800.0
+DEPARTURE_S = window("churn_departure_s")
 # A failed commit belongs to a member's cycle from this long before its first line (the commit a member attempts as
 # the rebalance begins fails as or just before it logs the loss) to TAIL_S after its last.
-RISK_S = 5.0
+RISK_S = window("churn_risk_s")
 _COMMIT_FAILED = "client_commit_failed"
 
 

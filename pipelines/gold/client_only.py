@@ -9,11 +9,12 @@ from typing import Any
 
 import pandas as pd
 
-from pipelines.gold.causes import Verdict, classify_client_signs, classify_removal, is_newcomer_sign
+from pipelines.gold.causes import classify_client_signs, classify_removal, is_newcomer_sign
 from pipelines.gold.kinds import client_kinds
 from pipelines.gold.member_states import enters_rebalance, leaves_rebalance
 from pipelines.gold.replay_state import OpenRebalance, ReplayState, secs, stable_id, to_int
 from pipelines.gold.rows import rebalance_row
+from pipelines.gold.rulebook import Verdict, decide, window
 
 # The lines a member logs on its way into a rebalance, the lines that only explain one, and the lines that say its
 # part of the rebalance is over.
@@ -32,7 +33,7 @@ _CLIENT_CONTEXT = frozenset({"client_subscribed", "client_coordinator_discovered
 _CLIENT_DONE = frozenset({"client_synced", "client_partitions_assigned"})
 # A member's lines more than this apart before its join belong to different episodes (a coordinator hiccup an hour
 # before is not this rebalance's start); a poll timeout or a leave always opens the rebalance its rejoin closes.
-_CLIENT_CHAIN_S = 60.0
+_CLIENT_CHAIN_S = window("client_chain_s")
 _ASSIGNED_MEMBER = re.compile(r"([^\s{},=]+)=Assignment\(")
 def is_sign(event: dict[str, Any]) -> bool:
     """A line that shows its member taking part in a rebalance."""
@@ -193,9 +194,10 @@ class ClientOnlyReplay(ReplayState):
             tolerance, _ = self.ctx.heartbeat_tolerance(instance, self.rules.heartbeat_tolerance_s)
             pause = self.ctx.pause_covering(instance, since, tolerance_s=tolerance, min_ms=self.rules.gc_pause_min_ms)
             if pause is not None:
-                verdict = Verdict("gc_pause", verdict.detail, verdict.confidence, verdict.trigger_member_id,
-                                  f"{verdict.explanation}; its JVM was paused {pause['pause_ms']:.0f} ms by GC "
-                                  "until the group started rebalancing")
+                verdict = decide("removal_gc_pause", verdict.trigger_member_id,
+                                 f"{verdict.explanation}; its JVM was paused {pause['pause_ms']:.0f} ms by GC "
+                                 "until the group started rebalancing", detail=verdict.detail,
+                                 confidence=verdict.confidence)
         return verdict, why
 
     def _client_rebalance(self, generation: int | None, joins: list[dict[str, Any]],
@@ -203,6 +205,8 @@ class ClientOnlyReplay(ReplayState):
         signs = sorted((e for j in joins for e in j["signs"]), key=lambda e: e["event_ts"])
         newcomers = [e for j in joins for e in j["newcomers"]]
         verdict, decisive = classify_client_signs(signs, newcomers)
+        self._steps = []
+        self._consider(verdict.rule, True, verdict.explanation)
         joined_lines = [j["event"] for j in joins if j["event"] is not None]
         evidence = []
         if decisive is not None:
@@ -217,15 +221,20 @@ class ClientOnlyReplay(ReplayState):
             if verdict.confidence <= 0.3 and (left or joined):
                 gone, new = sorted(left), sorted(joined)
                 detail, trigger = ("member_leave", gone[0]) if gone else ("member_join", new[0])
-                verdict = Verdict("membership_change", detail, 0.5, trigger if len(gone or new) == 1 else None,
-                                  f"{verdict.explanation}; the leader's assignment of generation {generation} "
-                                  f"{'drops ' + ', '.join(gone) if gone else 'adds ' + ', '.join(new)} against "
-                                  f"generation {generation - 1}")
+                verdict = decide("client_assignment_diff", trigger if len(gone or new) == 1 else None,
+                                 f"{verdict.explanation}; the leader's assignment of generation {generation} "
+                                 f"{'drops ' + ', '.join(gone) if gone else 'adds ' + ', '.join(new)} against "
+                                 f"generation {generation - 1}", detail=detail)
+                self._consider(verdict.rule, True, verdict.explanation)
                 evidence.append({"event_id": line["event_id"], "explanation": f"assignment of generation {generation}"})
                 removal = self._removal(gone, min(e["event_ts"] for e in signs + joined_lines)) if gone else None
                 if removal is not None:
                     verdict, why = removal
+                    self._consider(verdict.rule, True, verdict.explanation)
                     evidence.append({"event_id": why["event_id"], "explanation": why["event_type"]})
+        verdict, changed = self._client_connector_change(verdict, signs)
+        if changed is not None:
+            evidence.append({"event_id": changed["event_id"], "explanation": "connector or task config changed"})
         for line in joined_lines:
             who = line.get("client_id") or line.get("instance")
             evidence.append({"event_id": line["event_id"], "explanation": f"{who} joined generation {generation}"})
@@ -234,7 +243,7 @@ class ClientOnlyReplay(ReplayState):
                      broker_id=None)
         key = f"client-generation-{generation}" if generation is not None else first["event_id"]
         current = OpenRebalance(stable_id(self.group_id, key), start, verdict, None, evidence,
-                                generation_after=generation)
+                                generation_after=generation, trace=self._take_steps(verdict))
         members = {j["member"] for j in joins if j["member"]}
         if generation is not None and generation in assignments:
             current.members_after = len(assignments[generation][1])
@@ -253,6 +262,24 @@ class ClientOnlyReplay(ReplayState):
             self.rebalances.append(rebalance_row(self.group_id, current, completed_at=max(completed),
                                                  outcome="stabilized"))
         self._client_states(current, first, joined_lines, max(completed) if completed else None)
+
+    def _client_connector_change(self, verdict: Verdict, signs: list[dict[str, Any]]
+                                 ) -> tuple[Verdict, dict[str, Any] | None]:
+        """Rule connector_change on members' lines alone: a Connect worker's connector or task config line among the
+        lines that led into a rebalance nobody else named (the members only saw it happen) is what started it."""
+        if verdict.rule != "client_seen_rebalancing":
+            return verdict, None
+        changes = [e for e in signs if e["event_type"] == "connect_connector_changed"]
+        if not changes:
+            if any(e["event_type"].startswith("connect_") for e in signs):
+                self._consider("connector_change", False, "no connector or task config line among the workers' "
+                               "lines that led into the rebalance")
+            return verdict, None
+        change = changes[-1]
+        text = (f"client log only: a Connect worker logged '{(change.get('message') or '').strip()}' and the workers "
+                "rejoined: the leader hands out the changed connectors and tasks; the coordinator's log is missing")
+        self._consider("connector_change", True, text)
+        return decide("connector_change", verdict.trigger_member_id, text), change
 
     def _client_states(self, current: OpenRebalance, first: dict[str, Any], joined_lines: list[dict[str, Any]],
                        completed_at: pd.Timestamp | None) -> None:

@@ -12,13 +12,17 @@ from typing import Any
 
 import pandas as pd
 
+from pipelines.gold.rulebook import window
+
 # A classic member id is `<client.id>-<UUID>`.
 _MEMBER_ID = re.compile(r"^(?P<client>.+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _NEW_MEMBER = re.compile(r"need to re-join with the given member-id: (\S+)")
 # librdkafka names its handle `<client.id>#consumer-<n>`; the member id the broker gives it starts with client.id.
-_SAME_REMOVAL = pd.Timedelta(seconds=1)
+_SAME_REMOVAL = pd.Timedelta(seconds=window("same_removal_s"))
 # A subscribe this soon after the same process unsubscribed from everything is a resubscription.
-_RESUBSCRIBE = pd.Timedelta(seconds=2)
+_RESUBSCRIBE = pd.Timedelta(seconds=window("resubscribe_s"))
+# A client's poll-timeout line may be logged just after the coordinator acted on it (the rule book's window).
+_POLL_LINE_AFTER = pd.Timedelta(seconds=window("poll_line_after_s"))
 _RDKAFKA_HANDLE = re.compile(r"^(?P<client>.+)#(?:consumer|producer)-\d+$")
 
 
@@ -125,6 +129,36 @@ class GroupContext:
                 best = pause
         return best
 
+    def why_no_pause(self, instance: str | None, expiry: pd.Timestamp, *, tolerance_s: float, min_ms: float,
+                     basis: str) -> str:
+        """Why `pause_covering` found no pause: no process, no GC log, or the nearest pause and how it missed."""
+        if instance is None:
+            return "the member is tied to no process folder (no client log names it), so its GC log cannot be found"
+        pauses = self.pauses.get(instance, [])
+        if not pauses:
+            return f"no GC pause of at least {min_ms:g} ms in a GC log of {instance} (none landed, or none that long)"
+        nearest = min(pauses, key=lambda p: abs((p["pause_end_ts"] - expiry).total_seconds()))
+        gap = (expiry - nearest["pause_end_ts"]).total_seconds()
+        return (f"the pause of {instance} nearest the expiry at {expiry:%H:%M:%S} lasted {nearest['pause_ms']:.0f} ms "
+                f"and ended {abs(gap):.1f} s {'before' if gap >= 0 else 'after'} it; it must end within "
+                f"{tolerance_s:g} s before ({basis}), start before it and last at least {min_ms:g} ms")
+
+    def why_no_poll_timeout(self, instance: str | None, at: pd.Timestamp, *, window_s: float) -> str:
+        """Why `poll_timeout_near` found no line (without marking any line used)."""
+        if instance is None:
+            return "the member is tied to no process folder, so its client log cannot be read for a poll timeout"
+        lines = self.poll_timeouts.get(instance, [])
+        if not lines:
+            return f"the client log of {instance} holds no poll-timeout line"
+        nearest = min(lines, key=lambda e: abs((e["event_ts"] - at).total_seconds()))
+        gap = (at - nearest["event_ts"]).total_seconds()
+        if nearest["event_id"] in self._used_poll_timeouts and -2 <= gap <= window_s:
+            return (f"the poll-timeout line of {instance} at {nearest['event_ts']:%H:%M:%S} already explains an "
+                    "earlier removal (one poll timeout makes one leave)")
+        return (f"the poll-timeout line of {instance} nearest it is at {nearest['event_ts']:%H:%M:%S}, "
+                f"{abs(gap):.0f} s "
+                f"{'before' if gap >= 0 else 'after'}; the window is {window_s:g} s before")
+
     def started_between(self, instance: str | None, start: pd.Timestamp, end: pd.Timestamp) -> bool:
         """True when the process in `instance` was (re)started between the two times."""
         return any(start < t <= end for t in self.process_starts.get(instance or "", ()))
@@ -145,7 +179,7 @@ class GroupContext:
                 continue
             if not_before is not None and event["event_ts"] < not_before:
                 continue
-            if at - window <= event["event_ts"] <= at + pd.Timedelta(seconds=2):
+            if at - window <= event["event_ts"] <= at + _POLL_LINE_AFTER:
                 self._used_poll_timeouts[event["event_id"]] = (member, at)
                 return event
         return None

@@ -9,45 +9,41 @@ from typing import Any
 
 import pandas as pd
 
-from pipelines.gold.causes import Verdict
 from pipelines.gold.refine import REMOVAL_CAUSES, CauseRefinement
 from pipelines.gold.replay_state import EPOCH_CAUSES, NEIGHBOUR_S, OpenRebalance, secs, stable_id, to_int
 from pipelines.gold.rows import rebalance_row
+from pipelines.gold.rulebook import Verdict, decide
 
 
 def epoch_verdict(event: dict[str, Any] | None) -> Verdict:
     """The cause the broker's member event before a KIP-848 epoch bump gives (before client-log refinement)."""
     if event is None:
-        return Verdict("metadata_change", "partition_count_change", 0.5, None,
-                       "no member joined, left or was fenced just before the epoch bump: the metadata of the "
-                       "subscribed topics changed")
+        return decide("epoch_no_member_event", None,
+                      "no member joined, left or was fenced just before the epoch bump: the metadata of the "
+                      "subscribed topics changed")
     kind, member, line = event["event_type"], event.get("member_id"), f"broker: {event['event_type']}"
     if kind == "member_fenced":
         reason = event.get("reason") or ""
         if re.search(r"session (?:expired|timeout)", reason, re.IGNORECASE):
-            return Verdict("session_timeout", "heartbeat_expiration", 0.9, member,
-                           f"{member} fenced because {reason}")
+            return decide("epoch_fenced_session", member, f"{member} fenced because {reason}")
         if re.search(r"revoke|transition from epoch|rebalance timeout", reason, re.IGNORECASE):
-            return Verdict("poll_timeout", "rebalance_timeout", 0.6, member,
-                           f"{member} fenced because {reason} (its rebalance timeout is max.poll.interval.ms)")
-        return Verdict("unknown", "fenced", 0.3, member, f"{member} fenced because {reason}")
+            return decide("epoch_fenced_revoke", member,
+                          f"{member} fenced because {reason} (its rebalance timeout is max.poll.interval.ms)")
+        return decide("epoch_fenced_other", member, f"{member} fenced because {reason}")
     if kind == "member_left":
-        return Verdict("membership_change", "member_leave", 0.85, member, f"{member} left the group")
+        return decide("epoch_member_left", member, f"{member} left the group")
     if kind == "static_member_replaced":
-        return Verdict("membership_change", "static_member_replaced", 0.8, member,
-                       f"static member {member} replaced {event.get('old_member_id')}")
+        return decide("epoch_static_replaced", member, f"static member {member} replaced {event.get('old_member_id')}")
     if kind == "member_joining":
-        return Verdict("membership_change", "member_join", 0.85, member, f"{member} joined the group")
+        return decide("epoch_member_joined", member, f"{member} joined the group")
     if is_upgrade(event):
-        return Verdict("membership_change", "member_join", 0.7, None, _CONVERTED)
+        return decide("epoch_protocol_upgrade", None, _CONVERTED)
     if kind == "group_config_changed":
-        return Verdict("metadata_change", "assignment_config_change", 0.8, None,
-                       f"the group's assignment configuration changed to {event.get('reason')}")
+        return decide("epoch_config_changed", None,
+                      f"the group's assignment configuration changed to {event.get('reason')}")
     if kind == "streams_topology_changed":
-        return Verdict("metadata_change", "topology_change", 0.7, member,
-                       f"{member} brought topology epoch {event.get('epoch')}")
-    return Verdict("metadata_change", "subscription_change", 0.8, member, f"{line}: {member or 'the group'} "
-                   "changed its subscription")
+        return decide("epoch_topology_changed", member, f"{member} brought topology epoch {event.get('epoch')}")
+    return decide("epoch_subscription_changed", member, f"{line}: {member or 'the group'} changed its subscription")
 
 
 # The new coordinator converts a classic group to a consumer group only while handling the heartbeat of a member that
@@ -72,11 +68,12 @@ class EpochReplay(CauseRefinement):
         ts = event["event_ts"]
         if any(abs(secs(b - ts)) <= NEIGHBOUR_S for b in self._bumps):
             return
-        verdict = Verdict("membership_change", "member_join", 0.5, None,
-                          f"{_CONVERTED}; the `Bumped group epoch` line and the member's own join line are not in the "
-                          "log, so the epoch and the member are unknown")
+        self._steps = []
+        verdict = decide("upgrade_without_bump", None,
+                         f"{_CONVERTED}; the `Bumped group epoch` line and the member's own join line are not in the "
+                         "log, so the epoch and the member are unknown")
         current = OpenRebalance(stable_id(self.group_id, event["event_id"]), event, verdict, None, [],
-                                protocol="consumer")
+                                protocol="consumer", trace=self._take_steps(verdict))
         self.rebalances.append(rebalance_row(self.group_id, current, completed_at=None, outcome="open"))
         self._transition(ts, "Assigning", None, current.rebalance_id, event)
 
@@ -88,6 +85,8 @@ class EpochReplay(CauseRefinement):
         self._pending.clear()
         decisive = min(pending, key=lambda e: EPOCH_CAUSES.index(e["event_type"]), default=None)
         verdict = epoch_verdict(decisive)
+        self._steps = []
+        self._consider(verdict.rule, True, verdict.explanation)
         verdict, evidence, link = self._refine(verdict, ts, protocol="consumer")
         if decisive is not None:
             line = f"{decisive['event_type']}: {decisive.get('member_id')}"
@@ -96,7 +95,8 @@ class EpochReplay(CauseRefinement):
             evidence = [{"event_id": decisive["event_id"], "explanation": line}] + evidence
         before = self._epoch_size if self._epoch_size is not None else (0 if epoch == 1 else None)
         current = OpenRebalance(stable_id(self.group_id, event["event_id"]), event, verdict, before, evidence,
-                        generation_after=epoch, linked_to=link, protocol="consumer", generation_before=epoch - 1)
+                                generation_after=epoch, linked_to=link, protocol="consumer",
+                                generation_before=epoch - 1, trace=self._take_steps(verdict))
         for e in pending:
             if e["event_type"] in ("member_joining", "static_member_replaced") and e.get("member_id"):
                 current.joined.add(e["member_id"])
@@ -175,8 +175,10 @@ class EpochReplay(CauseRefinement):
             members = set(_TARGET_MEMBER.findall(event.get("members") or "")) or None
             verdict = _target_verdict(epoch, previous, members)
             previous = members
+            self._steps = []
             current = OpenRebalance(stable_id(self.group_id, event["event_id"]), event, verdict, None, [],
-                            generation_after=epoch, protocol="consumer", generation_before=epoch - 1)
+                                    generation_after=epoch, protocol="consumer", generation_before=epoch - 1,
+                                    trace=self._take_steps(verdict))
             completed = max(stable) if stable else None
             self.rebalances.append(rebalance_row(self.group_id, current, completed_at=completed,
                                              outcome="stabilized" if completed is not None else "open"))
@@ -197,9 +199,9 @@ def _target_verdict(epoch: int, before: set[str] | None, now: set[str] | None) -
         detail, who = ("member_leave", left) if left else ("member_join", joined)
         change = (f"drops {', '.join(left)}" if left else "") + (" and " if left and joined else "") + (
             f"adds {', '.join(joined)}" if joined else "")
-        return Verdict("membership_change", detail, 0.5, who[0] if len(who) == 1 else None,
-                       f"the target assignment of group epoch {epoch} {change} against the previous target (the "
-                       "`Bumped group epoch` line and the member's own event are not in the log)")
-    return Verdict("unknown", None, 0.2, None,
-                   f"the coordinator computed the target assignment of group epoch {epoch}, but its log holds neither "
-                   "the `Bumped group epoch` line nor the member event that caused it")
+        return decide("target_membership_diff", who[0] if len(who) == 1 else None,
+                      f"the target assignment of group epoch {epoch} {change} against the previous target (the "
+                      "`Bumped group epoch` line and the member's own event are not in the log)", detail=detail)
+    return decide("target_unknown", None,
+                  f"the coordinator computed the target assignment of group epoch {epoch}, but its log holds neither "
+                  "the `Bumped group epoch` line nor the member event that caused it")

@@ -10,10 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 from pipelines.gold.replay_state import to_int
+from pipelines.gold.rulebook import confidence
 
 # A rebalance rebuilt from the members' lines where the coordinator's lines are missing is never trusted more than
-# this: the broker's own reason, which would have decided it, is what is missing.
-GAP_CONFIDENCE = 0.6
+# the rule book's cap: the broker's own reason, which would have decided it, is what is missing.
+GAP_CONFIDENCE = confidence("coordinator_log_gap")
 
 
 def broker_generations(broker_rows: list[dict[str, Any]], events: list[dict[str, Any]]) -> set[int]:
@@ -45,8 +46,10 @@ def missing_from_broker(client_rows: list[dict[str, Any]], known: set[int]) -> l
                          "explanation": f"the coordinator's log holds no line of generation {generation}: rebuilt "
                                         "from the members' own lines"})
         # Incidents are assigned again among the group's other rebalances.
+        trace = [*row.get("_trace", ()), ("coordinator_log_gap", True, f"generation {generation} is not in the "
+                  f"coordinator's log: confidence capped at {GAP_CONFIDENCE:g}")]
         out.append(dict(row, cause_confidence=min(row["cause_confidence"], GAP_CONFIDENCE),
-                        evidence_json=json.dumps(evidence), incident_id=None, _linked_to=None))
+                        evidence_json=json.dumps(evidence), incident_id=None, _linked_to=None, _trace=trace))
     return out
 
 

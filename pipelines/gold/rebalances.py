@@ -7,7 +7,6 @@ all the group's events, and every id is derived from the events themselves.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
@@ -27,6 +26,7 @@ from pyspark.sql.types import (
 )
 
 from pipelines.config import Thresholds
+from pipelines.gold.rulebook import window
 from pipelines.gold.timeline import Rules, Timeline
 from schemas.gold import GOLD_GROUP_STATES, GOLD_MEMBER_SESSIONS, GOLD_PARTITION_CHURN, GOLD_WHATIF
 from schemas.tables import GOLD_REBALANCES
@@ -44,9 +44,8 @@ _PAUSE_CONSTANTS = {"event_type": "gc_pause", "source_kind": "gc"}
 
 
 def rules_from(thresholds: Thresholds) -> Rules:
-    """The timeline's rules from the configured thresholds."""
-    names = {f.name for f in dataclasses.fields(Rules)}
-    return Rules(**{k: v for k, v in thresholds.model_dump().items() if k in names})
+    """The timeline's rules from the configured thresholds (the thresholds themselves: declared once)."""
+    return thresholds
 
 
 # A client's warning that names no group, in a file that names none either: librdkafka at its default log level
@@ -55,7 +54,7 @@ def rules_from(thresholds: Thresholds) -> Rules:
 # LeaveGroup as it logs MAXPOLL, and rejoins right after SESSTMOUT); there the group's own member-id rules tie it to
 # a member, or leave it untied when the group has several processes of the same client id.
 ORPHAN_TYPES = ("client_poll_timeout", "client_session_timeout")
-ORPHAN_BEFORE_S, ORPHAN_AFTER_S = 2, 10
+ORPHAN_BEFORE_S, ORPHAN_AFTER_S = window("orphan_before_s"), window("orphan_after_s")
 
 
 def orphan_lines(events: DataFrame) -> DataFrame:

@@ -8,15 +8,17 @@ this state, and timeline.Timeline puts them together.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from pipelines.gold.causes import Verdict
+from pipelines.config import Thresholds
 from pipelines.gold.context import GroupContext
+from pipelines.gold.rulebook import Verdict, window
 
-NEIGHBOUR_S = 5.0  # member events this close before a reason-less start (brokers before 2.1) explain it
+NEIGHBOUR_S = window("neighbour_s")  # member events this close to a start (or an epoch bump) belong to it
 # KIP-848 consumer groups and KIP-1071 streams groups: broker events that bump a group's epoch, most decisive first
 # (a fence or leave explains the bump better than a join logged in the same instant).
 EPOCH_CAUSES = ("member_fenced", "member_left", "static_member_replaced", "member_joining",
@@ -26,16 +28,10 @@ EPOCH_CAUSES = ("member_fenced", "member_left", "static_member_replaced", "membe
 Transition = tuple[pd.Timestamp, str, int | None, str | None, str]
 
 
-@dataclass(frozen=True)
-class Rules:
-    """Thresholds of the refinement rules (from the configuration's `thresholds`)."""
-
-    coordinator_move_window_s: float = 120
-    heartbeat_tolerance_s: float = 3
-    gc_pause_min_ms: float = 1000
-    poll_timeout_window_s: float = 30
-    rejoin_window_s: float = 900
-    incident_gap_s: float = 300
+# The configured thresholds are the replay's rules' settings: declared once, in pipelines.config.Thresholds.
+Rules = Thresholds
+# One rule consulted for a rebalance: the rule book's id, whether it applied, and what it found (or why not).
+Step = tuple[str, bool, str]
 
 
 @dataclass
@@ -66,6 +62,7 @@ class OpenRebalance:
     linked_to: str | None = None
     protocol: str = "classic"
     generation_before: int | None = None
+    trace: list[Step] = field(default_factory=list)
 
 
 def stable_id(*parts: object) -> str:
@@ -86,9 +83,13 @@ def secs(delta: pd.Timedelta) -> float:
 class ReplayState:
     """The state of one group's replay (see the module docstring), and the bookkeeping every part shares."""
 
-    def __init__(self, group_id: str, events: list[dict[str, Any]], rules: Rules | None = None) -> None:
+    def __init__(self, group_id: str, events: list[dict[str, Any]], rules: Rules | None = None, *,
+                 trace: bool = False) -> None:
         self.group_id = group_id
         self.rules = rules or Rules()
+        # Whether to keep, per rebalance, the rules consulted and why each applied or not (`rebalance explain`).
+        self.tracing = trace
+        self._steps: list[Step] = []
         self.ctx = GroupContext.build(events)
         self.rebalances: list[dict[str, Any]] = []
         self.states: list[dict[str, Any]] = []
@@ -131,6 +132,19 @@ class ReplayState:
                 epoch = to_int(e.get("target_epoch"))
                 if epoch is not None:
                     self._targets.setdefault(epoch, e["event_ts"])
+
+    def _consider(self, rule_id: str, applied: bool, note: str | Callable[[], str]) -> None:
+        """Record that rule `rule_id` was consulted for the rebalance being decided (kept only when tracing)."""
+        if self.tracing:
+            self._steps.append((rule_id, applied, note() if callable(note) else note))
+
+    def _take_steps(self, verdict: Verdict) -> list[Step]:
+        """The steps recorded since the last call, for the rebalance `verdict` decides: the deciding rule is among
+        them (recorded here when no step named it)."""
+        steps, self._steps = self._steps, []
+        if self.tracing and not any(rule_id == verdict.rule and applied for rule_id, applied, _ in steps):
+            steps.append((verdict.rule, True, verdict.explanation))
+        return steps
 
     def _join(self, member: str, event: dict[str, Any]) -> None:
         self._members.add(member)

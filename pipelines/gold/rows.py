@@ -35,7 +35,7 @@ def rebalance_row(group_id: str, current: OpenRebalance, *, completed_at: pd.Tim
         "members_joined": len(current.joined), "members_left": len(current.left),
         "trigger_member_id": verdict.trigger_member_id, "cause": verdict.cause, "cause_detail": verdict.detail,
         "cause_confidence": verdict.confidence, "evidence_json": json.dumps(evidence), "incident_id": None,
-        "_linked_to": current.linked_to,
+        "cause_rule": verdict.rule, "_linked_to": current.linked_to, "_trace": current.trace,
     }
 
 

@@ -16,7 +16,7 @@ from pipelines.gold.churn import churn_rows
 from pipelines.gold.client_only import ClientOnlyReplay
 from pipelines.gold.gaps import fill_coordinator_gaps
 from pipelines.gold.kinds import client_kind_of, client_kinds, group_type
-from pipelines.gold.replay_state import Rules, stable_id
+from pipelines.gold.replay_state import Rules, Step, stable_id
 from pipelines.gold.rows import assign_incidents, rebalance_row, state_rows
 from pipelines.gold.whatif import WhatIf, whatif_rows
 
@@ -26,12 +26,15 @@ __all__ = ["Rules", "Timeline", "is_share_group", "reconstruct_group", "stable_i
 class Timeline(BrokerReplay, ClientOnlyReplay):
     """Replays one group's events; `rebalances`, `states`, `sessions`, `churn` and `whatif` hold the resulting rows."""
 
-    def __init__(self, group_id: str, events: list[dict[str, Any]], rules: Rules | None = None) -> None:
-        super().__init__(group_id, events, rules)
+    def __init__(self, group_id: str, events: list[dict[str, Any]], rules: Rules | None = None, *,
+                 trace: bool = False) -> None:
+        super().__init__(group_id, events, rules, trace=trace)
         self.group_type = group_type(events)
         self._events = events
         self.churn: list[dict[str, Any]] = []
         self.whatif: list[dict[str, Any]] = []
+        # Per rebalance id, the rules consulted in order (filled only when `trace`; see `rebalance explain`).
+        self.traces: dict[str, list[Step]] = {}
         if is_share_group(events):
             self._share_sessions(events)
             self._label_sessions()
@@ -62,19 +65,20 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
         if self._has_broker:
             # Generations the members joined that the coordinator's lines never account for (its log has a hole).
             self.rebalances.extend(fill_coordinator_gaps(
-                self.rebalances, self._events, lambda clients: Timeline(self.group_id, clients, self.rules).rebalances))
+                self.rebalances, self._events,
+                lambda clients: Timeline(self.group_id, clients, self.rules, trace=self.tracing).rebalances))
         assign_incidents(self.rebalances, gap_s=self.rules.incident_gap_s)
         self.states.extend(state_rows(self.group_id, self._transitions, self.rebalances))
         for row in self.rebalances:
             row["group_type"] = self.group_type
+            self.traces[row["rebalance_id"]] = row.pop("_trace", [])
         self.churn = churn_rows(self.group_id, self._events, self.rebalances, self.sessions.values())
         self.whatif = whatif_rows(self.what_if())
         self._label_sessions()
 
     def what_if(self) -> WhatIf:
         """The group's history, ready to be weighed under changed settings (pipelines/gold/whatif.py)."""
-        return WhatIf(self.group_id, self.rebalances, self.churn, self._events, self.ctx,
-                      gc_pause_min_ms=self.rules.gc_pause_min_ms)
+        return WhatIf(self.group_id, self.rebalances, self.churn, self._events, self.ctx, rules=self.rules)
 
     def _label_sessions(self) -> None:
         by_instance = client_kinds(self._events)

@@ -31,10 +31,12 @@ import pandas as pd
 
 from pipelines.gold.churn import Starts
 from pipelines.gold.context import GroupContext
-from pipelines.gold.replay_state import secs, stable_id
+from pipelines.gold.replay_state import Rules, secs, stable_id
+from pipelines.gold.rulebook import window
 
-# Client defaults (Java 3.0+ and librdkafka): used when a member's ConsumerConfig was not logged.
-DEFAULTS = {"session.timeout.ms": 45000, "heartbeat.interval.ms": 3000, "max.poll.interval.ms": 300000}
+# Client defaults (Java 3.0+ and librdkafka): used when a member's ConsumerConfig was not logged. The session
+# timeout's comes from the configuration (thresholds.default_session_timeout_ms), its default the client's.
+DEFAULTS = {"heartbeat.interval.ms": 3000, "max.poll.interval.ms": 300000}
 # The broker's default bounds on a session timeout (group.min/max.session.timeout.ms): the standard changes stay
 # within them; a value given by hand is weighed as given (a broker may be configured otherwise).
 SESSION_BOUNDS_MS = (6000, 1800000)
@@ -46,7 +48,7 @@ SUPPORTED = {
     "partition.assignment.strategy": f"'{COOPERATIVE}'",
 }
 # A process that joins again later than this is a new start, not the return of the member that left.
-RETURN_S = 1800.0
+RETURN_S = window("whatif_return_s")
 # A client line that shows a member's application calling poll() again (it rejoins, or asks to).
 _BACK = frozenset({"client_joining", "client_rejoin_requested", "client_joined", "client_synced",
                    "client_partitions_assigned", "client_generation_reset"})
@@ -96,13 +98,15 @@ class WhatIf:
     """The what-if of one group: its rebalances (gold_rebalances rows, time order), churn rows, events and context."""
 
     def __init__(self, group_id: str, rebalances: list[dict[str, Any]], churn: list[dict[str, Any]],
-                 events: list[dict[str, Any]], ctx: GroupContext, *, gc_pause_min_ms: float) -> None:
+                 events: list[dict[str, Any]], ctx: GroupContext, *, rules: Rules) -> None:
         self.group_id = group_id
         self._starts = Starts.of(rebalances)
         self.rebalances = self._starts.rows
         self.churn = churn
         self.ctx = ctx
-        self.gc_pause_min_ms = gc_pause_min_ms
+        self.rules = rules
+        self.gc_pause_min_ms = rules.gc_pause_min_ms
+        self.defaults = {**DEFAULTS, "session.timeout.ms": rules.default_session_timeout_ms}
         self.client_lines: dict[str, list[dict[str, Any]]] = {}
         for event in events:
             if event.get("source_kind") == "client" and event.get("instance"):
@@ -118,7 +122,7 @@ class WhatIf:
     def _setting(self, instance: str | None, name: str) -> tuple[int, bool]:
         """A member's setting and whether its process logged it (else the client default)."""
         value = self.ctx.settings.get(instance or "", {}).get(name)
-        return (int(value), True) if value and value.isdigit() else (DEFAULTS[name], False)
+        return (int(value), True) if value and value.isdigit() else (self.defaults[name], False)
 
     def _next_line(self, instance: str | None, after: pd.Timestamp, types: Iterable[str] | None = None
                    ) -> dict[str, Any] | None:
@@ -223,7 +227,8 @@ class WhatIf:
             fired = self._poll_timeout_line(instance, r["started_at"])
             if fired is None:
                 continue
-            back = self._next_line(instance, fired["event_ts"] + pd.Timedelta(milliseconds=500), _BACK)
+            after = fired["event_ts"] + pd.Timedelta(seconds=window("whatif_back_after_s"))
+            back = self._next_line(instance, after, _BACK)
             if back is None:
                 longer = max(change.ms - old, 0)
                 verdicts[r["rebalance_id"]] = _Verdict(
@@ -242,7 +247,8 @@ class WhatIf:
 
     def _poll_timeout_line(self, instance: str | None, at: pd.Timestamp) -> dict[str, Any] | None:
         lines = [e for e in self.ctx.poll_timeouts.get(instance or "", ())
-                 if at - pd.Timedelta(seconds=60) <= e["event_ts"] <= at + pd.Timedelta(seconds=2)]
+                 if at - pd.Timedelta(seconds=self.rules.poll_timeout_window_s) <= e["event_ts"]
+                 <= at + pd.Timedelta(seconds=window("poll_line_after_s"))]
         return lines[-1] if lines else None
 
     def _static(self, change: Change, verdicts: dict[str, _Verdict]) -> None:

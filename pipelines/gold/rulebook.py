@@ -1,0 +1,139 @@
+"""The rule book: every rule that gives a rebalance its cause, with its question, its windows, its confidence and its
+basis, in the order the replay consults them.
+
+A verdict is made only here (`decide`), from a rule's entry: its cause, detail and confidence are the entry's, so no
+confidence is written anywhere else. Windows are named: a number of seconds fixed here, or the name of a configured
+threshold (`thresholds:` of the configuration, pipelines.config.Thresholds), whose value the replay reads from there.
+Precedence is the list's order: within one rebalance the replay consults the rules from the top, the first base rule
+that applies decides, and the refinements below it may change that verdict (tests/test_rulebook.py checks every trace
+of the test corpora against this order). `docs/causes.md` is generated from this list (`python -m
+pipelines.gold.rulebook --write`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pipelines.gold.rules_data import RULE_ROWS, WINDOWS
+
+RulePath = Literal["broker", "epoch", "client", "any"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A cause with its finer detail, confidence, the member that triggered it, a one-line explanation, and the id of
+    the rule book entry that decided it."""
+
+    cause: str
+    detail: str | None
+    confidence: float
+    trigger_member_id: str | None
+    explanation: str
+    rule: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One entry of the rule book.
+
+    `cause`/`detail` None: the rule carries over the cause (or detail) of what it traces the rebalance to (a rejoin,
+    a follow-up). `path`: which replay consults it (`broker`: the coordinator's classic lines; `epoch`: KIP-848 and
+    streams groups' epoch bumps; `client`: members' lines only; `any`: every path). `windows`: names of WINDOWS
+    entries or configured thresholds it reads. `confidence` of a modifier (`kind` cap or factor) is the cap or the
+    factor it applies to the verdict it changes."""
+
+    id: str
+    path: RulePath
+    question: str
+    cause: str | None
+    detail: str | None
+    confidence: float
+    basis: str
+    windows: tuple[str, ...] = ()
+    kind: Literal["base", "refinement", "cap", "factor"] = "base"
+    order: int = field(default=0, compare=False)
+
+
+RULES: tuple[Rule, ...] = tuple(Rule(**row, order=i) for i, row in enumerate(RULE_ROWS))
+BY_ID: dict[str, Rule] = {r.id: r for r in RULES}
+if len(BY_ID) != len(RULES):
+    raise ValueError("rule ids in the rule book must be unique")
+
+
+def rule(rule_id: str) -> Rule:
+    """The rule book's entry `rule_id` (KeyError naming the id when there is none)."""
+    try:
+        return BY_ID[rule_id]
+    except KeyError:
+        raise KeyError(f"no rule {rule_id!r} in the rule book") from None
+
+
+def window(name: str) -> float:
+    """A fixed window of the rule book, in seconds."""
+    return WINDOWS[name][0]
+
+
+def confidence(rule_id: str) -> float:
+    """The confidence (or, for a cap or factor, the limit) of rule `rule_id`."""
+    return rule(rule_id).confidence
+
+
+def decide(rule_id: str, trigger: str | None, explanation: str, *, cause: str | None = None,
+           detail: str | None = None, confidence: float | None = None) -> Verdict:
+    """The verdict of rule `rule_id`: its cause, detail and confidence from the book. `cause`/`detail` only for a
+    rule that carries them over (its entry leaves them None), `confidence` only for one that carries it over."""
+    entry = rule(rule_id)
+    if entry.cause is not None and cause is not None and cause != entry.cause:
+        raise ValueError(f"rule {rule_id} decides {entry.cause}, not {cause}")
+    final_cause = entry.cause if entry.cause is not None else cause
+    if final_cause is None:
+        raise ValueError(f"rule {rule_id} carries its cause over: pass it")
+    return Verdict(final_cause, entry.detail if entry.detail is not None else detail,
+                   entry.confidence if confidence is None else confidence, trigger, explanation, rule_id)
+
+
+DOCS = "docs/causes.md"
+_PATH_TITLES = {"broker": "the coordinator's log (classic protocol)",
+                "epoch": "KIP-848 and streams groups' epoch bumps",
+                "client": "members' lines only (no coordinator log)", "any": "every path"}
+
+
+def docs_text() -> str:
+    """docs/causes.md: the rule book as a page (a test fails when the committed page differs)."""
+    from pipelines.gold.rules_data import CONFIGURED, WINDOWS
+
+    out = ["# Why a rebalance gets its cause: the rule book", "",
+           "Generated from `pipelines/gold/rules_data.py` by `python -m pipelines.gold.rulebook --write`; do not edit.",
+           "", "The replay consults these rules from the top. A rebalance's first verdict comes from the first *base* "
+           "rule of its path that applies; the *refinements*, *factors* and *caps* below may then change it, each in "
+           "this order. `gold_rebalances.cause_rule` names the rule that decided; `rebalance explain REBALANCE_ID` "
+           "prints every rule consulted for one rebalance, whether it applied and why not.", "",
+           "| # | rule | path | question | cause / detail | confidence | windows | basis |",
+           "|---|---|---|---|---|---|---|---|"]
+    for entry in RULES:
+        verdict = f"{entry.cause or '(carried over)'} / {entry.detail or '-'}"
+        value = {"factor": f"x {entry.confidence:g}", "cap": f"<= {entry.confidence:g}"}.get(
+            entry.kind, f"{entry.confidence:g}")
+        out.append(f"| {entry.order + 1} | `{entry.id}` ({entry.kind}) | {entry.path} | {entry.question} | "
+                   f"{verdict} | {value} | {', '.join(f'`{w}`' for w in entry.windows) or '-'} | {entry.basis} |")
+    out += ["", "## Paths", ""] + [f"- `{k}`: {v}" for k, v in _PATH_TITLES.items()]
+    out += ["", "## Windows", "", "Fixed in the rule book:", "", "| window | seconds | what it bounds |",
+            "|---|---|---|"]
+    out += [f"| `{name}` | {value:g} | {text} |" for name, (value, text) in WINDOWS.items()]
+    out += ["", "Configured (`thresholds:` in the configuration, defaults in `pipelines/config.py`): "
+            + ", ".join(f"`{name}`" for name in CONFIGURED) + ".", ""]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    import sys
+    from pathlib import Path
+
+    target = Path(__file__).resolve().parents[2] / DOCS
+    if "--write" in sys.argv:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(docs_text(), encoding="utf-8")
+        print(f"wrote {target}")
+    else:
+        print(docs_text())
