@@ -30,6 +30,7 @@ from pipelines.gold.whatif import parse_change
 from pipelines.quality.derived import with_transition_check
 from simulator.evaluate import accuracy, match_truth
 from tests.conftest import silver_batch
+from tests.explaining import check_explained
 
 CORPUS = Path(__file__).parent / "data" / "kafka-lab"
 VERSIONS = sorted(p.name for p in CORPUS.glob("*") if (p / "truth" / "rebalances.jsonl").is_file())
@@ -105,12 +106,12 @@ def logged_moves(landing: Path) -> Counter:
     return +moved
 
 
-def replayed(tables, group: str, cfg) -> Timeline:
+def replayed(tables, group: str, cfg, *, trace: bool = False) -> Timeline:
     """One group's timeline, replayed from the batch tables as the pipeline replays it."""
     rules = rules_from(cfg.thresholds)
     events = tables["silver_events"].filter(F.col("group_id") == group)
     inputs = timeline_input(events, tables["silver_gc_pauses"], min_pause_ms=rules.gc_pause_min_ms)
-    return Timeline(group, timeline_records(inputs.toPandas()), rules)
+    return Timeline(group, timeline_records(inputs.toPandas()), rules, trace=trace)
 
 
 def _kind(rebalance: dict) -> str:
@@ -215,8 +216,14 @@ def test_lab_causes_match_the_truth(spark, tmp_path, version):
             if {original, advised} <= groups:
                 check_whatif(tables, cfg, original, advised, setting)
         rebalance_ids = {r.rebalance_id for r in tables["gold_rebalances"].select("rebalance_id").collect()}
+        # `rebalance explain` accounts for every rebalance: one deciding rule, the stored one, on landed lines.
+        stored = {r.rebalance_id: r.asDict() for r in
+                  tables["gold_rebalances"].select("rebalance_id", "cause", "cause_rule", "group_id").collect()}
+        explained = sum(check_explained(replayed(tables, g, cfg, trace=True), stored, cfg.thresholds)
+                        for g in sorted({r["group_id"] for r in stored.values()}))
         states.unpersist()
         matched.unpersist()
+    assert explained >= len(stored)
     assert result.found == result.truth, result.confusion
     assert result.invented == 0, result.confusion
     assert result.cause_accuracy >= 0.95, (result.line(), result.confusion)
