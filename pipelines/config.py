@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pipelines.sources import glob_matches
+from pipelines.globs import glob_matches
 
 DEFAULT_CONF = Path(__file__).resolve().parent.parent / "conf" / "local.yml"
 
