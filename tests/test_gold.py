@@ -9,10 +9,10 @@ import pytest
 from pyspark.sql import functions as F
 
 from pipelines.gold.causes import classify_reason
+from pipelines.gold.machines import CLASSIC_TRANSITIONS, CONSUMER_TRANSITIONS
 from pipelines.gold.rebalances import rebuild_rebalances
 from pipelines.gold.rulebook import confidence
 from pipelines.gold.timeline import Timeline, reconstruct_group
-from pipelines.quality.derived import CONSUMER_TRANSITIONS, LEGAL_TRANSITIONS
 
 T0 = pd.Timestamp("2026-11-20 08:00:00")
 
@@ -342,7 +342,7 @@ def test_client_only_one_rebalance_per_generation_with_the_members_own_reason():
         ("PreparingRebalance", None, 900), ("CompletingRebalance", 4, 930.5), ("Stable", 4, 930.5),
         ("PreparingRebalance", None, 1200),
     ]
-    assert all(pair in LEGAL_TRANSITIONS
+    assert all(pair in CLASSIC_TRANSITIONS
                for pair in zip([s[0] for s in states], [s[0] for s in states[1:]], strict=False))
     assert len({r["rebalance_id"] for r in rows}) == 4
     assert "client log only" in rows[1]["evidence_json"]

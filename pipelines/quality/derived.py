@@ -9,44 +9,16 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from pipelines.gold.machines import CLASSIC_TRANSITIONS, CONSUMER_ONLY_STATES, CONSUMER_TRANSITIONS
 from pipelines.gold.state_order import state_time_order
 
-# gold_group_states.state: the classic group coordinator's states, and those of KIP-848 consumer groups (the new
-# coordinator derives Assigning, Reconciling and Stable from the group, target and member epochs).
-CLASSIC_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
-CONSUMER_ONLY_STATES = ("Assigning", "Reconciling")
-STATES = CLASSIC_STATES + CONSUMER_ONLY_STATES
-
-# Kafka's GroupMetadata `validPreviousStates`, as (previous, next). One addition: Dead -> PreparingRebalance, a group
-# re-created under the same id after it was deleted (the new group's initial Empty state is never logged).
-LEGAL_TRANSITIONS = (
-    ("Stable", "PreparingRebalance"), ("CompletingRebalance", "PreparingRebalance"), ("Empty", "PreparingRebalance"),
-    ("PreparingRebalance", "CompletingRebalance"),
-    ("CompletingRebalance", "Stable"),
-    ("PreparingRebalance", "Empty"),
-    ("Stable", "Dead"), ("PreparingRebalance", "Dead"), ("CompletingRebalance", "Dead"), ("Empty", "Dead"),
-    ("Dead", "Dead"), ("Dead", "PreparingRebalance"),
-)
-
-# KIP-848 consumer groups: the state follows the epochs. A bump (a member joined, left, was fenced, or the metadata
-# changed) starts Assigning from any state, also from Assigning or Reconciling when bumps come fast; the new target
-# leads to Reconciling, or straight to Stable when every member already holds it; a bump that leaves no member, or a
-# deletion, ends the story. Reconciling is reached only through Assigning.
-CONSUMER_TRANSITIONS = (
-    ("Empty", "Assigning"), ("Assigning", "Assigning"), ("Reconciling", "Assigning"), ("Stable", "Assigning"),
-    ("Dead", "Assigning"),
-    ("Assigning", "Reconciling"),
-    ("Assigning", "Stable"), ("Reconciling", "Stable"),
-    ("Assigning", "Empty"), ("Reconciling", "Empty"), ("Stable", "Empty"),
-    ("Empty", "Dead"), ("Assigning", "Dead"), ("Reconciling", "Dead"), ("Stable", "Dead"), ("Dead", "Dead"),
-)
 
 def with_transition_check(states: DataFrame) -> DataFrame:
     """Add `previous_state` and `legal_transition` (previous -> this state is a transition the coordinator can
     make) to gold_group_states rows, per group in time order; null for a group's first state. A state of the
-    consumer or streams protocol is held to CONSUMER_TRANSITIONS, one of the classic protocol to LEGAL_TRANSITIONS
-    (rows without a protocol: a group with an Assigning or Reconciling state is a consumer group); the first state
-    after a live protocol conversion may follow any state of the other protocol."""
+    consumer or streams protocol is held to CONSUMER_TRANSITIONS, one of the classic protocol to CLASSIC_TRANSITIONS
+    (both in pipelines/gold/machines.py; rows without a protocol: a group with an Assigning or Reconciling state is a
+    consumer group); the first state after a live protocol conversion may follow any state of the other protocol."""
     if "protocol" not in states.columns:  # rows written before the column
         states = states.withColumn("protocol", F.lit(None).cast("string"))
     order = Window.partitionBy("group_id").orderBy(*state_time_order())
@@ -55,7 +27,7 @@ def with_transition_check(states: DataFrame) -> DataFrame:
     consumer = F.when(protocol.isNotNull(), protocol.isin("consumer", "streams")).otherwise(
         F.max(F.col("state").isin(*CONSUMER_ONLY_STATES)).over(Window.partitionBy("group_id")))
     classic_legal, consumer_legal = F.lit(False), F.lit(False)
-    for before, after in LEGAL_TRANSITIONS:
+    for before, after in CLASSIC_TRANSITIONS:
         classic_legal = classic_legal | ((previous == before) & (F.col("state") == after))
     for before, after in CONSUMER_TRANSITIONS:
         consumer_legal = consumer_legal | ((previous == before) & (F.col("state") == after))

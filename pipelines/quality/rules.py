@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pipelines.gold.causes import CAUSES
-from pipelines.quality.derived import STATES
+from pipelines.gold.machines import STATES
 from pipelines.silver.templates import load_templates
 from schemas.tables import keys_of
 
