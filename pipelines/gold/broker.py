@@ -47,6 +47,20 @@ class BrokerReplay(EpochReplay):
             self._implied.clear()
         if kind in _SHOW_REBALANCE_OR_NONE or kind == "assignment_received":
             self._last_activity = ts
+        self._track_coordinator(kind, event)
+        if not self._on_member_event(kind, member, ts, event):
+            self._on_rebalance_event(kind, ts, event)
+        if kind in EPOCH_CAUSES:
+            self._pending.append(event)
+            if len(self._pending) > 64:
+                del self._pending[:32]
+        self._recent.append(event)
+        if len(self._recent) > 64:
+            del self._recent[:32]
+
+    def _track_coordinator(self, kind: str, event: dict[str, Any]) -> None:
+        """Where the group is coordinated: loads, unloads, moves and the stretches with no coordinator."""
+        ts = event["event_ts"]
         broker = to_int(event.get("broker_id"))
         if kind == "group_loaded":
             if broker is not None and self._coordinator is not None and broker != self._coordinator:
@@ -76,6 +90,9 @@ class BrokerReplay(EpochReplay):
                 self._coordinator = broker
         elif broker is not None:
             self._coordinator = broker
+
+    def _on_member_event(self, kind: str, member: str | None, ts: pd.Timestamp, event: dict[str, Any]) -> bool:
+        """A member joining, loaded, replaced, removed, leaving or fenced; False when `event` is none of these."""
         if kind in ("member_joining", "member_loaded") and member:
             self._join(member, event)
         elif kind == "static_member_replaced":
@@ -96,7 +113,13 @@ class BrokerReplay(EpochReplay):
             for gone in _SET_ITEMS.findall(event.get("members") or ""):
                 if gone in self._members:
                     self._leave(gone, ts, "rebalance_timeout")
-        elif kind == "rebalance_started":
+        else:
+            return False
+        return True
+
+    def _on_rebalance_event(self, kind: str, ts: pd.Timestamp, event: dict[str, Any]) -> None:
+        """A rebalance's own lines: started, epoch bumped, converted, stabilized, assignment received, emptied, dead."""
+        if kind == "rebalance_started":
             self._pending.clear()
             self._start(event)
         elif kind == "group_epoch_bumped" and to_int(event.get("group_epoch")) is not None:
@@ -129,13 +152,6 @@ class BrokerReplay(EpochReplay):
             self._transition(ts, "Empty", generation, None, event)
         elif kind == "group_dead":
             self._transition(ts, "Dead", to_int(event.get("generation")), None, event)
-        if kind in EPOCH_CAUSES:
-            self._pending.append(event)
-            if len(self._pending) > 64:
-                del self._pending[:32]
-        self._recent.append(event)
-        if len(self._recent) > 64:
-            del self._recent[:32]
 
     def _is_empty(self) -> bool:
         return bool(self._transitions) and self._transitions[-1][1] == "Empty"

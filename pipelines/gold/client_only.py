@@ -4,62 +4,27 @@ broker evidence, so results with broker logs stay as they are)."""
 from __future__ import annotations
 
 import bisect
-import re
 from typing import Any
 
 import pandas as pd
 
-from pipelines.gold.causes import classify_client_signs, classify_removal, is_newcomer_sign
+from pipelines.gold.client_causes import classify_client_signs, classify_removal, is_newcomer_sign
+from pipelines.gold.client_lines import (
+    ASSIGNED_MEMBER,
+    CLIENT_CHAIN_S,
+    CLIENT_CONTEXT,
+    CLIENT_DONE,
+    CLIENT_SIGNS,
+    JOINED,
+    chain_into_join,
+    is_sign,
+    named_chain,
+)
 from pipelines.gold.kinds import client_kinds
 from pipelines.gold.member_states import enters_rebalance, leaves_rebalance
 from pipelines.gold.replay_state import OpenRebalance, ReplayState, secs, stable_id, to_int
 from pipelines.gold.rows import rebalance_row
-from pipelines.gold.rulebook import Verdict, decide, window
-
-# The lines a member logs on its way into a rebalance, the lines that only explain one, and the lines that say its
-# part of the rebalance is over.
-_CLIENT_SIGNS = frozenset({
-    "client_joining", "client_rejoin_requested", "client_partitions_revoked", "client_partitions_lost",
-    "client_heartbeat_failed", "client_poll_timeout", "client_leaving", "client_generation_reset",
-    "client_join_failed", "client_sync_failed", "client_rebalance_failed", "client_fenced", "client_coordinator_lost",
-    # librdkafka's own session timer, Kafka Streams threads that found themselves out of the group, Connect workers.
-    "client_session_timeout", "streams_thread_fenced", "streams_rebalance_requested", "connect_rebalance_started",
-    "connect_rebalance_failed", "connect_poll_timeout", "connect_config_mismatch", "connect_connector_changed",
-    "streams_rebalance_failed",
-})
-# A Connect worker's `Joined group at generation N` is its join, as a consumer's `Successfully joined group`.
-_JOINED = frozenset({"client_joined", "connect_joined"})
-_CLIENT_CONTEXT = frozenset({"client_subscribed", "client_coordinator_discovered", "client_unsubscribed"})
-_CLIENT_DONE = frozenset({"client_synced", "client_partitions_assigned"})
-# A member's lines more than this apart before its join belong to different episodes (a coordinator hiccup an hour
-# before is not this rebalance's start); a poll timeout or a leave always opens the rebalance its rejoin closes.
-_CLIENT_CHAIN_S = window("client_chain_s")
-_ASSIGNED_MEMBER = re.compile(r"([^\s{},=]+)=Assignment\(")
-def is_sign(event: dict[str, Any]) -> bool:
-    """A line that shows its member taking part in a rebalance."""
-    return event["event_type"] in _CLIENT_SIGNS or bool(event.get("_rebalancing"))
-
-
-def named_chain(chain: list[dict[str, Any]], member: str | None) -> list[dict[str, Any]]:
-    """Each line of a member's chain named by the member id it was logged under: a line that prints none (the
-    poll-timeout warning) takes the id of the next line that does (its LeaveGroup), else of the join."""
-    named, carry = [], member
-    for event in reversed(chain):
-        if event.get("member_id"):
-            carry = event["member_id"]
-        named.append(event if event.get("_member") else dict(event, _member=carry))
-    return named[::-1]
-
-
-def chain_into_join(signs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The member's lines that led into its join: the last run with no gap over _CLIENT_CHAIN_S, and any poll
-    timeout or leave before it (its rejoin may come minutes later, when the slow batch ends)."""
-    start = 0
-    for i in range(1, len(signs)):
-        if secs(signs[i]["event_ts"] - signs[i - 1]["event_ts"]) > _CLIENT_CHAIN_S:
-            start = i
-    early = [e for e in signs[:start] if e["event_type"] in ("client_poll_timeout", "client_leaving")]
-    return early + signs[start:]
+from pipelines.gold.rulebook import Verdict, confidence, decide
 
 
 class ClientOnlyReplay(ReplayState):
@@ -81,48 +46,12 @@ class ClientOnlyReplay(ReplayState):
             streams.setdefault((event.get("instance"), event.get("client_id")), []).append(event)
             generation = to_int(event.get("generation"))
             if event["event_type"] == "client_assignment_computed" and generation is not None:
-                assignments[generation] = (event, _ASSIGNED_MEMBER.findall(event.get("members") or ""))
+                assignments[generation] = (event, ASSIGNED_MEMBER.findall(event.get("members") or ""))
         joins: list[dict[str, Any]] = []
         trailing: list[dict[str, Any]] = []
         ends: list[dict[str, Any]] = []
         for stream in streams.values():
-            signs: list[dict[str, Any]] = []
-            stream_ends = 0
-            member, last, first = None, None, True
-            for event in stream:
-                kind = event["event_type"]
-                if event.get("member_id"):
-                    member = event["member_id"]
-                if kind in _JOINED and to_int(event.get("generation")) is not None:
-                    chain = named_chain(chain_into_join(signs), member)
-                    news = [e for e in chain
-                            if is_newcomer_sign(e) and (first or e["event_type"] == "client_subscribed")]
-                    last = {"generation": to_int(event["generation"]), "event": event, "member": member,
-                            "signs": [e for e in chain if is_sign(e)],
-                            "newcomers": [dict(e, _member=member) for e in news], "completed": event["event_ts"]}
-                    joins.append(last)
-                    signs, first = [], False
-                elif kind in _CLIENT_DONE and last is not None and not signs:
-                    if kind == "client_partitions_assigned" or to_int(event.get("generation")) == last["generation"]:
-                        last["completed"] = max(last["completed"], event["event_ts"])
-                elif kind in _CLIENT_SIGNS or kind in _CLIENT_CONTEXT or enters_rebalance(event):
-                    signs.append(dict(event, _member=event.get("member_id") or member,
-                                      _rebalancing=enters_rebalance(event)))
-                elif leaves_rebalance(event):
-                    after_join = last is not None and secs(event["event_ts"] - last["completed"]) <= _CLIENT_CHAIN_S
-                    if last is not None and after_join and not signs:
-                        last["completed"] = max(last["completed"], event["event_ts"])
-                    else:
-                        ends.append(dict(event, _member=event.get("member_id") or member))
-                        stream_ends += 1
-            # Only a process whose very first line is that way in: a lookup in the middle of its life (`querying for
-            # coordinator ... in state up`, then `coordinator is ...`) is no start.
-            starting = first and is_newcomer_sign(stream[0])
-            if any(is_sign(e) for e in signs) or stream_ends or starting:
-                # A process that never joined in this log and shows a rebalance is new to the group; one that only
-                # subscribed or looked up its coordinator is on its way into it (the log ends before its join).
-                trailing += [dict(e, _newcomer=starting and is_newcomer_sign(e))
-                             for e in named_chain(chain_into_join(signs), member)]
+            self._read_stream(stream, joins, trailing, ends)
         by_generation: dict[int, list[dict[str, Any]]] = {}
         for join in joins:
             by_generation.setdefault(join["generation"], []).append(join)
@@ -141,6 +70,49 @@ class ClientOnlyReplay(ReplayState):
             previous = generation
         self._unjoined_rebalance(rest, ends, [j["event"]["event_ts"] for j in joins], assignments, previous)
 
+    def _read_stream(self, stream: list[dict[str, Any]], joins: list[dict[str, Any]],
+                     trailing: list[dict[str, Any]], ends: list[dict[str, Any]]) -> None:
+        """One process's lines (one client id in one instance folder), in time order: each of its joins with the
+        chain of lines that led into it (added to `joins`), the lines after its last join that lead to no join of
+        its own (`trailing`), and the returns to a steady state no join explains (`ends`)."""
+        signs: list[dict[str, Any]] = []
+        stream_ends = 0
+        member, last, first = None, None, True
+        for event in stream:
+            kind = event["event_type"]
+            if event.get("member_id"):
+                member = event["member_id"]
+            if kind in JOINED and to_int(event.get("generation")) is not None:
+                chain = named_chain(chain_into_join(signs), member)
+                news = [e for e in chain
+                        if is_newcomer_sign(e) and (first or e["event_type"] == "client_subscribed")]
+                last = {"generation": to_int(event["generation"]), "event": event, "member": member,
+                        "signs": [e for e in chain if is_sign(e)],
+                        "newcomers": [dict(e, _member=member) for e in news], "completed": event["event_ts"]}
+                joins.append(last)
+                signs, first = [], False
+            elif kind in CLIENT_DONE and last is not None and not signs:
+                if kind == "client_partitions_assigned" or to_int(event.get("generation")) == last["generation"]:
+                    last["completed"] = max(last["completed"], event["event_ts"])
+            elif kind in CLIENT_SIGNS or kind in CLIENT_CONTEXT or enters_rebalance(event):
+                signs.append(dict(event, _member=event.get("member_id") or member,
+                                  _rebalancing=enters_rebalance(event)))
+            elif leaves_rebalance(event):
+                after_join = last is not None and secs(event["event_ts"] - last["completed"]) <= CLIENT_CHAIN_S
+                if last is not None and after_join and not signs:
+                    last["completed"] = max(last["completed"], event["event_ts"])
+                else:
+                    ends.append(dict(event, _member=event.get("member_id") or member))
+                    stream_ends += 1
+        # Only a process whose very first line is that way in: a lookup in the middle of its life (`querying for
+        # coordinator ... in state up`, then `coordinator is ...`) is no start.
+        starting = first and is_newcomer_sign(stream[0])
+        if any(is_sign(e) for e in signs) or stream_ends or starting:
+            # A process that never joined in this log and shows a rebalance is new to the group; one that only
+            # subscribed or looked up its coordinator is on its way into it (the log ends before its join).
+            trailing += [dict(e, _newcomer=starting and is_newcomer_sign(e))
+                         for e in named_chain(chain_into_join(signs), member)]
+
     def _unjoined_rebalance(self, rest: list[dict[str, Any]], ends: list[dict[str, Any]],
                             joined_at: list[pd.Timestamp], assignments: dict[int, tuple[dict[str, Any], list[str]]],
                             previous: int | None) -> None:
@@ -152,7 +124,7 @@ class ClientOnlyReplay(ReplayState):
         def after_a_join(ts: pd.Timestamp) -> bool:
             # The latest join at or before `ts` decides (a group with a long history has many of both).
             i = bisect.bisect_right(joins, ts)
-            return i > 0 and secs(ts - joins[i - 1]) <= _CLIENT_CHAIN_S
+            return i > 0 and secs(ts - joins[i - 1]) <= CLIENT_CHAIN_S
 
         orphans = [e for e in ends if not after_a_join(e["event_ts"])]
         signs = [e for e in rest if is_sign(e)]
@@ -179,7 +151,7 @@ class ClientOnlyReplay(ReplayState):
         if instance is None:
             return None
         until = since + pd.Timedelta(seconds=self.rules.rejoin_window_s)
-        early = since - pd.Timedelta(seconds=_CLIENT_CHAIN_S)
+        early = since - pd.Timedelta(seconds=CLIENT_CHAIN_S)
         own = [e for e in self._client_lines if e.get("instance") == instance]
         lines = [e for e in own if early <= e["event_ts"] <= until]
         before = [e for e in own if e["event_ts"] < early]
@@ -204,34 +176,16 @@ class ClientOnlyReplay(ReplayState):
                           assignments: dict[int, tuple[dict[str, Any], list[str]]], previous: int | None) -> None:
         signs = sorted((e for j in joins for e in j["signs"]), key=lambda e: e["event_ts"])
         newcomers = [e for j in joins for e in j["newcomers"]]
-        verdict, decisive = classify_client_signs(signs, newcomers)
         self._steps = []
+        verdict, decisive = classify_client_signs(signs, newcomers, self._consider)
         self._consider(verdict.rule, True, verdict.explanation)
         joined_lines = [j["event"] for j in joins if j["event"] is not None]
         evidence = []
         if decisive is not None:
             evidence.append({"event_id": decisive["event_id"], "explanation": f"{decisive['event_type']} "
                              f"({decisive.get('client_id') or decisive.get('instance')})"})
-        left: set[str] = set()
-        joined: set[str] = set()
-        if generation is not None and generation in assignments and generation - 1 in assignments:
-            line, now = assignments[generation]
-            before = set(assignments[generation - 1][1])
-            left, joined = before - set(now), set(now) - before
-            if verdict.confidence <= 0.3 and (left or joined):
-                gone, new = sorted(left), sorted(joined)
-                detail, trigger = ("member_leave", gone[0]) if gone else ("member_join", new[0])
-                verdict = decide("client_assignment_diff", trigger if len(gone or new) == 1 else None,
-                                 f"{verdict.explanation}; the leader's assignment of generation {generation} "
-                                 f"{'drops ' + ', '.join(gone) if gone else 'adds ' + ', '.join(new)} against "
-                                 f"generation {generation - 1}", detail=detail)
-                self._consider(verdict.rule, True, verdict.explanation)
-                evidence.append({"event_id": line["event_id"], "explanation": f"assignment of generation {generation}"})
-                removal = self._removal(gone, min(e["event_ts"] for e in signs + joined_lines)) if gone else None
-                if removal is not None:
-                    verdict, why = removal
-                    self._consider(verdict.rule, True, verdict.explanation)
-                    evidence.append({"event_id": why["event_id"], "explanation": why["event_type"]})
+        verdict, left, joined = self._assignment_rules(verdict, generation, assignments,
+                                                       signs + joined_lines, evidence)
         verdict, changed = self._client_connector_change(verdict, signs)
         if changed is not None:
             evidence.append({"event_id": changed["event_id"], "explanation": "connector or task config changed"})
@@ -262,6 +216,34 @@ class ClientOnlyReplay(ReplayState):
             self.rebalances.append(rebalance_row(self.group_id, current, completed_at=max(completed),
                                                  outcome="stabilized"))
         self._client_states(current, first, joined_lines, max(completed) if completed else None)
+
+    def _assignment_rules(self, verdict: Verdict, generation: int | None,
+                          assignments: dict[int, tuple[dict[str, Any], list[str]]], lines: list[dict[str, Any]],
+                          evidence: list[dict[str, Any]]) -> tuple[Verdict, set[str], set[str]]:
+        """Rules client_assignment_diff and client_removed_*: the members the leader's assignment of `generation`
+        drops or adds against the one before, and, for one dropped member, why its own lines say it went. Returns
+        the verdict and the members that left and joined; appends what it rests on to `evidence`."""
+        left: set[str] = set()
+        joined: set[str] = set()
+        if generation is not None and generation in assignments and generation - 1 in assignments:
+            line, now = assignments[generation]
+            before = set(assignments[generation - 1][1])
+            left, joined = before - set(now), set(now) - before
+            if verdict.confidence <= confidence("client_seen_rebalancing") and (left or joined):
+                gone, new = sorted(left), sorted(joined)
+                detail, trigger = ("member_leave", gone[0]) if gone else ("member_join", new[0])
+                verdict = decide("client_assignment_diff", trigger if len(gone or new) == 1 else None,
+                                 f"{verdict.explanation}; the leader's assignment of generation {generation} "
+                                 f"{'drops ' + ', '.join(gone) if gone else 'adds ' + ', '.join(new)} against "
+                                 f"generation {generation - 1}", detail=detail)
+                self._consider(verdict.rule, True, verdict.explanation)
+                evidence.append({"event_id": line["event_id"], "explanation": f"assignment of generation {generation}"})
+                removal = self._removal(gone, min(e["event_ts"] for e in lines)) if gone else None
+                if removal is not None:
+                    verdict, why = removal
+                    self._consider(verdict.rule, True, verdict.explanation)
+                    evidence.append({"event_id": why["event_id"], "explanation": why["event_type"]})
+        return verdict, left, joined
 
     def _client_connector_change(self, verdict: Verdict, signs: list[dict[str, Any]]
                                  ) -> tuple[Verdict, dict[str, Any] | None]:
