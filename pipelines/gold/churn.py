@@ -13,16 +13,18 @@ lists (and a null `kept`).
 
 from __future__ import annotations
 
-import bisect
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from pipelines.gold.replay_state import secs, stable_id
+from pipelines.gold.rebalance_index import TAIL_S, Starts, attribute
+from pipelines.gold.replay_state import stable_id
 from pipelines.gold.rulebook import window
+
+__all__ = ["Starts", "attribute", "churn_rows", "cycles", "logged_count", "partition_list"]
 
 # The event types that move partitions, by what they do. Streams' own lines stand in for a member only when its
 # embedded consumer's lines (the client_partitions_* ones) are absent from its process: both describe the same move.
@@ -47,16 +49,6 @@ _LEAVING_RESET = re.compile(r"leaving the group", re.IGNORECASE)
 # librdkafka's counts: `delegating assign of 6 partition(s)`, `revoking all 6 partition(s)`, `revoking 2 of 6
 # partition(s)`, `current assignment of 6 partition(s) lost`.
 _COUNT = re.compile(r"(?:of|all|revoking) (\d+)(?: of \d+)? partition\(s\)")
-# A cycle without an assignment (a member that leaves revokes before its LeaveGroup reaches the coordinator) goes
-# to a rebalance that starts this soon after it, when none is under way; an assignment goes to the rebalance under
-# way, or to the last one when it ended this recently (the member's callback runs in its next poll). Beyond that a
-# cycle belongs to no rebalance: a static member's restart receives its partitions back without one.
-LEAD_S = window("churn_lead_s")
-TAIL_S = window("churn_tail_s")
-# A member that goes away without a LeaveGroup (a crash, a Streams thread's clean shutdown, a static member) is
-# removed when its session expires: its last revocation goes to the first rebalance its own member id triggers within
-# this long (the broker caps a session timeout at group.max.session.timeout.ms, 30 minutes by default).
-DEPARTURE_S = window("churn_departure_s")
 # A failed commit belongs to a member's cycle from this long before its first line (the commit a member attempts as
 # the rebalance begins fails as or just before it logs the loss) to TAIL_S after its last.
 RISK_S = window("churn_risk_s")
@@ -209,57 +201,6 @@ def _after(cycle: _Cycle) -> tuple[set[str] | None, int | None]:
 def _close(cycle: _Cycle, owned: dict[str, set[str] | None], owned_count: dict[str, int | None]) -> None:
     """Apply the cycle's moves to what its member owns."""
     owned[cycle.member], owned_count[cycle.member] = _after(cycle)
-
-
-@dataclass(frozen=True)
-class Starts:
-    """One group's rebalances in start order (ties in their given order), searched by time: a cycle finds its
-    rebalance by bisection, not by a scan of all of them (a 30-day group has thousands of each)."""
-
-    rows: list[dict[str, Any]]
-    at: list[pd.Timestamp]
-
-    @classmethod
-    def of(cls, rebalances: Iterable[dict[str, Any]]) -> Starts:
-        """The index of `rebalances` (rows with `started_at`)."""
-        rows = sorted(rebalances, key=lambda r: r["started_at"])
-        return cls(rows, [r["started_at"] for r in rows])
-
-    def last_started(self, ts: pd.Timestamp) -> dict[str, Any] | None:
-        """The latest rebalance started at or before `ts` (the first of those that started at the same instant)."""
-        before = bisect.bisect_right(self.at, ts)
-        return self.rows[bisect.bisect_left(self.at, self.at[before - 1])] if before else None
-
-    def starting_after(self, ts: pd.Timestamp, within_s: float) -> Iterator[dict[str, Any]]:
-        """The rebalances started after `ts`, no more than `within_s` seconds after it, in start order."""
-        for index in range(bisect.bisect_right(self.at, ts), len(self.rows)):
-            if secs(self.at[index] - ts) > within_s:
-                return
-            yield self.rows[index]
-
-
-def attribute(ts: pd.Timestamp, assigned: bool, rebalances: Starts, *, instance: str | None = None,
-              instance_of: dict[str, str] | None = None, until: pd.Timestamp | None = None) -> str | None:
-    """The rebalance (of `rebalances`, one group's) a cycle anchored at `ts` belongs to. A cycle closed by an
-    assignment: the last one started by then, if under way or ended within TAIL_S. One without (a member leaving,
-    or losing its partitions): the one under way at `ts`, else one starting within LEAD_S after it, else the first one
-    triggered by a member id of its process (`instance_of`: member id -> process) within DEPARTURE_S and before the
-    member's next line (`until`: it came back first). None when no rebalance accounts for it."""
-    instance_of = instance_of or {}
-    last = rebalances.last_started(ts)
-    under_way = last is not None and (last["completed_at"] is None or last["completed_at"] >= ts)
-    if assigned:
-        recent = last is not None and (under_way or secs(ts - last["completed_at"]) <= TAIL_S)
-        return str(last["rebalance_id"]) if last is not None and recent else None
-    if last is not None and under_way:
-        return str(last["rebalance_id"])
-    soon = next(rebalances.starting_after(ts, LEAD_S), None)
-    if soon is None and instance is not None:
-        # No rebalance near: the one the member's own departure caused, once its session expired.
-        soon = next((r for r in rebalances.starting_after(ts, DEPARTURE_S)
-                     if (until is None or r["started_at"] < until)
-                     and instance_of.get(r.get("trigger_member_id") or "") == instance), None)
-    return str(soon["rebalance_id"]) if soon is not None else None
 
 
 def _commit_failures(events: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

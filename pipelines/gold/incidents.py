@@ -99,16 +99,8 @@ def with_benefit(advice: DataFrame, whatif: DataFrame) -> DataFrame:
     return joined.select([f.name for f in GOLD_CONFIG_ADVICE.fields])
 
 
-def advice_from(rebalances: DataFrame, pauses: DataFrame, sessions: DataFrame,
-                events: DataFrame | None = None) -> DataFrame:
-    """gold_config_advice: per group, what was observed against what the members use, and what to change.
-
-    Rules: GC pauses that expired members (raise session.timeout.ms above the longest pause or fix the heap);
-    poll timeouts (raise max.poll.interval.ms above the longest processing time plus a margin, or lower
-    max.poll.records); restart storms of membership changes (static membership, KIP-345); session expiries without
-    GC evidence (heartbeat.interval.ms at a third of session.timeout.ms, check the network and the process).
-    `configured` comes from the members' client_config events in `events` (silver_events rows; null without them).
-    """
+def _observed_per_group(rebalances: DataFrame, pauses: DataFrame, sessions: DataFrame) -> DataFrame:
+    """Per group: rebalances by cause, restarts, its largest size, the ids by cause and its members' longest pause."""
     per_group = rebalances.groupBy("group_id").agg(
         F.sum((F.col("cause") == "gc_pause").cast("int")).alias("gc"),
         F.sum((F.col("cause") == "poll_timeout").cast("int")).alias("poll"),
@@ -121,7 +113,20 @@ def advice_from(rebalances: DataFrame, pauses: DataFrame, sessions: DataFrame,
         pauses.join(sessions.select("group_id", "instance").distinct(), "instance")
         .groupBy("group_id").agg(F.max("duration_ms").alias("longest_pause_ms"))
     )
-    rows = per_group.join(longest_pause, "group_id", "left")
+    return per_group.join(longest_pause, "group_id", "left")
+
+
+def advice_from(rebalances: DataFrame, pauses: DataFrame, sessions: DataFrame,
+                events: DataFrame | None = None) -> DataFrame:
+    """gold_config_advice: per group, what was observed against what the members use, and what to change.
+
+    Rules: GC pauses that expired members (raise session.timeout.ms above the longest pause or fix the heap);
+    poll timeouts (raise max.poll.interval.ms above the longest processing time plus a margin, or lower
+    max.poll.records); restart storms of membership changes (static membership, KIP-345); session expiries without
+    GC evidence (heartbeat.interval.ms at a third of session.timeout.ms, check the network and the process).
+    `configured` comes from the members' client_config events in `events` (silver_events rows; null without them).
+    """
+    rows = _observed_per_group(rebalances, pauses, sessions)
 
     def ids(cause: str) -> Column:
         return F.transform(F.filter("_ids", lambda x: x["cause"] == cause), lambda x: x["rebalance_id"])
