@@ -18,6 +18,7 @@ import shutil
 import sys
 import tempfile
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,10 +123,12 @@ class Measured:
     causes: list[CauseResult]
 
 
-def measure(spark: Any, excerpts: list[Excerpt], *, causes: bool = True) -> Measured:
+def measure(spark: Any, excerpts: list[Excerpt], *, causes: bool = True,
+            on_gold: Callable[[Any, Any, Any], None] | None = None) -> Measured:
     """Parse every excerpt in one batch (as `rebalance parse` does), judge each labelled line, and (with `causes`)
     build the gold tables of every excerpt in one batch too, its groups kept apart from other excerpts' groups of
-    the same name by prefixing them with the excerpt."""
+    the same name by prefixing them with the excerpt. `on_gold(events, pauses, gold)` sees the built frames while
+    the excerpts' copies still exist (a test explains every rebalance from them)."""
     from pyspark.sql import functions as F
 
     from pipelines import io
@@ -157,6 +160,8 @@ def measure(spark: Any, excerpts: list[Excerpt], *, causes: bool = True) -> Meas
         if causes:
             events = to_events(batch.parsed).withColumn("group_id", F.concat_ws(SEP, excerpt, "group_id"))
             gold = build_gold(events, to_gc_pauses(batch.parsed), rules_from(cfg.thresholds))
+            if on_gold is not None:
+                on_gold(events, to_gc_pauses(batch.parsed), gold)
             for r in gold["gold_rebalances"].select(F.element_at(F.split("group_id", SEP), 1).alias("excerpt"),
                                                     "cause").distinct().collect():
                 verdicts.setdefault(r["excerpt"], []).append(r["cause"])

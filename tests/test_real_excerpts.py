@@ -10,6 +10,10 @@ from __future__ import annotations
 import pytest
 
 from bench.excerpts import DEFAULT_ROOT, cause_share, line_share, load_corpus, measure, report
+from pipelines.config import Thresholds
+from pipelines.gold.rebalances import timeline_input, timeline_records
+from pipelines.gold.timeline import Timeline
+from tests.explaining import check_explained
 
 # Four sets, each with its own floors. The first 140 excerpts (folders 100-515) guided the rules written so far; the
 # fresh set (folders 600-699, 28 excerpts collected on 2026-11-26 and labelled before any parsing, weighted to
@@ -39,9 +43,28 @@ def _set(name: str) -> str:
     return next(subset for start, subset in SETS if number >= start)
 
 
+EXPLAINED: dict[str, int] = {}
+
+
+def _explain_every_rebalance(events, pauses, gold) -> None:
+    """Replay every excerpt's groups with the rule trace on and explain each rebalance (tests/explaining.py)."""
+    rules = Thresholds()
+    inputs = timeline_input(events, pauses, min_pause_ms=rules.gc_pause_min_ms).toPandas()
+    stored = {r.rebalance_id: r.asDict() for r in
+              gold["gold_rebalances"].select("rebalance_id", "cause", "cause_rule", "group_id").collect()}
+    EXPLAINED["stored"] = len(stored)
+    EXPLAINED["explained"] = sum(
+        check_explained(Timeline(group, timeline_records(frame), rules, trace=True), stored, rules)
+        for group, frame in inputs.groupby("group_id"))
+
+
 @pytest.fixture(scope="module")
 def measured(spark):
-    return measure(spark, load_corpus(DEFAULT_ROOT))
+    return measure(spark, load_corpus(DEFAULT_ROOT), on_gold=_explain_every_rebalance)
+
+
+def test_every_rebalance_of_the_excerpts_is_explained(measured):
+    assert EXPLAINED["explained"] >= EXPLAINED["stored"] > 200, EXPLAINED
 
 
 def test_every_label_names_real_lines():

@@ -65,8 +65,7 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
         if self._has_broker:
             # Generations the members joined that the coordinator's lines never account for (its log has a hole).
             self.rebalances.extend(fill_coordinator_gaps(
-                self.rebalances, self._events,
-                lambda clients: Timeline(self.group_id, clients, self.rules, trace=self.tracing).rebalances))
+                self.rebalances, self._events, self._client_only_rows))
         assign_incidents(self.rebalances, gap_s=self.rules.incident_gap_s)
         self.states.extend(state_rows(self.group_id, self._transitions, self.rebalances))
         for row in self.rebalances:
@@ -75,6 +74,11 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
         self.churn = churn_rows(self.group_id, self._events, self.rebalances, self.sessions.values())
         self.whatif = whatif_rows(self.what_if())
         self._label_sessions()
+
+    def _client_only_rows(self, clients: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The group's rebalances rebuilt from its members' lines alone, each with its trace (`_trace`)."""
+        rebuilt = Timeline(self.group_id, clients, self.rules, trace=self.tracing)
+        return [dict(row, _trace=rebuilt.traces.get(row["rebalance_id"], [])) for row in rebuilt.rebalances]
 
     def what_if(self) -> WhatIf:
         """The group's history, ready to be weighed under changed settings (pipelines/gold/whatif.py)."""
