@@ -23,7 +23,7 @@ from pipelines import io
 from pipelines.alerts.rules import storm_alerts
 from pipelines.batch import batch_tables
 from pipelines.config import AlertSettings, load_config
-from pipelines.gold.rebalances import rules_from, timeline_input, timeline_records
+from pipelines.gold.rebalances import orphan_lines, rules_from, timeline_input, timeline_records
 from pipelines.gold.state_order import state_time_order
 from pipelines.gold.timeline import Timeline
 from pipelines.gold.whatif import parse_change
@@ -106,12 +106,17 @@ def logged_moves(landing: Path) -> Counter:
     return +moved
 
 
-def replayed(tables, group: str, cfg, *, trace: bool = False) -> Timeline:
-    """One group's timeline, replayed from the batch tables as the pipeline replays it."""
+def replayed(tables, group: str, cfg, *, trace: bool = False, orphans: bool = False) -> Timeline:
+    """One group's timeline, replayed from the batch tables as the pipeline replays it (with `orphans`, also with
+    the group-less client warnings the build routes to it, as `rebalance explain` replays it)."""
     rules = rules_from(cfg.thresholds)
-    events = tables["silver_events"].filter(F.col("group_id") == group)
+    silver = tables["silver_events"]
+    events = silver.filter(F.col("group_id") == group)
+    if orphans:
+        events = events.unionByName(orphan_lines(silver))
     inputs = timeline_input(events, tables["silver_gc_pauses"], min_pause_ms=rules.gc_pause_min_ms)
-    return Timeline(group, timeline_records(inputs.toPandas()), rules, trace=trace)
+    return Timeline(group, timeline_records(inputs.filter(F.col("group_id") == group).toPandas()), rules,
+                    trace=trace)
 
 
 def _kind(rebalance: dict) -> str:
@@ -219,7 +224,7 @@ def test_lab_causes_match_the_truth(spark, tmp_path, version):
         # `rebalance explain` accounts for every rebalance: one deciding rule, the stored one, on landed lines.
         stored = {r.rebalance_id: r.asDict() for r in
                   tables["gold_rebalances"].select("rebalance_id", "cause", "cause_rule", "group_id").collect()}
-        explained = sum(check_explained(replayed(tables, g, cfg, trace=True), stored, cfg.thresholds)
+        explained = sum(check_explained(replayed(tables, g, cfg, trace=True, orphans=True), stored, cfg.thresholds)
                         for g in sorted({r["group_id"] for r in stored.values()}))
         states.unpersist()
         matched.unpersist()
