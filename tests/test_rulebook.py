@@ -70,13 +70,15 @@ NOT_EVENTS = {"assignment_config_change", "client_chain_s", "client_host", "clie
               "group_epoch", "group_id", "group_instance_id", "group_protocol", "group_type", "member_count",
               "member_id", "member_join", "member_leave", "member_rejoin", "members_after", "members_before",
               "members_joined", "members_left", "member_settings", "rebalance_id", "rebalance_ids",
-              "subscription_change", "target_epoch"}
+              "subscription_change", "target_epoch",
+              "group_id_not_null"}  # a quality rule's name
 
 
-def test_every_event_name_gold_reads_is_a_wording_of_the_registry():
+def test_every_event_name_gold_quality_and_alerts_read_is_a_wording_of_the_registry():
     known = set(event_types()) | {"gc_pause"} | NOT_EVENTS | {r.id for r in RULES}
     unknown = {}
-    for path in sorted(GOLD.glob("*.py")):
+    folders = [GOLD, ROOT / "pipelines" / "quality", ROOT / "pipelines" / "alerts"]
+    for path in sorted(p for folder in folders for p in folder.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (isinstance(node, ast.Constant) and isinstance(node.value, str) and EVENT_NAME.match(node.value)
                     and node.value not in known):
