@@ -45,17 +45,19 @@ def rule_steps(row: dict[str, Any], trace: list[tuple[str, bool, str]]) -> list[
             applied, note = consulted[entry.id]
             status = "decided" if entry.id == decided else ("applied" if applied else "not applied")
         else:
-            status, note = "not consulted", _why_not_consulted(entry, first_base)
+            status, note = "not consulted", _why_not_consulted(entry, first_base, decided)
         steps.append({"rule": entry.id, "kind": entry.kind, "status": status, "question": entry.question,
                       "note": note})
     return steps
 
 
-def _why_not_consulted(entry: Rule, first_base: Rule | None) -> str:
+def _why_not_consulted(entry: Rule, first_base: Rule | None, decided: str | None) -> str:
     if entry.kind == "base" and first_base is not None and entry.order < first_base.order:
         return "its line is not there"
     if entry.kind == "base":
         return f"{first_base.id if first_base else 'an earlier rule'} decided first"
+    if decided is not None and decided in {r.id for r in RULES} and entry.order > rule(decided).order:
+        return f"{decided} decided before it"
     return "the verdict before it does not raise this question"
 
 
@@ -176,12 +178,14 @@ def render_text(found: dict[str, Any], lines: list[dict[str, Any]]) -> str:
         if step["status"] != "not consulted":
             status = step["status"].upper() if step["status"] == "decided" else step["status"]
             out.append(f"  {status:<12} {step['rule']}: {step['note']}")
-    unasked = [s["rule"] for s in found["rules"] if s["status"] == "not consulted" and s["kind"] != "base"]
-    absent = sum(1 for s in found["rules"] if s["note"] == "its line is not there")
-    later = sum(1 for s in found["rules"] if s["status"] == "not consulted" and s["kind"] == "base") - absent
-    out.append(f"  not consulted: {absent} base rules before the deciding one (the lines they read are not there), "
-               f"{later} after it (a base rule decided first); refinements whose question the verdict did not "
-               f"raise: {', '.join(unasked) or 'none'}")
+    skipped = [s for s in found["rules"] if s["status"] == "not consulted"]
+    unasked = [s["rule"] for s in skipped if s["kind"] != "base" and s["note"].endswith("does not raise this question")]
+    absent = sum(1 for s in skipped if s["note"] == "its line is not there")
+    later = [s["rule"] for s in skipped if s["kind"] != "base" and s["note"].endswith("decided before it")]
+    out.append(f"  not consulted: {absent} base rules before the first that applied (the lines they read are not "
+               f"there) and {sum(1 for s in skipped if s['kind'] == 'base') - absent} after it; after the deciding "
+               f"rule: {', '.join(later) or 'none'}; whose question this verdict does not raise: "
+               f"{', '.join(unasked) or 'none'}")
     out += ["", "the lines it rests on:"]
     for line in lines:
         out.append(f"  {line['source_file']}:{line['line_no']}  {line['text']}")
