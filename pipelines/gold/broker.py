@@ -64,15 +64,15 @@ class BrokerReplay(EpochReplay):
         broker = to_int(event.get("broker_id"))
         if kind == "group_loaded":
             if broker is not None and self._coordinator is not None and broker != self._coordinator:
-                self._moves.append((ts, self._coordinator, broker))
+                self._moves.append((ts, self._coordinator, broker, event["event_id"]))
             elif broker is not None and self._unloaded_from is not None:
                 # Unloaded, then loaded again (on the same broker after a leader re-election, or on one whose own
                 # earlier lines are missing): the group's in-memory state was rebuilt, as after any move.
-                self._moves.append((ts, self._unloaded_from, broker))
+                self._moves.append((ts, self._unloaded_from, broker, event["event_id"]))
             elif broker is not None and self._coordinator is None and (to_int(event.get("generation")) or 0) > 0:
                 # The group's first line is its load at a generation it reached elsewhere: it has just moved here
                 # (its old coordinator's lines are not in these logs).
-                self._moves.append((ts, None, broker))
+                self._moves.append((ts, None, broker, event["event_id"]))
             unloaded_at = self._unloads.pop(broker, None) if broker is not None else None
             if unloaded_at is not None and broker is not None:
                 # The broker that had unloaded the group loads it again: it was elsewhere or nowhere in between.
@@ -271,7 +271,7 @@ class BrokerReplay(EpochReplay):
         current, broker = self._current, to_int(event.get("broker_id"))
         if current is None or broker is None:
             return None
-        for moved_at, old, new in reversed(self._moves):
+        for moved_at, old, new, _ in reversed(self._moves):
             if (new == broker and current.start["event_ts"] <= moved_at <= event["event_ts"]
                     and secs(event["event_ts"] - moved_at) <= self.rules.coordinator_move_window_s):
                 return old, new, moved_at

@@ -55,13 +55,14 @@ class CauseRefinement(ReplayState):
                     [{"event_id": line["event_id"], "explanation": "client poll timeout"}])
         self._consider("expiry_after_poll_timeout", False,
                        lambda: self.ctx.why_no_poll_timeout(instance, at, window_s=rules.poll_timeout_window_s))
-        for moved_at, old, new in reversed(self._moves):
+        for moved_at, old, new, loaded in reversed(self._moves):
             if 0 <= secs(at - moved_at) <= rules.coordinator_move_window_s:
                 origin = f"from coordinator {old}" if old is not None else "from another broker"
                 text = (f"the group moved {origin} to {new} at {moved_at:%H:%M:%S}; {member} expired "
                         f"{secs(at - moved_at):.0f} s later without reaching the new coordinator")
                 self._consider("expiry_after_coordinator_move", True, text)
-                return decide("expiry_after_coordinator_move", member, text), []
+                return (decide("expiry_after_coordinator_move", member, text),
+                        [{"event_id": loaded, "explanation": f"coordinator {new} loaded the group"}])
         self._consider("expiry_after_coordinator_move", False, lambda: self._why_no_move(at))
         text = f"{member} sent no heartbeat within its session timeout"
         self._consider("plain_session_expiry", True, text)
@@ -69,7 +70,7 @@ class CauseRefinement(ReplayState):
 
     def _why_no_move(self, at: pd.Timestamp) -> str:
         limit = self.rules.coordinator_move_window_s
-        before = [m for m, _, _ in self._moves if m <= at]
+        before = [m for m, _, _, _ in self._moves if m <= at]
         if not before:
             return f"no coordinator move of the group before {at:%H:%M:%S} in these logs"
         return (f"the group's last coordinator move before it was at {before[-1]:%H:%M:%S}, "

@@ -100,7 +100,8 @@ class ReplayState:
         self._recent: list[dict[str, Any]] = []
         self._removals: dict[str, Removal] = {}
         self._coordinator: int | None = None
-        self._moves: list[tuple[pd.Timestamp, int | None, int]] = []
+        # Coordinator moves: when, from which broker (None: unknown), to which, the id of the load event.
+        self._moves: list[tuple[pd.Timestamp, int | None, int, str]] = []
         self._transitions: list[Transition] = []
         self._departures: list[tuple[pd.Timestamp, str]] = []
         self._pending: list[dict[str, Any]] = []
