@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
 import json
 import shutil
@@ -38,6 +37,8 @@ def _json_value(value: Any) -> Any:
         return float(value)
     if hasattr(value, "asDict"):
         return {k: _json_value(v) for k, v in value.asDict().items()}
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_json_value(v) for v in value]
     return value
@@ -208,27 +209,10 @@ def _open_lakehouse(args: argparse.Namespace, app: str):
 
 
 def cmd_sql(args: argparse.Namespace, *, progress: Progress) -> int:
-    """Run one SQL query over the tables and print the result."""
-    from pyspark.errors import AnalysisException, ParseException
+    """Run one SQL query over the tables (or open a prompt) and print the result: see jobs.sql."""
+    from jobs.sql import cmd_sql as run_sql
 
-    _cfg, spark, views = _open_lakehouse(args, "rebalance-sql")
-    try:
-        df = spark.sql(args.query)
-    except (AnalysisException, ParseException) as exc:
-        raise ConfigError(f"the query is not valid: {str(exc).splitlines()[0]}; tables: {', '.join(views)}") from None
-    rows = df.limit(args.limit).collect()
-    columns = df.columns
-    if args.format == "json":
-        for row in rows:
-            print(json.dumps({c: _json_value(row[c]) for c in columns}))
-    elif args.format == "csv":
-        writer = csv.writer(sys.stdout)
-        writer.writerow(columns)
-        writer.writerows([[_format_cell(v) for v in row] for row in rows])
-    else:
-        print_table(columns, [list(r) for r in rows], max_width=100)
-        print(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
-    return 0
+    return run_sql(args, _config(args))
 
 
 # ---- whatif ---------------------------------------------------------------------------------------------------
