@@ -171,7 +171,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_storage(explain)
     _add_remote(explain)
 
-    report = sub.add_parser("report", help="write the local dashboard as one self-contained HTML file")
+    report = sub.add_parser(
+        "report", help="write the local dashboard as one self-contained HTML file",
+        description="Write the dashboard as one self-contained HTML file. On the local default the tables are read "
+        "by the fast engine of `rebalance sql` (no JVM); with --remote (or SPARK_REMOTE), on Databricks and for "
+        "Unity Catalog tables, by Spark.")
     _add_storage(report)
     _add_remote(report)
     report.add_argument("--out", type=Path, default=Path("rebalance-report.html"),

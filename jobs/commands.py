@@ -288,12 +288,17 @@ def summary_line(change: str, rows: list[dict[str, Any]]) -> str:
 
 
 def write_report(spark, cfg: Config, out: Path, *, group_types: tuple[str, ...] = ()) -> Path:
-    """Render the HTML report of a lakehouse into `out` (written atomically); `group_types` keeps only groups of
-    those types."""
+    """Render the HTML report of a lakehouse, read through `spark`, into `out` (written atomically); `group_types`
+    keeps only groups of those types."""
     from pipelines.report.data import collect
+
+    return _write_page(collect(spark, cfg, group_types=group_types), out)
+
+
+def _write_page(data: dict[str, list[dict[str, Any]]], out: Path) -> Path:
     from pipelines.report.render import render
 
-    page = render(collect(spark, cfg, group_types=group_types))
+    page = render(data)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial")
     partial.write_text(page, encoding="utf-8")
@@ -302,9 +307,25 @@ def write_report(spark, cfg: Config, out: Path, *, group_types: tuple[str, ...] 
 
 
 def cmd_report(args: argparse.Namespace, *, progress: Progress) -> int:
-    """Write the HTML report."""
+    """Write the HTML report: on the local default from the fast engine (no JVM), else through Spark."""
+    from jobs.sql import uses_spark
+    from pipelines.fastsql import FastSqlUnsupportedError, delta_tables
+    from pipelines.report.data import collect_fast
+
+    cfg = _config(args)
+    group_types = tuple(args.group_type or ())
+    if uses_spark(args, cfg) is None:
+        if not cfg.lakehouse.is_dir() or not delta_tables(cfg.lakehouse):
+            _open_lakehouse(args, "rebalance-report")  # says what is missing, as the Spark path does
+        try:
+            out = _write_page(collect_fast(cfg, group_types=group_types), args.out)
+        except FastSqlUnsupportedError as exc:
+            print(f"rebalance report: {exc}; reading the tables with Spark (a few seconds more)", file=sys.stderr)
+        else:
+            print(f"report written to {out}")
+            return 0
     cfg, spark, _ = _open_lakehouse(args, "rebalance-report")
-    out = write_report(spark, cfg, args.out, group_types=tuple(args.group_type or ()))
+    out = write_report(spark, cfg, args.out, group_types=group_types)
     print(f"report written to {out}")
     return 0
 

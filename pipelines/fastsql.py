@@ -26,6 +26,8 @@ DUCK_TYPES = {
     "float": "FLOAT", "double": "DOUBLE", "boolean": "BOOLEAN", "binary": "BLOB", "date": "DATE",
     "timestamp": "TIMESTAMPTZ", "timestamp_ntz": "TIMESTAMP",
 }
+# How sqlglot spells the format `unix_timestamp(x)` takes when none is given ('yyyy-MM-dd HH:mm:ss').
+SPARK_DEFAULT_UNIX_FORMAT = "%Y-%mstrict-%dstrict %Hstrict:%Mstrict:%Sstrict"
 # Spark's order of NULLs (first when ascending, last when descending), which DuckDB reverses by default.
 SPARK_NULL_ORDER = "nulls_first_on_asc_last_on_desc"
 
@@ -132,6 +134,19 @@ def _with_spark_names(select: object) -> None:
         else exp.alias_(item, _spark_name(item), quoted=True) for item in select.expressions])
 
 
+def _epoch_of_timestamps(node: exp.Expression) -> exp.Expression:
+    """`unix_timestamp(ts)` with Spark's default format: sqlglot makes it a string parse, which DuckDB refuses for a
+    timestamp; an epoch of the value cast to a zoned timestamp answers for timestamps and default-format strings."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.StrToUnix) and node.args.get("format") is not None \
+            and node.args["format"].this == SPARK_DEFAULT_UNIX_FORMAT:
+        zoned = exp.cast(node.this.copy(), exp.DataType.build("TIMESTAMPTZ", dialect="duckdb"))
+        seconds = exp.Floor(this=exp.Anonymous(this="epoch", expressions=[zoned]))
+        return exp.cast(seconds, exp.DataType.build("BIGINT"))
+    return node
+
+
 def translate(query: str) -> tuple[str, set[str]]:
     """The DuckDB form of one Spark SQL query and the unqualified table names it reads (FastSqlUnsupportedError when the
     text is not one query, or uses what sqlglot cannot translate)."""
@@ -147,10 +162,11 @@ def translate(query: str) -> tuple[str, set[str]]:
         raise FastSqlUnsupportedError("the fast engine answers one SELECT (or WITH, VALUES) query at a time")
     tree = statements[0]
     _with_spark_names(tree)
+    duck_tree = tree.transform(_epoch_of_timestamps)
     ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
     tables = {t.name for t in tree.find_all(exp.Table) if not t.db and t.name not in ctes}
     try:
-        return tree.sql(dialect="duckdb", unsupported_level=sqlglot.ErrorLevel.RAISE), tables
+        return duck_tree.sql(dialect="duckdb", unsupported_level=sqlglot.ErrorLevel.RAISE), tables
     except SqlglotError as exc:
         raise FastSqlUnsupportedError(f"the query uses what the fast engine does not translate ({_first_line(exc)})") \
             from None
