@@ -33,6 +33,8 @@ def _json_value(value: Any) -> Any:
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.timezone.utc)
         return value.astimezone(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if isinstance(value, dt.date):  # a DATE column: JSON has no date type
+        return value.isoformat()
     if isinstance(value, Decimal):
         return float(value)
     if hasattr(value, "asDict"):

@@ -129,13 +129,14 @@ def cmd_sql(args: argparse.Namespace, cfg: Config) -> int:
 
 def shell(engines: Engines, args: argparse.Namespace, *, stdin=None) -> int:
     """The prompt: statements end with `;` (several lines until then), `.tables`, `.schema NAME`, `.quit`; history
-    is kept in ~/.rebalance_sql_history."""
+    is kept in ~/.rebalance_sql_history. From a pipe (not a terminal) it reads the same way without prompting."""
     stdin = stdin or sys.stdin
     interactive = stdin.isatty()
     history = HISTORY_FILE.expanduser()
     readline = _readline(history)
-    print(f"rebalance sql on {engines.cfg.lakehouse} ({'Spark' if engines.fast is None else 'fast engine'}); "
-          "end a query with ';', .tables, .schema NAME, .help, .quit", flush=True)
+    if interactive:  # a script piped in gets only the answers, as from sqlite3
+        print(f"rebalance sql on {engines.cfg.lakehouse} ({'Spark' if engines.fast is None else 'fast engine'}); "
+              "end a query with ';', .tables, .schema NAME, .help, .quit", flush=True)
     pending: list[str] = []
     while True:
         line = _read(MORE if pending else PROMPT, stdin, interactive)
@@ -200,7 +201,6 @@ def _read(prompt: str, stdin, interactive: bool) -> str | None:
         except EOFError:
             print()
             return None
-    print(prompt, end="", flush=True)
     line = stdin.readline()
     return None if line == "" else line.rstrip("\n")
 

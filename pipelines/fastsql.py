@@ -28,6 +28,10 @@ DUCK_TYPES = {
 }
 # How sqlglot spells the format `unix_timestamp(x)` takes when none is given ('yyyy-MM-dd HH:mm:ss').
 SPARK_DEFAULT_UNIX_FORMAT = "%Y-%mstrict-%dstrict %Hstrict:%Mstrict:%Sstrict"
+# The reader features in words, for the fallback line.
+FEATURE_WORDS = {"deletionVectors": "deletion vectors", "columnMapping": "column mapping"}
+# Functions both engines know under one name but compute differently (Spark's hash is Murmur3 over 32 bits).
+SAME_NAME_OTHER_MEANING = frozenset({"hash"})
 # Spark's order of NULLs (first when ascending, last when descending), which DuckDB reverses by default.
 SPARK_NULL_ORDER = "nulls_first_on_asc_last_on_desc"
 
@@ -48,8 +52,9 @@ def check_readable(name: str, protocol: Any, configuration: dict[str, str]) -> N
     if mapping != "none":
         raise FastSqlUnsupportedError(f"{name} uses Delta column mapping (mode {mapping})")
     features = set(protocol.reader_features or ())
-    if protocol.min_reader_version >= 3 and features - READABLE_READER_FEATURES:
-        raise FastSqlUnsupportedError(f"{name} needs Delta reader features {', '.join(sorted(features))}")
+    unread = sorted(FEATURE_WORDS.get(f, f) for f in features - READABLE_READER_FEATURES)
+    if protocol.min_reader_version >= 3 and unread:
+        raise FastSqlUnsupportedError(f"{name} uses Delta features the fast engine does not read ({', '.join(unread)})")
     if protocol.min_reader_version > 3:
         raise FastSqlUnsupportedError(f"{name} needs Delta reader version {protocol.min_reader_version}")
     if configuration.get("delta.enableDeletionVectors", "false").lower() == "true":
@@ -163,6 +168,9 @@ def translate(query: str) -> tuple[str, set[str]]:
     tree = statements[0]
     _with_spark_names(tree)
     duck_tree = tree.transform(_epoch_of_timestamps)
+    for call in tree.find_all(exp.Anonymous):
+        if call.name.lower() in SAME_NAME_OTHER_MEANING:
+            raise FastSqlUnsupportedError(f"DuckDB's {call.name.lower()}() differs from Spark's")
     ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
     tables = {t.name for t in tree.find_all(exp.Table) if not t.db and t.name not in ctes}
     try:

@@ -57,6 +57,13 @@ def readme_queries() -> list[str]:
     return [q for q in re.findall(r'"(SELECT [^"]+)"', README.read_text(encoding="utf-8")) if "..." not in q]
 
 
+def estate_tables(lakehouse: Path) -> list[str]:
+    """The Delta tables of a lakehouse."""
+    from pipelines.fastsql import delta_tables
+
+    return delta_tables(lakehouse)
+
+
 def every_table(lakehouse: Path) -> list[str]:
     """`SELECT *` of every table: each Delta type the pipeline writes, through both readers."""
     from pipelines.fastsql import delta_tables
@@ -135,12 +142,13 @@ def test_both_engines_collect_the_same_report_data(spark, estate):
 
 def test_a_query_the_fast_engine_rejects_is_answered_by_spark(estate, capsys):
     lakehouse = estate["cfg"].lakehouse
-    # A Spark function sqlglot does not translate to DuckDB: one line on stderr, then Spark's answer.
-    code, out, err = answer(capsys, lakehouse, "SELECT count(*) AS n FROM gold_rebalances WHERE "
-                            "regexp_extract(rebalance_id, '([0-9a-f]+)', 1) IS NOT NULL", "auto")
-    assert code == 0 and err.count("answering with Spark") == 1, err
-    assert json.loads(out) == {"n": len(answer(capsys, lakehouse, "SELECT * FROM gold_rebalances", "auto")[1]
-                                       .splitlines())}
+    # A Spark function DuckDB does not have, and one DuckDB has under the same name with another meaning: one line on
+    # stderr, then Spark's answer.
+    for call in ("format_number(duration_ms, 0)", "hash(rebalance_id)"):
+        query = f"SELECT rebalance_id, {call} AS x FROM gold_rebalances"
+        code, out, err = answer(capsys, lakehouse, query, "auto")
+        assert code == 0 and err.count("answering with Spark") == 1, err
+        assert out == answer(capsys, lakehouse, query, "spark")[1] and out.count("\n") > 10
     # A statement that is not a query goes to Spark too.
     code, out, err = answer(capsys, lakehouse, "DESCRIBE gold_incidents", "auto")
     assert code == 0 and "answering with Spark" in err and "incident_id" in out
@@ -168,7 +176,7 @@ def test_delta_features_the_parquet_scan_cannot_read_go_to_spark(spark, tmp_path
     column = "level" if "delta.columnMapping.mode" in properties else "severity"
     code, out, err = answer(capsys, lakehouse, f"SELECT alert_id, {column} FROM gold_alerts", "auto")
     assert code == 0 and err.count("answering with Spark") == 1, err
-    assert "deletion vectors" in err or "column mapping" in err
+    assert ("deletion vectors" if "delta.enableDeletionVectors" in properties else "column mapping") in err
     assert sorted(json.loads(line)["alert_id"] for line in out.splitlines()) == [str(i) for i in range(1, 10)]
 
 
@@ -192,12 +200,12 @@ def test_the_prompt_answers_multi_line_queries_and_dot_commands(estate, tmp_path
           "--lakehouse", str(lakehouse)])
     expected = capsys.readouterr().out
     assert expected in out  # the three-line query, printed as the one-shot command prints it
-    assert "gold_rebalances\nsilver_accounting\n" in out  # .tables, by name
+    assert set(estate_tables(lakehouse)) <= set(out.splitlines())  # .tables, one name a line
     assert re.search(r"\n\s*incident_id\s+VARCHAR\n", out) and "causes" in out  # .schema gold_incidents
     assert "no table 'nothing_here'" in done.stderr
     main(["sql", "SELECT count(*) AS n FROM gold_incidents", "--lakehouse", str(lakehouse)])
     assert capsys.readouterr().out in out  # the prompt went on after the error
-    assert "never run" not in out
+    assert "never run" not in out and "rebalance>" not in out  # no prompt text when stdin is a pipe
     history = (tmp_path / ".rebalance_sql_history").read_text(encoding="utf-8")
     assert "GROUP BY cause ORDER BY cause;" in history and ".schema gold_incidents" in history
 
