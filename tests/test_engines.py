@@ -226,3 +226,48 @@ def test_both_engines_answer_alike_on_a_lab_lakehouse(spark, tmp_path, capsys):
             frame.write.format("delta").save(str(cfg.lakehouse / name))
     queries = [q for q in TYPICAL if "gold_incidents" not in q or (cfg.lakehouse / "gold_incidents").is_dir()]
     assert_engines_agree(capsys, cfg.lakehouse, queries + every_table(cfg.lakehouse))
+
+
+def test_the_prompt_in_a_terminal_keeps_history(estate, tmp_path):
+    """At a terminal (a pseudo-terminal here): the prompt shows, a query typed over two lines runs at `;`, `.quit`
+    leaves, and the lines are in the history file for the next session."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+    import time
+
+    primary, secondary = pty.openpty()
+    env = {**os.environ, "HOME": str(tmp_path), "TERM": "dumb"}
+    proc = subprocess.Popen([sys.executable, "-m", "jobs.cli", "sql", "--lakehouse", str(estate["cfg"].lakehouse)],
+                            stdin=secondary, stdout=secondary, stderr=secondary, env=env, close_fds=True)
+    os.close(secondary)
+    seen = b""
+
+    def read_until(marker: bytes, timeout: float = 120) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + timeout
+        while marker not in seen and time.monotonic() < deadline:
+            ready, _, _ = select.select([primary], [], [], 1)
+            if ready:
+                try:
+                    seen += os.read(primary, 65536)
+                except OSError:  # the child closed the terminal
+                    break
+        assert marker in seen, seen.decode(errors="replace")[-2000:]
+
+    try:
+        read_until(b"rebalance> ")
+        os.write(primary, b"SELECT count(*) AS n\n")
+        read_until(b"...> ")
+        os.write(primary, b"FROM gold_rebalances;\n")
+        read_until(b"(1 row)")
+        os.write(primary, b".quit\n")
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(primary)
+    history = (tmp_path / ".rebalance_sql_history").read_text(encoding="utf-8")
+    assert "SELECT count(*) AS n" in history and "FROM gold_rebalances;" in history
