@@ -121,12 +121,25 @@ def build_parser() -> argparse.ArgumentParser:
     _add_remote(parse)
     parse.add_argument("--conf", type=Path, help="configuration YAML (sources and time zones)")
 
-    sql = sub.add_parser("sql", help="ad-hoc SQL; every table is a view of its own name")
-    sql.add_argument("query", help='for example "SELECT cause, count(*) FROM gold_rebalances GROUP BY cause"')
+    sql = sub.add_parser(
+        "sql", help="ad-hoc SQL (Spark SQL dialect); every table is a view of its own name; no query opens a prompt",
+        description="Ad-hoc SQL over the tables, each a view of its own name (SHOW TABLES lists them). On the local "
+        "default (tables under --lakehouse) the fast engine answers: Delta tables read by delta-rs, the query "
+        "translated from Spark SQL and run by DuckDB, no JVM started. Spark answers with --engine spark, --remote "
+        "(or SPARK_REMOTE), on Databricks and for Unity Catalog tables, and for any query the fast engine rejects "
+        "(one line on stderr says so, then Spark's answer). Without a query, a prompt opens: end a query with ';', "
+        ".tables, .schema NAME, .quit; history in ~/.rebalance_sql_history.",
+        epilog='Example: rebalance sql --lakehouse demo/lakehouse "SELECT cause, count(*) AS n FROM gold_rebalances '
+        'GROUP BY cause"')
+    sql.add_argument("query", nargs="?", help='for example "SELECT cause, count(*) FROM gold_rebalances GROUP BY '
+                     'cause"; none: open the prompt')
     _add_storage(sql)
     _add_remote(sql)
     sql.add_argument("--format", choices=["table", "json", "csv"], default="table")
     sql.add_argument("--limit", type=int, default=1000, help="at most this many rows (default 1000)")
+    sql.add_argument("--engine", choices=["auto", "spark"], default="auto",
+                     help="auto: the fast engine on the local default, Spark where it cannot answer (default); "
+                     "spark: always Spark")
     whatif = sub.add_parser(
         "whatif", help="weigh a group's observed rebalances under changed client settings",
         description="Replay a group's history (its GC pauses, poll gaps, restarts, leaves and partition moves) under "
@@ -158,7 +171,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_storage(explain)
     _add_remote(explain)
 
-    report = sub.add_parser("report", help="write the local dashboard as one self-contained HTML file")
+    report = sub.add_parser(
+        "report", help="write the local dashboard as one self-contained HTML file",
+        description="Write the dashboard as one self-contained HTML file. On the local default the tables are read "
+        "by the fast engine of `rebalance sql` (no JVM); with --remote (or SPARK_REMOTE), on Databricks and for "
+        "Unity Catalog tables, by Spark.")
     _add_storage(report)
     _add_remote(report)
     report.add_argument("--out", type=Path, default=Path("rebalance-report.html"),

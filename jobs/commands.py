@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
 import json
 import shutil
@@ -34,10 +33,14 @@ def _json_value(value: Any) -> Any:
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.timezone.utc)
         return value.astimezone(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if isinstance(value, dt.date):  # a DATE column: JSON has no date type
+        return value.isoformat()
     if isinstance(value, Decimal):
         return float(value)
     if hasattr(value, "asDict"):
         return {k: _json_value(v) for k, v in value.asDict().items()}
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_json_value(v) for v in value]
     return value
@@ -208,27 +211,10 @@ def _open_lakehouse(args: argparse.Namespace, app: str):
 
 
 def cmd_sql(args: argparse.Namespace, *, progress: Progress) -> int:
-    """Run one SQL query over the tables and print the result."""
-    from pyspark.errors import AnalysisException, ParseException
+    """Run one SQL query over the tables (or open a prompt) and print the result: see jobs.sql."""
+    from jobs.sql import cmd_sql as run_sql
 
-    _cfg, spark, views = _open_lakehouse(args, "rebalance-sql")
-    try:
-        df = spark.sql(args.query)
-    except (AnalysisException, ParseException) as exc:
-        raise ConfigError(f"the query is not valid: {str(exc).splitlines()[0]}; tables: {', '.join(views)}") from None
-    rows = df.limit(args.limit).collect()
-    columns = df.columns
-    if args.format == "json":
-        for row in rows:
-            print(json.dumps({c: _json_value(row[c]) for c in columns}))
-    elif args.format == "csv":
-        writer = csv.writer(sys.stdout)
-        writer.writerow(columns)
-        writer.writerows([[_format_cell(v) for v in row] for row in rows])
-    else:
-        print_table(columns, [list(r) for r in rows], max_width=100)
-        print(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
-    return 0
+    return run_sql(args, _config(args))
 
 
 # ---- whatif ---------------------------------------------------------------------------------------------------
@@ -304,12 +290,17 @@ def summary_line(change: str, rows: list[dict[str, Any]]) -> str:
 
 
 def write_report(spark, cfg: Config, out: Path, *, group_types: tuple[str, ...] = ()) -> Path:
-    """Render the HTML report of a lakehouse into `out` (written atomically); `group_types` keeps only groups of
-    those types."""
+    """Render the HTML report of a lakehouse, read through `spark`, into `out` (written atomically); `group_types`
+    keeps only groups of those types."""
     from pipelines.report.data import collect
+
+    return _write_page(collect(spark, cfg, group_types=group_types), out)
+
+
+def _write_page(data: dict[str, list[dict[str, Any]]], out: Path) -> Path:
     from pipelines.report.render import render
 
-    page = render(collect(spark, cfg, group_types=group_types))
+    page = render(data)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial")
     partial.write_text(page, encoding="utf-8")
@@ -318,9 +309,25 @@ def write_report(spark, cfg: Config, out: Path, *, group_types: tuple[str, ...] 
 
 
 def cmd_report(args: argparse.Namespace, *, progress: Progress) -> int:
-    """Write the HTML report."""
+    """Write the HTML report: on the local default from the fast engine (no JVM), else through Spark."""
+    from jobs.sql import uses_spark
+    from pipelines.fastsql import FastSqlUnsupportedError, delta_tables
+    from pipelines.report.data import collect_fast
+
+    cfg = _config(args)
+    group_types = tuple(args.group_type or ())
+    if uses_spark(args, cfg) is None:
+        if not cfg.lakehouse.is_dir() or not delta_tables(cfg.lakehouse):
+            _open_lakehouse(args, "rebalance-report")  # says what is missing, as the Spark path does
+        try:
+            out = _write_page(collect_fast(cfg, group_types=group_types), args.out)
+        except FastSqlUnsupportedError as exc:
+            print(f"rebalance report: {exc}; reading the tables with Spark (a few seconds more)", file=sys.stderr)
+        else:
+            print(f"report written to {out}")
+            return 0
     cfg, spark, _ = _open_lakehouse(args, "rebalance-report")
-    out = write_report(spark, cfg, args.out, group_types=tuple(args.group_type or ()))
+    out = write_report(spark, cfg, args.out, group_types=group_types)
     print(f"report written to {out}")
     return 0
 

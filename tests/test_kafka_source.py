@@ -19,6 +19,7 @@ from pipelines import io
 from pipelines.run import run
 from tests.conftest import make_config, run_cli_killed_after
 from tests.kafka_broker import Broker
+from tests.test_engines import TYPICAL, assert_engines_agree, every_table
 
 pytestmark = pytest.mark.kafka_source
 
@@ -129,7 +130,7 @@ def assert_accounting_adds_up(spark, cfg) -> None:
     ).count() == 0
 
 
-def test_every_envelope_gives_the_gold_tables_of_the_files(spark, broker, estate, files_run, tmp_path):
+def test_every_envelope_gives_the_gold_tables_of_the_files(spark, broker, estate, files_run, tmp_path, capsys):
     topics = [f"estate-{k}" for k in ENVELOPES]
     _create_topics(broker.bootstrap, *topics)
     sent = produce_estate(broker.bootstrap, estate.landing_dir, prefix="estate")
@@ -157,6 +158,8 @@ def test_every_envelope_gives_the_gold_tables_of_the_files(spark, broker, estate
     assert {t for t, _ in per_partition} == set(topics)
     assert io.read_table(spark, kafka_cfg, "bronze_log_lines").filter(
         F.col("kafka_topic").isNull() | F.col("kafka_partition").isNull() | F.col("kafka_offset").isNull()).count() == 0
+    # A lakehouse written through the Kafka source reads alike through `rebalance sql`'s two engines.
+    assert_engines_agree(capsys, kafka_cfg.lakehouse, TYPICAL + every_table(kafka_cfg.lakehouse))
 
 
 def test_a_restart_reads_only_what_is_new(spark, broker, estate, files_run, tmp_path):
