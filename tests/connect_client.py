@@ -39,10 +39,6 @@ def main(url: str, root: Path, run_ts: dt.datetime, parse_file: Path) -> None:
     spark = get_spark(cfg, remote=url)
     summary = run(spark, cfg, run_ts=run_ts)
     print(f"run: {summary.line()}; batches {summary.batches}")
-    from pipelines.found import findings
-    for line in findings(summary.found):  # read back from the commits' history, as the server ran the batches
-        print(f"found: {line}")
-    print(f"found: unread {sorted(summary.found.unread.items())}")
     write_report(spark, cfg, root / "report.html")
     cli_dir = root / "cli"
     cli_dir.mkdir(exist_ok=True)

@@ -16,8 +16,9 @@ from pyspark.testing import assertDataFrameEqual
 
 from jobs.cli import main
 from jobs.summary import print_found
-from pipelines import io
-from pipelines.run import PipelineStateError, register_views, run
+from pipelines import commits, io
+from pipelines.found import Found, from_history
+from pipelines.run import STREAMED, PipelineStateError, register_views, run
 from schemas.tables import TABLES
 from tests.conftest import DATA, land, make_config
 
@@ -53,6 +54,7 @@ def test_two_drops_then_a_rerun(spark, workspace):
 
     land(DATA / "landing" / "part2", cfg.landing)
     spark.catalog.clearCache()
+    before_second = commits.versions(spark, cfg, STREAMED)
     second = run(spark, cfg)
     assert second.added["bronze_files"] == 2
     # A run releases every frame it cached (a scheduled job runs many batches in one driver).
@@ -80,6 +82,11 @@ def test_two_drops_then_a_rerun(spark, workspace):
     runs_quarantine = {"quarantined:no_template": 1} if quarantine[0].batch_id == 1 else {}
     assert {k: n for k, n in second.found.unread.items() if k.startswith("quarantined:")} == runs_quarantine
     assert second.found.first_batch == 1
+    # Read back from the commits' history (what a Spark Connect run does), the run found the same.
+    history = Found()
+    from_history(spark, cfg, before_second, history)
+    assert (history.rebalances, history.incidents) == (second.found.rebalances, second.found.incidents)
+    assert history.unread == {k: n for k, n in second.found.unread.items() if k.startswith("quarantined:")}
     # The end of `rebalance run`: the table of what it found, the sentence, the unread lines and how to list them.
     printed = StringIO()
     print_found(second, sql=f"rebalance sql --lakehouse {cfg.lakehouse}", out=printed)
