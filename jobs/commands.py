@@ -76,8 +76,15 @@ def _config(args: argparse.Namespace, **extra: Any) -> Config:
     return load_config(getattr(args, "conf", None), overrides)
 
 
+def sql_command(cfg: Config, conf: Path | None) -> str:
+    """The `rebalance sql` command line that opens this lakehouse (its configuration file, or its folder)."""
+    opens = f" --conf {conf}" if conf else ""
+    return f"rebalance sql{opens}" + ("" if cfg.uses_catalog else f" --lakehouse {cfg.lakehouse}")
+
+
 def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
-    """Run the pipeline over the landing directory."""
+    """Run the pipeline over the landing directory, then say what it found."""
+    from jobs.summary import print_found
     from pipelines.run import check_inputs, run
 
     kafka = {"bootstrap_servers": args.bootstrap_servers, "envelope": args.envelope,
@@ -93,6 +100,7 @@ def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
     print(f"run finished: {summary.line()}")
     if summary.quality is not None:
         print(summary.quality.line())
+    print_found(summary, sql=sql_command(cfg, getattr(args, "conf", None)))
     summary.seconds = {"spark start": spark_seconds, **summary.seconds}
     print(summary.time_line())
     return 0
@@ -337,8 +345,7 @@ def cmd_report(args: argparse.Namespace, *, progress: Progress) -> int:
 
 def cmd_demo(args: argparse.Namespace, *, progress: Progress) -> int:
     """Simulate, run the whole pipeline locally, print what happened and how to look further."""
-    from pyspark.sql import functions as F
-
+    from jobs.summary import print_found
     from pipelines import io
     from pipelines.run import run
     from simulator import simulate
@@ -359,22 +366,8 @@ def cmd_demo(args: argparse.Namespace, *, progress: Progress) -> int:
     if summary.quality is not None:
         progress(summary.quality.line())
 
+    print_found(summary, sql=sql_command(cfg, None))
     rebalances = io.read_table(spark, cfg, "gold_rebalances")
-    by_group = (
-        rebalances.groupBy("group_id", "cause")
-        .agg(
-            F.count(F.lit(1)).alias("rebalances"),
-            F.round(F.sum("duration_ms") / 1000, 1).alias("unavailable_s"),
-            F.round(F.max("duration_ms") / 1000, 1).alias("longest_s"),
-            F.min("started_at").alias("first"),
-        )
-        .orderBy("group_id", F.desc("rebalances"), "cause")
-    )
-    rows = by_group.collect()
-    print("\nRebalances by group and cause (unavailable = time the group could not consume)\n")
-    print_table(["group", "cause", "rebalances", "unavailable_s", "longest_s", "first"],
-                [[r["group_id"], r["cause"], r["rebalances"], r["unavailable_s"], r["longest_s"], r["first"]]
-                 for r in rows])
     truth = spark.read.json(str(sim.truth_file))
     result = accuracy(match_truth(rebalances, truth))
     print(f"\nAgainst the simulator's ground truth: {result.line()}")

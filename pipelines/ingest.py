@@ -14,6 +14,7 @@ from pipelines.bronze.damaged import damaged_gzips, local_path, with_torn_rows
 from pipelines.bronze.envelopes import kafka_raw_lines
 from pipelines.bronze.lines import LineIds
 from pipelines.config import Config
+from pipelines.found import Found
 from pipelines.silver.build import SilverBatch, build_silver
 from pipelines.silver.privacy import hash_salt
 from pipelines.sources import resolve_sources
@@ -56,15 +57,19 @@ BatchObserver = Callable[[str, dict[str, int]], None]
 
 
 def _write(spark: SparkSession, cfg: Config, staged: SilverBatch, *, batch_id: int, now: Column,
-           on_batch: BatchObserver | None, on_progress: Callable[[str], None] | None) -> None:
-    """Append a staged batch to every bronze and silver table, in the order that matters, and report it."""
+           on_batch: BatchObserver | None, on_progress: Callable[[str], None] | None, found: Found | None) -> None:
+    """Append a staged batch to every bronze and silver table, in the order that matters, and report it (with
+    `found`, its unread lines by kind are counted there)."""
     writes = staged.tables(batch_id=batch_id, ingested_at=now, late_before=late_cutoff(spark, cfg, batch_id))
     # The lines and events first, side by side; then silver_accounting, which tells the reconstruct stream
     # that the batch's events are there; then bronze_files, which marks its files as ingested.
+    quarantine, accounting = writes["silver_quarantine"], writes["silver_accounting"]
     last = [(name, writes.pop(name)) for name in ("silver_accounting", "bronze_files")]
     counts = run_together(spark, {name: _appender(df, cfg, name, batch_id) for name, df in writes.items()})
     for name, df in last:
         counts[name] = io.append_once(df, cfg, name, batch_id=batch_id, writer_id=WRITER_ID)
+    # Counted from the batch's own (pinned) rows, not read back from the tables.
+    late = found.add_ingest(batch_id, quarantine, accounting) if found is not None else None
     if on_batch is not None:
         on_batch("ingest", counts)
     if on_progress is not None:
@@ -75,10 +80,11 @@ def _write(spark: SparkSession, cfg: Config, staged: SilverBatch, *, batch_id: i
             f"ingest batch {batch_id}: {counts['bronze_files']} files, {lines} lines, "
             f"{counts['silver_events']} events, {counts['silver_quarantine']} quarantined"
         )
-        late_row = io.read_table(spark, cfg, "silver_accounting").filter(F.col("batch_id") == batch_id) \
-            .agg(F.sum("late_events")).first()
-        assert late_row is not None  # an aggregate without grouping has exactly one row
-        late = late_row[0]
+        if late is None:
+            late_row = io.read_table(spark, cfg, "silver_accounting").filter(F.col("batch_id") == batch_id) \
+                .agg(F.sum("late_events")).first()
+            assert late_row is not None  # an aggregate without grouping has exactly one row
+            late = late_row[0]
         if late:
             on_progress(f"ingest batch {batch_id}: {late} events arrived later than the allowed lateness "
                         f"({cfg.thresholds.allowed_lateness_s:g} s); their groups are rebuilt")
@@ -86,10 +92,11 @@ def _write(spark: SparkSession, cfg: Config, staged: SilverBatch, *, batch_id: i
 
 def make_ingest_batch(
     cfg: Config, *, line_ids: LineIds = "content", on_progress: Callable[[str], None] | None = None,
-    on_batch: BatchObserver | None = None,
+    on_batch: BatchObserver | None = None, found: Found | None = None,
 ) -> Callable[[DataFrame, int], None]:
     """The foreachBatch function of the ingest stream: raw landing lines (or Kafka records) to bronze and silver
-    tables, with line ids of the lakehouse's scheme `line_ids` (`pipelines.release.check_release` says which)."""
+    tables, with line ids of the lakehouse's scheme `line_ids` (`pipelines.release.check_release` says which); with
+    `found`, the lines each batch could not read are counted there by kind."""
 
     sources, salt = resolve_sources(cfg), hash_salt(cfg)
 
@@ -126,7 +133,8 @@ def make_ingest_batch(
             staged = build_silver(raw, sources, existing_files=existing, batch_id=batch_id, now=now, hash_salt=salt,
                                   line_ids=line_ids, earlier_contents=earlier_contents)
             try:
-                _write(spark, cfg, staged, batch_id=batch_id, now=now, on_batch=on_batch, on_progress=on_progress)
+                _write(spark, cfg, staged, batch_id=batch_id, now=now, on_batch=on_batch, on_progress=on_progress,
+                       found=found)
             finally:
                 staged.unpersist()
 

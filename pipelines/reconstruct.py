@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from pipelines import delta_sql, io
 from pipelines.caching import PinnedFrames, pin, unpin
 from pipelines.config import Config
+from pipelines.found import FOUND_COLUMNS, Found, changed_rows
 from pipelines.gold.build import CROSS_GROUP, build_gold, cross_group_tables
 from pipelines.gold.rebalances import orphan_lines, route_orphans, rules_from
 from pipelines.together import run_together
@@ -34,13 +35,18 @@ def touched_groups(files: DataFrame, events: DataFrame) -> DataFrame:
     return in_files.unionByName(members).unionByName(orphans).filter(F.col("group_id").isNotNull()).distinct()
 
 
-def _merger(spark: SparkSession, cfg: Config, name: str, df: DataFrame, *, scope: str) -> Callable[[], int]:
-    """The MERGE of one gold table's rebuilt rows over `scope`, as a task for `run_together`; returns the rows."""
+def _merger(spark: SparkSession, cfg: Config, name: str, df: DataFrame, *, scope: str, groups: list[str],
+            found: Found | None) -> Callable[[], int]:
+    """The MERGE of one gold table's rebuilt rows over `scope`, as a task for `run_together`; returns the rows.
+    With `found`, the rows of a reported table that the MERGE adds or changes are recorded there first."""
     def merge() -> int:
         # Pinned: the MERGE reads its source several times, and each read would plan the whole build again.
         rows = pin(df)
         try:
             count = rows.count()
+            if found is not None and name in FOUND_COLUMNS:
+                stored = io.read_table(spark, cfg, name).filter(F.col("group_id").isin(groups))
+                found.add_rows(name, changed_rows(rows, stored, FOUND_COLUMNS[name]))
             io.replace_keys(spark, rows, cfg, name, keys=GOLD_KEYS[name], scope=scope)
             return count
         finally:
@@ -48,8 +54,9 @@ def _merger(spark: SparkSession, cfg: Config, name: str, df: DataFrame, *, scope
     return merge
 
 
-def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame) -> dict[str, int]:
-    """Rebuild every gold table for `groups` (one column `group_id`) and MERGE it in; returns rows per table."""
+def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame, found: Found | None = None) -> dict[str, int]:
+    """Rebuild every gold table for `groups` (one column `group_id`) and MERGE it in; returns rows per table. With
+    `found`, the rebalances and incidents added or changed are recorded there."""
     names = sorted(r.group_id for r in groups.collect())
     if not names:
         return {}
@@ -63,7 +70,8 @@ def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame) -> dict[st
     with PinnedFrames() as pinned:
         tables = build_gold(events, pauses, rules_from(cfg.thresholds), persist=pinned)
         # The per-group tables do not depend on one another: their MERGEs run side by side (`run_together`).
-        counts = run_together(spark, {name: _merger(spark, cfg, name, df, scope=in_groups)
+        counts = run_together(spark, {name: _merger(spark, cfg, name, df, scope=in_groups, groups=names,
+                                                    found=found)
                                       for name, df in tables.items() if name not in CROSS_GROUP})
         # Health compares every group with the newest rebalance of all groups, so it is rebuilt whole.
         merged = cross_group_tables(io.read_table(spark, cfg, "gold_rebalances"),
@@ -78,14 +86,16 @@ def make_reconstruct_batch(
     *,
     on_progress: Callable[[str], None] | None = None,
     on_batch: Callable[[str, dict[str, int]], None] | None = None,
+    found: Found | None = None,
 ) -> Callable[[DataFrame, int], None]:
-    """The foreachBatch function of the reconstruct stream (silver_accounting rows of new ingest batches in)."""
+    """The foreachBatch function of the reconstruct stream (silver_accounting rows of new ingest batches in); with
+    `found`, what each batch adds or changes is recorded there."""
 
     def reconstruct_batch(batch_df: DataFrame, batch_id: int) -> None:
         spark = batch_df.sparkSession
         events = io.read_table(spark, cfg, "silver_events")
         groups = touched_groups(batch_df, events)
-        counts = rebuild_gold(spark, cfg, groups)
+        counts = rebuild_gold(spark, cfg, groups, found)
         if on_batch is not None:
             on_batch("reconstruct", counts)
         if on_progress is not None and counts:

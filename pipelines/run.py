@@ -18,6 +18,7 @@ from pipelines.alerts.loop import AlertLoop, alert_loop
 from pipelines.alerts.stage import run_alerts
 from pipelines.config import Config, ConfigError
 from pipelines.errors import PipelineStateError
+from pipelines.found import Found, from_history
 from pipelines.ingest import make_ingest_batch
 from pipelines.kafka_check import check_brokers
 from pipelines.quality.stage import QualityReport, run_quality
@@ -41,12 +42,13 @@ CONTINUOUS_INTERVAL = "5 seconds"
 
 @dataclass
 class RunSummary:
-    """What a run wrote: rows appended (or upserted, for gold) per table, micro-batches per query, and the
-    verdicts of the quality step (when it ran)."""
+    """What a run wrote: rows appended (or upserted, for gold) per table, micro-batches per query, the verdicts of
+    the quality step (when it ran), and what it found (`pipelines.found`: rebalances, incidents, unread lines)."""
 
     added: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
     batches: dict[str, int] = field(default_factory=dict)
     quality: QualityReport | None = None
+    found: Found = field(default_factory=Found)
     # Wall seconds per step of the run (setup, ingest, reconstruct, quality, alerts), in the order they ran.
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -160,9 +162,11 @@ def run(
 
     streams = {
         "ingest": (io.read_source(spark, cfg), INGEST_QUERY,
-                   make_ingest_batch(cfg, line_ids=line_ids, on_progress=on_progress, on_batch=summary.record)),
+                   make_ingest_batch(cfg, line_ids=line_ids, on_progress=on_progress, on_batch=summary.record,
+                                     found=summary.found)),
         "reconstruct": (io.read_table_stream(spark, cfg, "silver_accounting"), RECONSTRUCT_QUERY,
-                        make_reconstruct_batch(cfg, on_progress=on_progress, on_batch=reconstructed)),
+                        make_reconstruct_batch(cfg, on_progress=on_progress, on_batch=reconstructed,
+                                               found=summary.found)),
     }
     started = [s for s in ("ingest", "reconstruct") if s in stages]
     if trigger == "available-now":
@@ -177,6 +181,7 @@ def run(
                 finished[name].awaitTermination()
         if before is not None:
             summary.record_from_server(finished, commits.rows_added(spark, cfg, before))
+            from_history(spark, cfg, before, summary.found)
         now = run_ts or dt.datetime.now(dt.timezone.utc)
         if "quality" in stages:
             with summary.timed("quality"):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import shutil
+from io import StringIO
 
 import pytest
 import yaml
@@ -13,8 +15,10 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from jobs.cli import main
-from pipelines import io
-from pipelines.run import PipelineStateError, register_views, run
+from jobs.summary import print_found
+from pipelines import commits, io
+from pipelines.found import Found, from_history
+from pipelines.run import STREAMED, PipelineStateError, register_views, run
 from schemas.tables import TABLES
 from tests.conftest import DATA, land, make_config
 
@@ -42,9 +46,15 @@ def test_two_drops_then_a_rerun(spark, workspace):
     ]
     assertDataFrameEqual(gold.select(GOLD), spark.createDataFrame(expected_first, gold.select(GOLD).schema))
     first_ids = {r.rebalance_id for r in gold.select("rebalance_id").collect()}
+    # What the run found comes from the rows it committed: both rebalances, the incident they make.
+    assert sorted((r["cause"], r["duration_ms"]) for r in first.found.rebalances.values()) == [
+        ("membership_change", 1070), ("membership_change", 3039)]
+    assert set(first.found.rebalances) == first_ids
+    assert set(first.found.incidents) == {r["incident_id"] for r in first.found.rebalances.values()}
 
     land(DATA / "landing" / "part2", cfg.landing)
     spark.catalog.clearCache()
+    before_second = commits.versions(spark, cfg, STREAMED)
     second = run(spark, cfg)
     assert second.added["bronze_files"] == 2
     # A run releases every frame it cached (a scheduled job runs many batches in one driver).
@@ -64,13 +74,35 @@ def test_two_drops_then_a_rerun(spark, workspace):
         F.col("lines_read") != F.col("noise_lines") + F.col("event_lines") + F.col("gc_pause_lines")
         + F.col("quarantined_lines") + F.col("duplicate_lines")
     ).count() == 0
-    quarantine = io.read_table(spark, cfg, "silver_quarantine").select("line_no", "reason").collect()
+    quarantine = io.read_table(spark, cfg, "silver_quarantine").select("line_no", "reason", "batch_id").collect()
     assert [(r.line_no, r.reason) for r in quarantine] == [(9, "no_template")]
+    # The second run found the two new rebalances (the first two are unchanged) and counted its unread lines.
+    assert sorted(r["cause"] for r in second.found.rebalances.values()) == ["poll_timeout", "session_timeout"]
+    assert not set(second.found.rebalances) & first_ids
+    runs_quarantine = {"quarantined:no_template": 1} if quarantine[0].batch_id == 1 else {}
+    assert {k: n for k, n in second.found.unread.items() if k.startswith("quarantined:")} == runs_quarantine
+    assert second.found.first_batch == 1
+    # Read back from the commits' history (what a Spark Connect run does), the run found the same.
+    history = Found()
+    from_history(spark, cfg, before_second, history)
+    assert (history.rebalances, history.incidents) == (second.found.rebalances, second.found.incidents)
+    assert history.unread == {k: n for k, n in second.found.unread.items() if k.startswith("quarantined:")}
+    # The end of `rebalance run`: the table of what it found, the sentence, the unread lines and how to list them.
+    printed = StringIO()
+    print_found(second, sql=f"rebalance sql --lakehouse {cfg.lakehouse}", out=printed)
+    text = printed.getvalue()
+    assert "This run added or changed 2 rebalances in 1 group (poll_timeout 1, session_timeout 1)" in text, text
+    assert re.search(r"Worst incident: \d rebalances? of orders-app( in [\d.]+ s)?, [\d.]+ s without consuming; "
+                     r"root cause \w+, from 2026-11-20 \d\d:\d\d:\d\d UTC\.", text), text
+    if runs_quarantine:
+        assert (f"1 quarantined as no_template: rebalance sql --lakehouse {cfg.lakehouse} \"SELECT source_file, "
+                "line_no, raw FROM silver_quarantine WHERE reason = 'no_template' AND batch_id >= 1") in text, text
 
     # A re-run with no new files commits nothing anywhere.
     versions = _versions(spark, cfg)
     third = run(spark, cfg)
     assert third.batches == {}
+    assert (third.found.rebalances, third.found.incidents, third.found.unread) == ({}, {}, {})
     assert _versions(spark, cfg) == versions
 
     register_views(spark, cfg)

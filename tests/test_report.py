@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import html
+import json
+import re
 import shutil
 import struct
 import subprocess
@@ -11,6 +14,7 @@ import zlib
 import pytest
 
 from pipelines.report.render import render
+from pipelines.report.text import duration
 
 HOSTILE = "<script>alert(1)</script>"
 T0 = dt.datetime(2026, 11, 20, 8, 0)
@@ -28,6 +32,7 @@ def _data(group: str) -> dict:
                         "generation_after": 2, "trigger_member_id": f"m-{HOSTILE}", "incident_id": "r1"}],
         "hourly": [{"hour": T0, "cause": "gc_pause", "rebalances": 1}],
         "incidents": [{"incident_id": "r1", "group_id": group, "summary": f"1 rebalance(s) of {group}",
+                       "rebalances": 1, "root_cause": "gc_pause",
                        "unavailable_ms": 3000, "started_at": T0, "ended_at": later}],
         "churn": [{"incident_id": "r1", "rebalance_id": "r1", "member": f"c1/{HOSTILE}", "revoked": 3,
                    "assigned": 0, "lost": 3, "kept": 0, "reprocessing_risk": "partitions_lost",
@@ -104,25 +109,175 @@ def _png_is_blank(png: bytes) -> bool:
     return len(pixels) <= 1
 
 
-@pytest.mark.browser
-def test_chromium_renders_the_report(tmp_path):
+def _estate() -> dict:
+    """A period of three groups with long member ids and an incident of several rebalances, each moving partitions
+    between six members: what makes a page overflow on a phone or bury its findings."""
+    data = _data("orders")
+    data["groups"] = [{"group_id": g, "rebalances": n, "unavailable_ms": ms, "last_cause": "membership_change",
+                       "group_type": "consumer"} for g, n, ms in (("payments-ledger", 12, 48482),
+                                                                   ("orders", 1, 3000), ("shipping-events", 2, 1500))]
+    members = [f"payments-svc-{i}/consumer-payments-ledger-{i}-66836886-a260-4d0b-bb45-145c1a81682c" for i in range(6)]
+    storm = []
+    for n in range(12):
+        at = T0 + dt.timedelta(minutes=20, seconds=10 * n)
+        storm.append({"rebalance_id": f"s{n}", "group_id": "payments-ledger", "started_at": at,
+                      "completed_at": at + dt.timedelta(seconds=3), "duration_ms": 3000, "cause": "membership_change",
+                      "cause_detail": "member_leave", "generation_after": n + 1, "trigger_member_id": members[0],
+                      "incident_id": "s0"})
+    data["rebalances"] += storm
+    data["states"] += [{"group_id": "payments-ledger", "state": "Stable", "generation": 1, "started_at": T0,
+                        "ended_at": None}]
+    data["incidents"].insert(0, {"incident_id": "s0", "group_id": "payments-ledger", "rebalances": 12,
+                                 "unavailable_ms": 36000, "root_cause": "membership_change",
+                                 "summary": "12 rebalance(s) of payments-ledger in 113 s",
+                                 "started_at": storm[0]["started_at"], "ended_at": storm[-1]["completed_at"]})
+    data["churn"] += [{"incident_id": "s0", "rebalance_id": r["rebalance_id"], "member": m, "revoked": 2,
+                       "assigned": 2, "lost": 0, "kept": 0, "reprocessing_risk": "none", "exposed_partitions": [],
+                       "first_event_at": r["started_at"]} for r in storm for m in members]
+    data["evidence"] += [{"incident_id": "s0", "rebalance_id": r["rebalance_id"], "started_at": r["started_at"],
+                          "cause": r["cause"], "cause_detail": r["cause_detail"],
+                          "evidence": [{"event_id": "e" * 24, "explanation": f"Removing member {members[0]} "
+                                        "on LeaveGroup; client reason: the consumer is being closed"}]}
+                         for r in storm]
+    data["hourly"] += [{"hour": T0 + dt.timedelta(hours=2), "cause": "membership_change", "rebalances": 12}]
+    data["advice"].append({"group_id": "payments-ledger", "rule": "static_membership", "severity": "medium",
+                           "observed": "13 rebalances from members joining or leaving",
+                           "configured": "group.instance.id unset (6 of 6 members)",
+                           "advice": "use static membership (group.instance.id, KIP-345) so restarts within "
+                                     "session.timeout.ms do not rebalance", "whatif_change": "group.instance.id=static",
+                           "avoided_rebalances": 12, "saved_ms": 35225})
+    return data
+
+
+def test_durations_read_as_seconds_and_minutes_never_raw_milliseconds():
+    assert [duration(ms) for ms in (850, 48482, 59990, 182000, 3600000, 7500000, None)] == [
+        "850 ms", "48.5 s", "1 min", "3 min 2 s", "1 h", "2 h 5 min", "-"]
+    page = render(_estate())
+    assert "(ms)" not in page and "48482" not in page and "35225" not in page
+    assert "48.5 s" in page and "35.2 s of rebalancing" in page
+    assert "12 rebalances of payments-ledger in 1 min 53 s, 36.0 s without consuming" in page
+
+
+def test_the_page_opens_with_the_worst_groups_and_incidents_and_what_to_change():
+    page = render(_estate())
+    top = page[page.index('id="summary"'):page.index('id="timeline"')]
+    assert top.index("payments-ledger") < top.index("orders")  # the group that lost the most first
+    assert '<a href="#incident-s0">12 rebalances of payments-ledger' in top
+    assert top.index("(high)") < top.index("(medium)") and "avoids 12 rebalances (35.2 s of rebalancing)" in top
+
+
+def test_partition_moves_are_summed_up_per_rebalance_with_every_member_folded_away():
+    page = render(_estate())
+    section = page[page.index('id="incident-s0"'):page.index('id="incident-r1"')]
+    summary = section[section.index('class="churn-summary"'):section.index("<details><summary>every member")]
+    assert summary.count("<tr>") == 1 + 12  # a header and one row per rebalance, not one per member
+    assert summary.count("12 partitions from 6 members") == 12 and "payments-svc-0" not in summary
+    folded = section[section.index("<details><summary>every member (72 rows)"):]
+    assert folded.count("payments-svc-0/") == 12
+
+
+def test_every_chart_has_a_time_axis_with_readable_ticks():
+    page = render(_estate())
+    assert page.count('class="time-axis"') == 2 + 2  # the timeline, the hourly chart, each incident's zoom
+    hourly_chart = page[page.index('<svg class="hourly"'):]
+    ticks = re.findall(r'class="tick">([^<]+)<', hourly_chart[:hourly_chart.index("</svg>")])
+    assert "08:00" in ticks and "10:00" in ticks  # the quiet hour between them keeps its place on the axis
+    zoom = page[page.index('<svg class="zoomed"'):]
+    assert re.search(r'class="tick">08:2\d:\d\d<', zoom[:zoom.index("</svg>")])
+
+
+# Measures the page as Chromium laid it out: text boxes narrower than their text, anything past the right edge of
+# the window (the charts scroll sideways in their own box), and where each in-page link lands when clicked.
+MEASURE = """<script>
+window.addEventListener('load', () => setTimeout(async () => {
+  const name = e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + e.className : '')
+    + ' "' + (e.textContent || '').trim().slice(0, 60) + '"';
+  const out = {width: innerWidth, page: document.documentElement.scrollWidth, overflowing: [], past: [], links: []};
+  for (const e of document.body.querySelectorAll('*')) {
+    const style = getComputedStyle(e);
+    if (e.closest('.chart') || style.display === 'inline' || style.display === 'none') continue;
+    if (e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1) out.overflowing.push(name(e));
+    const box = e.getBoundingClientRect();
+    if (box.width > 0 && box.right > innerWidth + 1) out.past.push(name(e));
+  }
+  const bottom = document.documentElement.scrollHeight - innerHeight;
+  for (const a of document.querySelectorAll('a[href^="#"]')) {
+    scrollTo(0, 0);
+    const id = decodeURIComponent(a.getAttribute('href').slice(1));
+    const target = document.getElementById(id);
+    a.click();
+    await new Promise(r => setTimeout(r, 20));
+    const top = target ? target.getBoundingClientRect().top : null;
+    out.links.push({href: id, exists: !!target, top: top, scrolled: scrollY, at_bottom: scrollY >= bottom - 1});
+  }
+  parent.postMessage(JSON.stringify(out), '*');
+}, 50));
+</script>"""
+# Headless Chromium lays a window out at least 500 px wide: the page is shown in a frame of the width under test,
+# and the frame's measurements come out through the window's DOM.
+FRAME = """<!DOCTYPE html><html><body style="margin:0"><iframe src="{src}" style="border:0;width:{width}px;
+height:{height}px"></iframe><pre id="measured"></pre><script>
+window.addEventListener('message', e => {{ document.getElementById('measured').textContent = e.data; }});
+</script></body></html>"""
+
+
+def _chromium(tmp_path):
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         pytest.skip("chromium is not installed (.ci/run installs it)")
+    return [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+            f"--user-data-dir={tmp_path / 'profile'}"]
+
+
+@pytest.mark.browser
+def test_chromium_renders_the_report(tmp_path):
+    chromium = _chromium(tmp_path)
     page = tmp_path / "report.html"
     page.write_text(render(_data(HOSTILE)), encoding="utf-8")
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}"]
     shot = tmp_path / "shot.png"
-    subprocess.run([browser, *flags, f"--screenshot={shot}", "--window-size=1200,900", page.as_uri()],
+    subprocess.run([*chromium, f"--screenshot={shot}", "--window-size=1200,900", page.as_uri()],
                    check=True, capture_output=True, timeout=120)
     assert not _png_is_blank(shot.read_bytes())
-    dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], check=True, capture_output=True,
+    dom = subprocess.run([*chromium, "--dump-dom", page.as_uri()], check=True, capture_output=True,
                          timeout=120, text=True).stdout
     assert 'id="timeline"' in dom and 'class="rebalance"' in dom and "<details" in dom
     assert "<script>alert(1)</script>" not in dom
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [1280, 390], ids=["desktop", "phone"])
+def test_the_report_fits_the_screen_and_its_links_land_on_their_sections(tmp_path, width):
+    chromium = _chromium(tmp_path)
+    page = render(_estate())
+    (tmp_path / "report.html").write_text(page, encoding="utf-8")
+    (tmp_path / "shown.html").write_text(FRAME.format(src="report.html", width=width, height=3000))
+    shot = tmp_path / f"report-{width}px.png"
+    subprocess.run([*chromium, f"--screenshot={shot}", f"--window-size={width},3000",
+                    (tmp_path / "shown.html").as_uri()], check=True, capture_output=True, timeout=120)
+    assert not _png_is_blank(shot.read_bytes())
+    print(f"screenshot: {shot}")
+    # The page measured is the same page with a script added (the report's own policy forbids scripts).
+    (tmp_path / "measured.html").write_text(
+        page.replace('<meta http-equiv="Content-Security-Policy"', '<meta name="policy"')
+        .replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    frame = tmp_path / "frame.html"
+    frame.write_text(FRAME.format(src="measured.html", width=width, height=900))
+    dom = subprocess.run([*chromium, "--window-size=1300,1000", "--virtual-time-budget=10000", "--dump-dom",
+                          frame.as_uri()], check=True, capture_output=True, timeout=120, text=True).stdout
+    found = re.search(r'<pre id="measured">(.+?)</pre>', dom, re.S)
+    assert found, "the measuring script did not finish"
+    result = json.loads(html.unescape(found.group(1)))
+    assert result["width"] == width
+    assert result["page"] <= width, "the page is wider than the window"
+    assert result["overflowing"] == [] and result["past"] == []
+    incidents = [link for link in result["links"] if link["href"].startswith("incident-")]
+    assert {link["href"] for link in incidents} == {"incident-s0", "incident-r1"}
+    for link in result["links"]:
+        assert link["exists"], link
+        # The section's top is at the top of the window, or the page is scrolled as far as it goes.
+        assert abs(link["top"]) <= 1 or (link["at_bottom"] and 0 <= link["top"] < 900), link
 
 
 def test_the_report_keeps_only_the_group_types_asked_for(spark, tmp_path):
