@@ -40,6 +40,15 @@ class Found:
     # The merges of one batch run side by side (`run_together`), each adding its table's rows.
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Spark Connect pickles a foreachBatch function with what it refers to (the run's summary holds this), and a
+        # lock cannot be pickled: the copy gets a lock of its own.
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def add_rows(self, name: str, rows: list[dict[str, Any]]) -> None:
         """Record the changed rows of `gold_rebalances` or `gold_incidents`."""
         target, key = (self.rebalances, "rebalance_id") if name == "gold_rebalances" else (self.incidents,

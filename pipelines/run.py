@@ -160,13 +160,15 @@ def run(
         if loop is not None:
             loop.poke()
 
+    # Through Spark Connect the batches run in the server: what they find is read back from the commits instead.
+    found = None if is_connect(spark) else summary.found
     streams = {
         "ingest": (io.read_source(spark, cfg), INGEST_QUERY,
                    make_ingest_batch(cfg, line_ids=line_ids, on_progress=on_progress, on_batch=summary.record,
-                                     found=summary.found)),
+                                     found=found)),
         "reconstruct": (io.read_table_stream(spark, cfg, "silver_accounting"), RECONSTRUCT_QUERY,
                         make_reconstruct_batch(cfg, on_progress=on_progress, on_batch=reconstructed,
-                                               found=summary.found)),
+                                               found=found)),
     }
     started = [s for s in ("ingest", "reconstruct") if s in stages]
     if trigger == "available-now":
