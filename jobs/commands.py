@@ -158,10 +158,13 @@ def cmd_parse(args: argparse.Namespace, *, progress: Progress) -> int:
             row["source_file"] = _display_path(row["source_file"])
             out.write(json.dumps({k: _json_value(v) for k, v in row.items() if v is not None}) + "\n")
         per_file = []
+        missed = staged.parsed.groupBy("source_file").agg(
+            F.sum(F.col("own_layout_missed").cast("long")).alias("own_layout_missed"),
+            F.min(F.when(F.col("own_layout_missed"), F.substring("value", 1, 300))).alias("own_layout_miss_sample"))
         for r in staged.files.join(
             staged.parsed.groupBy("source_file").pivot("disposition", ["event", "gc_pause", "quarantine", "noise"])
             .count(), "source_file", "left",
-        ).orderBy("source_file").collect():
+        ).join(missed, "source_file", "left").orderBy("source_file").collect():
             events_n, gc_n, quarantined_n = (r["event"] or 0), (r["gc_pause"] or 0), (r["quarantine"] or 0)
             per_file.append({
                 "file": _display_path(r["source_file"]), "lines": r["lines_read"], "events": events_n,
@@ -169,6 +172,10 @@ def cmd_parse(args: argparse.Namespace, *, progress: Progress) -> int:
                 "noise": r["lines_read"] - events_n - gc_n - quarantined_n if r["duplicate_of"] is None else 0,
                 "duplicate_of": _display_path(r["duplicate_of"]) if r["duplicate_of"] else None,
             })
+            if r["own_layout_missed"]:
+                # Lines of a folder with its own pattern that the pattern did not match (read by built-in layouts).
+                per_file[-1] |= {"own_layout_missed": r["own_layout_missed"],
+                                 "own_layout_miss_sample": r["own_layout_miss_sample"]}
         totals = {k: sum(f[k] for f in per_file) for k in ("lines", "events", "gc_pauses", "quarantined", "noise")}
         relevant = totals["events"] + totals["quarantined"]
         totals["coverage"] = round(totals["events"] / relevant, 4) if relevant else None

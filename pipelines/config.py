@@ -39,6 +39,13 @@ class SourceRule(_Frozen):
         "ts, level, thread, logger and msg (msg required), e.g. '^(?P<ts>\\S+ \\S+) (?P<level>\\w+) (?P<msg>.*)$'.",
     )
 
+    ts_format: str | None = Field(
+        default=None,
+        description="How this source prints its time, as a Spark datetime pattern (e.g. 'yyyyMMdd HHmmss.SSS'), for "
+        "a shape the built-in catalogue does not know, applied to the time the line's layout captured (the "
+        "pattern's ts group). Without an offset in it, the time is wall-clock time in `tz`.",
+    )
+
     @field_validator("pattern")
     @classmethod
     def _usable_pattern(cls, value: str | None) -> str | None:

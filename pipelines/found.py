@@ -59,11 +59,10 @@ class Found:
     def add_ingest(self, batch_id: int, quarantine: DataFrame, accounting: DataFrame) -> int:
         """Count one ingest batch's unread lines from the frames it writes; returns its late events."""
         reasons = {r["reason"]: r["count"] for r in quarantine.groupBy("reason").count().collect()}
-        totals = accounting.agg(F.sum("duplicate_lines").alias("duplicate_lines"),
-                                F.sum("late_events").alias("late_events")).first()
+        totals = accounting.agg(*[F.sum(k).alias(k) for k in ACCOUNTED]).first()
         assert totals is not None  # an aggregate without grouping has exactly one row
         kinds = {f"quarantined:{reason}": n for reason, n in reasons.items()}
-        kinds |= {k: int(totals[k] or 0) for k in ("duplicate_lines", "late_events")}
+        kinds |= {k: int(totals[k] or 0) for k in ACCOUNTED}
         with self._lock:
             self.first_batch = batch_id if self.first_batch is None else min(self.first_batch, batch_id)
             for kind, n in kinds.items():
@@ -110,7 +109,13 @@ UNREAD_QUERIES = {
                         "SELECT source_file, duplicate_of FROM bronze_files WHERE duplicate_of IS NOT NULL"),
     "late_events": ("events later than the allowed lateness (their groups were rebuilt)",
                     "SELECT source_file, late_events FROM silver_accounting WHERE late_events > 0"),
+    "own_layout_missed_lines": ("lines that their source's own pattern (sources[].pattern) did not match, read by "
+                                "the built-in layouts instead",
+                                "SELECT source_file, own_layout_missed_lines, own_layout_miss_sample "
+                                "FROM silver_accounting WHERE own_layout_missed_lines > 0"),
 }
+# The silver_accounting counts of lines a run read otherwise than as events of their own layout.
+ACCOUNTED = tuple(k for k in UNREAD_QUERIES)
 
 
 def unread_lines(found: Found, *, sql: str) -> list[str]:

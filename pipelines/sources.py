@@ -7,6 +7,8 @@ build takes a `Sources` and never reads the configuration itself.
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -36,6 +38,11 @@ class SourceSpec:
     tz: str = "UTC"
     date: str | None = None  # yyyy-MM-dd
     pattern: str | None = None
+    ts_format: str | None = None
+
+
+# Letters of a Spark datetime pattern that print a zone or an offset (outside quoted literals).
+_ZONE_LETTERS = re.compile(r"[XxZOVz]")
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,30 @@ class Sources:
         """The sources' own line layouts, in configuration order."""
         return tuple(UserLayout(r.instances, r.pattern) for r in self.rules if r.pattern)
 
+    def has_own_layout(self, instance: Column) -> Column:
+        """Whether some source's own pattern applies to each line's instance folder."""
+        rules = [instance.rlike("^" + glob_regex(u.instances) + "$") for u in self.user_layouts]
+        return F.lit(False) if not rules else functools.reduce(lambda a, b: a | b, rules)
+
+    def formatted_time(self, instance: Column, ts_text: Column, *, tz: Column) -> Column | None:
+        """Each line's time read with its source's `ts_format` (UTC; a format without an offset is wall-clock time
+        in the source's zone), null where the source sets none or the text does not fit; None if no rule sets one."""
+        if not any(r.ts_format for r in self.rules):
+            return None
+        times: dict[int, Column] = {}
+        for i, rule in enumerate(self.rules):
+            if rule.ts_format:
+                read = F.try_to_timestamp(ts_text, F.lit(rule.ts_format))
+                zoned = _ZONE_LETTERS.search(re.sub(r"'[^']*'", "", rule.ts_format))
+                times[i] = read if zoned else F.to_utc_timestamp(read, tz)
+        none = F.lit(None).cast("timestamp")
+        expr = None
+        for i, rule in enumerate(self.rules):
+            cond = instance.rlike("^" + glob_regex(rule.instances) + "$")
+            expr = (F.when(cond, times.get(i, none)) if expr is None else expr.when(cond, times.get(i, none)))
+        assert expr is not None
+        return expr.otherwise(none)
+
     def _first(self, instance: Column, values: dict[int, str], default: Column) -> Column:
         # The first matching rule decides, even when it sets no value of its own (then the default applies).
         expr = None
@@ -80,5 +111,5 @@ def resolve_sources(cfg: Config) -> Sources:
 def sources_from(rules: Iterable[SourceRule]) -> Sources:
     """`Sources` from configured rules, in order."""
     return Sources(tuple(
-        SourceSpec(r.instances, r.tz, r.date.isoformat() if r.date else None, r.pattern) for r in rules
+        SourceSpec(r.instances, r.tz, r.date.isoformat() if r.date else None, r.pattern, r.ts_format) for r in rules
     ))

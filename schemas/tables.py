@@ -77,6 +77,9 @@ SILVER_ACCOUNTING = _schema(
     # Added in 0.2.0 (nullable, so a 0.1.0 table gains them in place): the newest event time of the file, and its
     # events older than the newest event ingested before this batch minus thresholds.allowed_lateness_s.
     ("last_event_ts", T, True), ("late_events", L, True),
+    # Added in 0.6.0: the file's candidate lines that its source's own pattern (sources[].pattern) did not match
+    # (null: no pattern applies to the file), and the first of them.
+    ("own_layout_missed_lines", L, True), ("own_layout_miss_sample", S, True),
 )
 
 EVIDENCE = ArrayType(_schema(("event_id", S, True), ("explanation", S, True)))

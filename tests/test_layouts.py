@@ -133,3 +133,41 @@ def test_an_envelope_is_removed_wherever_its_regex_matches_and_other_lines_are_l
     stripped = {row.n: row.text for row in actual.collect()}
     assert stripped[2].startswith("[2024-05-14") and stripped[6].startswith('{"level"')
     assert stripped[9] == '{"level":"INFO"}' and stripped[5] == "first line\nsecond line"
+
+
+# The `<ts>|<LEVEL>|<msg>` layout of a review: ISO-8601 basic time, and Kafka's log4j logger left after the message.
+PIPE_PATTERN = r"^(?P<ts>[^|]+)\|(?P<level>[A-Z]+)\|(?P<msg>.*)$"
+PIPE_LINES = [
+    ("pipe-broker", "20261119T090000.000|INFO|[GroupCoordinator 1]: Preparing to rebalance group orders in state "
+     "PreparingRebalance with old generation 3 (__consumer_offsets-12) (reason: Adding new member m-2 with group "
+     "instance id None) (kafka.coordinator.group.GroupCoordinator)"),
+    ("pipe-broker", "20261119T090001.250|INFO|[GroupCoordinator 1]: Stabilized group orders generation 4 "
+     "(__consumer_offsets-12) with 2 members (kafka.coordinator.group.GroupCoordinator)"),
+]
+PIPE_EXPECTED = [
+    (1, "rebalance_started", "kafka.coordinator.group.GroupCoordinator", dt.datetime(2026, 11, 19, 9, 0, 0)),
+    (2, "group_stabilized", "kafka.coordinator.group.GroupCoordinator", dt.datetime(2026, 11, 19, 9, 0, 1, 250000)),
+]
+
+
+@pytest.mark.parametrize("with_pattern", [True, False], ids=["own-pattern", "built-in"])
+def test_a_sources_own_pattern_never_reads_a_line_worse_than_the_built_in_layouts(spark, with_pattern):
+    # The message a pattern captures is cleaned like a found one (the logger suffix goes to `logger`), and an
+    # ISO-8601 basic time is read both from the pattern's ts group and from the text before a found message.
+    rule = {"instances": "pipe-*", "pattern": PIPE_PATTERN} if with_pattern else {"instances": "pipe-*"}
+    parsed = _parse(spark, PIPE_LINES, load_config(None, {"sources": [rule]}))
+    rows = parsed.orderBy("line_no").select("line_no", "event_type", "logger", "event_ts", "ts_inferred",
+                                            "layout").collect()
+    assert [(r.line_no, r.event_type, r.logger, r.event_ts) for r in rows] == PIPE_EXPECTED
+    assert all(r.ts_inferred is None for r in rows)
+    assert {r.layout for r in rows} == ({"user_0"} if with_pattern else {"anywhere"})
+
+
+def test_a_sources_time_format_reads_a_shape_the_catalogue_does_not_know(spark):
+    lines = [("odd-1", "19.11.2026 10h00m02|INFO|[GroupCoordinator 1]: Stabilized group orders generation 4 "
+              "(__consumer_offsets-12) with 2 members")]
+    cfg = load_config(None, {"sources": [{"instances": "odd-*", "pattern": PIPE_PATTERN, "tz": "Europe/Paris",
+                                          "ts_format": "dd.MM.yyyy HH'h'mm'm'ss"}]})
+    row = _parse(spark, lines, cfg).select("event_type", "event_ts", "ts_inferred").first()
+    assert (row.event_type, row.event_ts, row.ts_inferred) == ("group_stabilized", dt.datetime(2026, 11, 19, 9, 0, 2),
+                                                              None)

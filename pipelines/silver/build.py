@@ -60,9 +60,15 @@ def parse_records(bronze: DataFrame, sources: Sources) -> DataFrame:
     zoned = bronze.withColumn("_tz", sources.zone(F.col("instance")))
     day = sources.day(F.col("instance"), file_name=F.col("file_name"), modified=F.col("file_modified_at"),
                       tz=F.col("_tz"))
-    return zoned.withColumn("_day", day).transform(
-        parse_lines, tz=F.col("_tz"), day=F.col("_day"), user_layouts=sources.user_layouts
+    parsed = zoned.withColumn("_day", day).transform(
+        parse_lines, tz=F.col("_tz"), day=F.col("_day"), user_layouts=sources.user_layouts,
+        formatted_time=lambda ts_text: sources.formatted_time(F.col("instance"), ts_text, tz=F.col("_tz")),
     )
+    # A candidate line of a folder with its own pattern that the pattern did not read (null: no pattern applies):
+    # counted in silver_accounting, so a pattern that stopped matching is reported rather than silently bypassed.
+    own = sources.has_own_layout(F.col("instance"))
+    missed = own & ~F.col("gc_candidate") & ~F.col("layout").startswith("user_")
+    return parsed.withColumn("own_layout_missed", F.when(own, missed))
 
 
 def build_silver(

@@ -260,11 +260,19 @@ def _read_general(df: DataFrame) -> DataFrame:
     cleaned = F.regexp_replace(msg, MESSAGE_SUFFIX, "")
     logger = F.coalesce(F.nullif(F.regexp_extract(msg, MESSAGE_SUFFIX, 1), F.lit("")),
                         F.nullif(F.regexp_extract(pre, _LOGGER_IN_PREFIX, 1), F.lit("")))
+    # A source's own pattern is the user's reading of the line, not a promise that its `msg` group stops where the
+    # message does: what it captured gets the same clean-up as a found message (a log4j logger, a thread, an MDC
+    # tail), so that a pattern never reads a line worse than the built-in layouts would.
+    own = F.col("layout").startswith("user_")
+    own_msg = F.col("msg")
     return df.withColumns({
         "ts_text": F.when(general, F.coalesce(F.col("ts_text"), find_time(pre))).otherwise(F.col("ts_text")),
         "level": F.when(general, F.coalesce(F.col("level"), find_level(pre))).otherwise(F.col("level")),
-        "logger": F.when(general, F.coalesce(F.col("logger"), logger)).otherwise(F.col("logger")),
-        "msg": F.when(general, cleaned).otherwise(F.col("msg")),
+        "logger": F.when(general, F.coalesce(F.col("logger"), logger))
+        .when(own, F.coalesce(F.col("logger"), F.nullif(F.regexp_extract(own_msg, MESSAGE_SUFFIX, 1), F.lit(""))))
+        .otherwise(F.col("logger")),
+        "msg": F.when(general, cleaned).when(own, F.regexp_replace(own_msg, MESSAGE_SUFFIX, ""))
+        .otherwise(F.col("msg")),
         # librdkafka's handle name before the message (`%4|<epoch>|MAXPOLL|rdkafka#consumer-1| `): its client id.
         "client_handle": F.nullif(F.regexp_extract(pre, _RDKAFKA_HANDLE, 1), F.lit("")),
     }).drop("_pre")

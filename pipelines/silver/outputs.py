@@ -84,6 +84,8 @@ def accounting(
         F.sum((F.col("disposition") == "quarantine").cast("long")).alias("quarantined_lines"),
         F.max(F.when(is_event, F.col("event_ts"))).alias("last_event_ts"),
         F.sum((is_event & F.coalesce(F.col("event_ts") < cutoff, F.lit(False))).cast("long")).alias("late_events"),
+        F.sum(F.col("own_layout_missed").cast("long")).alias("own_layout_missed_lines"),
+        F.min(F.when(F.col("own_layout_missed"), F.substring("value", 1, 300))).alias("own_layout_miss_sample"),
     )
     joined = files.join(counts, "source_file", "left").na.fill(
         0, ["event_lines", "gc_pause_lines", "quarantined_lines", "late_events"]
@@ -101,4 +103,6 @@ def accounting(
         ingested_at.alias("ingested_at"),
         F.when(~duplicate, F.col("last_event_ts")).alias("last_event_ts"),
         F.when(duplicate, 0).otherwise(F.col("late_events")).cast("long").alias("late_events"),
+        F.when(~duplicate, F.col("own_layout_missed_lines")).alias("own_layout_missed_lines"),
+        F.when(~duplicate, F.col("own_layout_miss_sample")).alias("own_layout_miss_sample"),
     )

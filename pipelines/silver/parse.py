@@ -116,12 +116,14 @@ def _with_prefix(parsed: DataFrame) -> DataFrame:
 
 
 def parse_lines(
-    lines: DataFrame, *, tz: Column, day: Column, user_layouts: Sequence[UserLayout] = ()
+    lines: DataFrame, *, tz: Column, day: Column, user_layouts: Sequence[UserLayout] = (),
+    formatted_time: Callable[[Column], Column | None] = lambda _: None,
 ) -> DataFrame:
     """Parse bronze records (`value` plus provenance) into one row per record with a `disposition`.
 
     `disposition` is `event`, `gc_pause`, `quarantine` or `noise`; `tz` and `day` give each line's source time
-    zone and fallback date; `user_layouts` are the sources' own layouts. Output columns: provenance, layout fields,
+    zone and fallback date; `user_layouts` are the sources' own layouts; `formatted_time` reads a line's time text
+    with its source's own format (None: no source has one). Output columns: provenance, layout fields,
     typed event fields, GC pause fields, `disposition`, `quarantine_reason`.
 
     Pin the result (persist, or write it) before filtering it: a query that filters the unpinned frame (such as
@@ -174,12 +176,20 @@ def parse_lines(
         *[expr.alias(name) for name, expr in typed_fields(parts, alternation).items()],
         _lookup(template_id, templates, "event").alias("event_type"),
         F.when(template_id.isNotNull(), _lookup(template_id, templates, "kind")).alias("source_kind"),
-        event_time(F.col("ts_text"), tz=tz, day=day).alias("_own_ts"),
+        _own_time(F.col("ts_text"), tz=tz, day=day, formatted_time=formatted_time).alias("_own_ts"),
     )
     # The windows below sort whole rows by file: the packed matches and the record's texts are not carried along.
     parsed = parsed.drop("_parts", "_prefix", "_gc", "_text", "_rest", "_matched")
     parsed = parsed.transform(_with_inferred_time, tz=tz, day=day).transform(_with_file_group)
     return parsed.select(*[c for c in parsed.columns if not c.startswith("_")], *_disposition(template_id))
+
+
+def _own_time(ts_text: Column, *, tz: Column, day: Column,
+              formatted_time: Callable[[Column], Column | None]) -> Column:
+    """A record's own time: read with its source's format where one is set and fits, else from the catalogue."""
+    catalogued = event_time(ts_text, tz=tz, day=day)
+    formatted = formatted_time(ts_text)
+    return catalogued if formatted is None else F.coalesce(formatted, catalogued)
 
 
 # A record without a time of its own takes the time of the nearest timestamped record of its file, when the records
