@@ -95,6 +95,9 @@ GOLD_REBALANCES = _schema(
     ("group_type", S, True),
     # Added in 0.6.0: the id of the rule book entry that decided the cause (pipelines/gold/rules_data.py).
     ("cause_rule", S, True),
+    # Added in 0.6.0: causes the evidence does not rule out, each with the line that would decide it.
+    ("cause_alternatives", ArrayType(_schema(("cause", S, True), ("confidence", D, True), ("decided_by", S, True))),
+     True),
 )
 
 Layer = Literal["bronze", "silver", "gold"]

@@ -707,3 +707,23 @@ def test_a_connect_leader_rejoin_names_the_connector_change_that_caused_it():
     assert (last["cause"], last["cause_detail"]) == ("metadata_change", "connector_change")
     assert "Connector file-source config updated" in last["evidence_json"]
     assert reconstruct_group("g", events(False))[-1]["cause_detail"] == "leader_rejoin"
+
+
+def test_client_only_a_starting_processs_metadata_rejoin_is_its_first_join():
+    """librdkafka asks to rejoin "from metadata change" when the first metadata of a new subscription arrives: for a
+    process that has just subscribed and was never assigned, that is its way into the group, not a change of the
+    group's metadata. The same request from a member that had joined before is a metadata change."""
+    start = [
+        cl(0, "client_subscribed", "rdkafka#consumer-1", topics="t"),
+        cl(0.1, "client_coordinator_discovered", "rdkafka#consumer-1"),
+        cl(0.2, "client_rejoin_requested", "rdkafka#consumer-1",
+           reason="subscription updated from metadata change: rejoining group"),
+        cl(3, "client_joined", "rdkafka#consumer-1", generation=1, member_id="rdkafka-1-a"),
+    ]
+    rows = reconstruct_group("g", start)
+    assert [(r["cause"], r["cause_detail"], r["cause_rule"]) for r in rows] == [
+        ("membership_change", "member_join", "client_new_member")]
+    later = [*start, cl(600, "client_rejoin_requested", "rdkafka#consumer-1",
+                        reason="subscription updated from metadata change: rejoining group"),
+             cl(603, "client_joined", "rdkafka#consumer-1", generation=2, member_id="rdkafka-1-a")]
+    assert [r["cause"] for r in reconstruct_group("g", later)] == ["membership_change", "metadata_change"]

@@ -171,3 +171,18 @@ def test_a_sources_time_format_reads_a_shape_the_catalogue_does_not_know(spark):
     row = _parse(spark, lines, cfg).select("event_type", "event_ts", "ts_inferred").first()
     assert (row.event_type, row.event_ts, row.ts_inferred) == ("group_stabilized", dt.datetime(2026, 11, 19, 9, 0, 2),
                                                               None)
+
+
+def test_schema_registrys_leader_election_is_read_as_a_group_member(spark):
+    # Confluent Schema Registry elects its leader through Kafka's group protocol (AbstractCoordinator) under a
+    # LogContext of its own: the group and client come from that prefix, in Kafka's layout and in any other.
+    prefix = "[Schema registry clientId=sr-1, groupId=schema-registry] "
+    joined = ("Successfully joined group with generation Generation{generationId=4, memberId='sr-1-5b2c', "
+              "protocol='v1'}")
+    lines = [("sr-0", f"[2026-11-19 09:00:00,000] INFO {prefix}{joined} "
+              "(io.confluent.kafka.schemaregistry.leaderelector.kafka.SchemaRegistryCoordinator)"),
+             ("sr-0", f"2026-11-19T09:00:01.000Z sr-0 schema-registry {prefix}(Re-)joining group")]
+    rows = _parse(spark, lines, load_config(None)).orderBy("line_no").select(
+        "event_type", "group_id", "client_id", "generation", "member_id").collect()
+    assert [tuple(r) for r in rows] == [("client_joined", "schema-registry", "sr-1", 4, "sr-1-5b2c"),
+                                        ("client_joining", "schema-registry", "sr-1", None, None)]

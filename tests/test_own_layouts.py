@@ -30,7 +30,8 @@ FILES = {
     "odd-1/app.log": ["19.11.2026 10h00m02|INFO|[GroupCoordinator 1]: Stabilized group orders generation 4 "
                       "(__consumer_offsets-12) with 2 members"],
     "stale-3/server.log": ["[2026-11-19 09:00:03,000] INFO [GroupCoordinator 1]: Stabilized group billing "
-                           "generation 5 (__consumer_offsets-2) with 1 members (kafka.coordinator.group.GroupCoordinator)"],
+                           "generation 5 (__consumer_offsets-2) with 1 members "
+                           "(kafka.coordinator.group.GroupCoordinator)"],
 }
 KEYS = ("line_no", "event_type", "group_id", "generation", "event_ts")
 

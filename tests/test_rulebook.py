@@ -172,3 +172,48 @@ def test_modules_and_gold_functions_stay_small():
                     and node.end_lineno - node.lineno + 1 > 60:
                 long_functions.append(f"{path.name}:{node.name}")
     assert not long_functions, long_functions
+
+
+def _expiry(events: list[dict]) -> dict:
+    timeline = Timeline("g", sorted(events, key=lambda e: e["event_ts"]))
+    return next(r for r in timeline.rebalances if r["cause_rule"] == "plain_session_expiry")
+
+
+def test_an_expiry_with_no_gc_log_read_keeps_the_gc_pause_open():
+    # The expired member's process is not tied to any GC pause: the lines cannot rule a GC pause out, and say which
+    # log would. The coordinator's log was read, so a coordinator move is ruled out.
+    events = [e for e in gc_expiry_events() if e["event_type"] != "gc_pause"]
+    alternatives = _expiry(events)["cause_alternatives"]
+    assert [a["cause"] for a in alternatives] == ["gc_pause"]
+    assert alternatives[0]["decided_by"].startswith("gc log: ") and alternatives[0]["confidence"] < 0.9
+
+
+def test_an_expiry_whose_gc_log_was_read_has_no_alternative():
+    events = gc_expiry_events()
+    events[3] = dict(events[3], pause_end_ts=T0 - pd.Timedelta(seconds=8), pause_ms=2000.0,
+                     event_ts=T0 - pd.Timedelta(seconds=10))
+    assert _expiry(events)["cause_alternatives"] is None
+
+
+@pytest.mark.parametrize("client_log", [False, True], ids=["broker-only", "with-the-member-log"])
+def test_a_leave_without_a_client_reason_leaves_a_poll_timeout_open_until_the_members_log_is_read(client_log):
+    member = "c-1-00000000-0000-0000-0000-000000000001"
+    events = [
+        ev(-30, "rebalance_started", group_id="g", generation=0, broker_id=1,
+           reason=f"Adding new member {member} with group instance id None"),
+        ev(-29, "group_stabilized", group_id="g", generation=1, member_count=1, broker_id=1),
+        ev(0, "rebalance_started", group_id="g", generation=1, broker_id=1, reason=f"removing member {member} on "
+           "LeaveGroup"),
+        ev(3, "group_emptied", group_id="g", generation=2, broker_id=1),
+    ]
+    if client_log:
+        events.append(ev(-29, "client_joined", source_kind="client", instance="app-1", member_id=member,
+                         generation=1, client_id="c-1", group_id="g"))
+    timeline = Timeline("g", sorted(events, key=lambda e: e["event_ts"]))
+    leave = next(r for r in timeline.rebalances if r["cause_detail"] == "member_leave")
+    assert leave["cause_rule"] == "reason_leave_group"
+    if client_log:
+        assert leave["cause_alternatives"] is None
+    else:
+        assert [(a["cause"], a["confidence"]) for a in leave["cause_alternatives"]] == [("poll_timeout", 0.35)]
+        assert "consumer poll timeout has expired" in leave["cause_alternatives"][0]["decided_by"]

@@ -94,6 +94,11 @@ def _rejoin_reason(signs: Signs) -> Found | None:
     for event in signs.lines:
         if event["event_type"] != "client_rejoin_requested":
             continue
+        # A process still on its way into the group (its first lines here are its subscribe or coordinator lookup)
+        # has no assignment a metadata change could invalidate: librdkafka asks to rejoin "from metadata change"
+        # when the first metadata of its new subscription arrives. That rejoin is part of its first join.
+        if _process(event) in signs.starting:
+            continue
         # A wording without a reason field says it in its message (librdkafka's `subscription updated from metadata
         # change: rejoining group`).
         reason = event.get("reason") or event.get("message") or ""

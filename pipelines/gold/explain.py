@@ -169,7 +169,12 @@ def render_text(found: dict[str, Any], lines: list[dict[str, Any]]) -> str:
            f"cause: {r['cause']}{' / ' + r['cause_detail'] if r.get('cause_detail') else ''}, confidence "
            f"{r['cause_confidence']:.2f}",
            f"decided by rule {found['cause_rule']}: {found['decided_by']['question']}",
-           f"  basis: {found['decided_by']['basis']}", "", "group states around it:"]
+           f"  basis: {found['decided_by']['basis']}"]
+    alternatives = found["rebalance"].get("cause_alternatives") or []
+    if alternatives:
+        out.append("not ruled out by the lines read (land the log named to decide):")
+        out += [f"  {a['cause']} ({a['confidence']:.2f}): {a['decided_by']}" for a in alternatives]
+    out += ["", "group states around it:"]
     for s in found["states"]:
         mark = "  <- this rebalance" if s["this"] else ""
         out.append(f"  {_at(s['started_at'])}  {s['state']:<20} generation {s.get('generation')}{mark}")

@@ -15,9 +15,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pipelines.gold.rules_data import RULE_ROWS, WINDOWS
+from pipelines.gold.rules_data import ALTERNATIVES, RULE_ROWS, WINDOWS
 
 RulePath = Literal["broker", "epoch", "client", "any"]
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """A cause a rule's verdict does not rule out: its confidence, the log that would decide it (`client`, `gc` or
+    `broker`) and the line to look for there."""
+
+    cause: str
+    confidence: float
+    needs: str  # client, gc or broker
+    decided_by: str
 
 
 @dataclass(frozen=True)
@@ -53,12 +64,18 @@ class Rule:
     windows: tuple[str, ...] = ()
     kind: Literal["base", "refinement", "cap", "factor"] = "base"
     order: int = field(default=0, compare=False)
+    alternatives: tuple[Alternative, ...] = field(default=(), compare=False)
 
 
-RULES: tuple[Rule, ...] = tuple(Rule(**row, order=i) for i, row in enumerate(RULE_ROWS))
+RULES: tuple[Rule, ...] = tuple(
+    Rule(**row, order=i, alternatives=tuple(Alternative(*a) for a in ALTERNATIVES.get(row["id"], ())))
+    for i, row in enumerate(RULE_ROWS)
+)
 BY_ID: dict[str, Rule] = {r.id: r for r in RULES}
 if len(BY_ID) != len(RULES):
     raise ValueError("rule ids in the rule book must be unique")
+if set(ALTERNATIVES) - set(BY_ID):
+    raise ValueError(f"alternatives for rules not in the book: {sorted(set(ALTERNATIVES) - set(BY_ID))}")
 
 
 def rule(rule_id: str) -> Rule:
@@ -117,6 +134,14 @@ def docs_text() -> str:
             entry.kind, f"{entry.confidence:g}")
         out.append(f"| {entry.order + 1} | `{entry.id}` ({entry.kind}) | {entry.path} | {entry.question} | "
                    f"{verdict} | {value} | {', '.join(f'`{w}`' for w in entry.windows) or '-'} | {entry.basis} |")
+    out += ["", "## What a verdict does not rule out", "",
+            "`gold_rebalances.cause_alternatives` lists, for the rule that decided, the other causes its lines are "
+            "consistent with, and the line that would decide each. An alternative is left out when the replay read "
+            "the log that would decide it (the trigger member's client log, the GC log of its process, the "
+            "coordinator's log) and found nothing there.", "", "| rule | alternative | confidence | decided by |",
+            "|---|---|---|---|"]
+    out += [f"| `{entry.id}` | {a.cause} | {a.confidence:g} | {a.needs} log: {a.decided_by} |"
+            for entry in RULES for a in entry.alternatives]
     out += ["", "## Paths", ""] + [f"- `{k}`: {v}" for k, v in _PATH_TITLES.items()]
     out += ["", "## Windows", "", "Fixed in the rule book:", "", "| window | seconds | what it bounds |",
             "|---|---|---|"]

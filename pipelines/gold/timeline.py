@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipelines.gold.alternatives import cause_alternatives
 from pipelines.gold.broker import BrokerReplay
 from pipelines.gold.churn import churn_rows
 from pipelines.gold.client_only import ClientOnlyReplay
@@ -70,6 +71,7 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
         self.states.extend(state_rows(self.group_id, self._transitions, self.rebalances))
         for row in self.rebalances:
             row["group_type"] = self.group_type
+            row["cause_alternatives"] = cause_alternatives(row, self.ctx, has_broker=self._has_broker)
             self.traces[row["rebalance_id"]] = row.pop("_trace", [])
         self.churn = churn_rows(self.group_id, self._events, self.rebalances, self.sessions.values())
         self.whatif = whatif_rows(self.what_if())

@@ -137,7 +137,8 @@ def collect_from(t: Tables, *, group_types: tuple[str, ...] = ()) -> dict[str, R
                          "ORDER BY hour, cause"),
         "incidents": t.rows(f"SELECT * FROM {t.ref('gold_incidents')} WHERE {in_scope} "
                             f"ORDER BY unavailable_ms DESC, incident_id LIMIT {MAX_ROWS}"),
-        "evidence": t.rows("SELECT incident_id, rebalance_id, started_at, cause, cause_detail, evidence "
+        "evidence": t.rows("SELECT incident_id, rebalance_id, started_at, cause, cause_detail, evidence, "
+                           "cause_rule, cause_alternatives "
                            f"FROM {rebalances} r WHERE incident_id IS NOT NULL ORDER BY started_at, rebalance_id "
                            f"LIMIT {MAX_ROWS * 5}"),
         **_incident_details(t, rebalances),

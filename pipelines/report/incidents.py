@@ -98,8 +98,12 @@ def incidents(data: dict[str, list[dict[str, Any]]]) -> str:
         for r in mine["evidence"]:
             lines = "".join(f"<li><code>{esc(ev['event_id'])}</code> {esc(ev['explanation'])}</li>"
                             for ev in (r["evidence"] or []))
-            items.append(f"<li>{ts(r['started_at'])} <b>{esc(r['cause'])}</b> ({esc(r['cause_detail'])})"
-                         f"<ul>{lines}</ul></li>")
+            doubts = "".join(f"<li>not ruled out: <b>{esc(a['cause'])}</b> ({a['confidence']:.2f}), decided by "
+                             f"{esc(a['decided_by'])}</li>" for a in (r.get("cause_alternatives") or []))
+            rule = (f' <span class="muted">rule <code>{esc(r["cause_rule"])}</code></span>'
+                    if r.get("cause_rule") else "")
+            items.append(f"<li>{ts(r['started_at'])} <b>{esc(r['cause'])}</b> ({esc(r['cause_detail'])}){rule}"
+                         f"<ul>{lines}{doubts}</ul></li>")
         until = f" to {ts(inc['ended_at'])}" if inc.get("ended_at") else ""
         facts = f"{ts(inc['started_at'])}{until} UTC"
         parts.append(f'<section class="incident" id="{href}"><h3>{headline(inc)}</h3>'

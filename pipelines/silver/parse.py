@@ -23,19 +23,22 @@ from pipelines.silver.timestamps import event_time, find_level, find_time
 from pipelines.sources import UserLayout
 
 # The Kafka prefixes of a message: broker coordinators (classic and new) and the Java client's LogContext
-# (consumers; Kafka Connect workers use the same group code).
+# (consumers; Kafka Connect workers and Confluent Schema Registry's leader election use the same group code, each
+# under its own LogContext: SchemaRegistryCoordinator's is `[Schema registry clientId=.., groupId=..] `).
 KAFKA_PREFIX = (
     r"^(?:\[GroupCoordinator (?:id=)?(\d+)(?: topic=\S+ partition=(\d+))?\]:? "
     r"|\[GroupMetadataManager brokerId=(\d+)\] "
     r"|\[Group Metadata Manager on Broker (\d+)\]: "
     r"|(?:\[[^\]\s|]+\|(?:task-\d+|worker)\] )?"  # Kafka Connect's connector context (`[my-sink|task-0] `)
-    r"\[(?:Consumer|ShareConsumer|Worker) (?:instanceId=([^,\]]*), )?clientId=([^,\]]*), groupId=([^\]]*)\] )?"
+    r"\[(?:Consumer|ShareConsumer|Worker|Schema registry) (?:instanceId=([^,\]]*), )?clientId=([^,\]]*), "
+    r"groupId=([^\]]*)\] )?"
     r"([\s\S]*)$"
 )
 # A line no template knows is quarantined (not dropped as noise) when it looks like it is about groups.
 RELEVANT_LOGGER = (
     r"(?i)(coordinator\.group|groupcoordinator|consumercoordinator|abstractcoordinator|workercoordinator"
-    r"|coordinatorrequestmanager|heartbeatrequestmanager|groupmetadata|membership|rebalancelistener)"
+    r"|coordinatorrequestmanager|heartbeatrequestmanager|groupmetadata|membership|rebalancelistener"
+    r"|schemaregistrycoordinator)"
 )
 RELEVANT_TEXT = (
     r"(?i)(groupcoordinator|groupmetadatamanager|rebalanc|\bgeneration\b|\bgroup\b.*\bmember|\bmember\b.*\bgroup"
