@@ -186,3 +186,20 @@ def test_schema_registrys_leader_election_is_read_as_a_group_member(spark):
         "event_type", "group_id", "client_id", "generation", "member_id").collect()
     assert [tuple(r) for r in rows] == [("client_joined", "schema-registry", "sr-1", 4, "sr-1-5b2c"),
                                         ("client_joining", "schema-registry", "sr-1", None, None)]
+
+
+def test_a_pastes_typography_and_padded_levels_keep_the_time_and_level(spark):
+    # A blog's typography turns a date's dashes into en or em dashes; a layout may pad the level inside its
+    # brackets and print the next bracket group without a blank.
+    poll = ("[Consumer clientId=consumer-orders-1, groupId=orders] consumer poll timeout has expired. This means "
+            "the time between subsequent calls to poll() was longer than the configured max.poll.interval.ms, "
+            "which typically implies that the poll loop is spending too much time processing messages. You can "
+            "address this either by increasing max.poll.interval.ms or by reducing the maximum size of batches "
+            "returned in poll() with max.poll.records.")
+    lines = [("app-1", f"2026\u201311\u201319 09:00:00.250 [WARN ][o.a.k.c.c.i.ConsumerCoordinator] {poll}"),
+             ("app-1", f"[2026\u201411\u201419 09:00:01,500] [WARN ][kafka-coordinator-heartbeat-thread] {poll}")]
+    rows = _parse(spark, lines, load_config(None)).orderBy("line_no").select("event_type", "level", "event_ts",
+                                                                             "ts_inferred").collect()
+    assert [tuple(r) for r in rows] == [
+        ("client_poll_timeout", "WARN", dt.datetime(2026, 11, 19, 9, 0, 0, 250000), None),
+        ("client_poll_timeout", "WARN", dt.datetime(2026, 11, 19, 9, 0, 1, 500000), None)]

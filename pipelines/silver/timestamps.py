@@ -11,9 +11,11 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 _FRACTION = r"(?:[.,]\d{1,9})?"
+_DASH = "[-\u2013\u2014]"
 # Each shape, in the order tried at one position (longer before shorter). Java regex, no named groups.
 SHAPES: tuple[str, ...] = (
-    rf"\d{{4}}-\d\d-\d\d[ T]\d\d:\d\d:\d\d{_FRACTION}(?:Z|[+-]\d\d:?\d\d)?",  # ISO-8601, log4j, Logback
+    # ISO-8601, log4j, Logback; the date's dashes also as a blog's typography prints them (en or em dashes).
+    rf"\d{{4}}{_DASH}\d\d{_DASH}\d\d[ T]\d\d:\d\d:\d\d{_FRACTION}(?:Z|[+-]\d\d:?\d\d)?",
     rf"(?<!\d)\d{{8}}T\d{{6}}{_FRACTION}(?:Z|[+-]\d\d:?\d\d)?",  # ISO-8601 basic (`20261119T090000.000`)
     rf"\d{{4}}\.\d\d\.\d\d \d\d:\d\d:\d\d{_FRACTION}",  # ClickHouse
     rf"\d\d/\d\d/\d\d \d\d:\d\d:\d\d{_FRACTION}",  # log4j's ISO8601-less `yy/MM/dd` (Spark, Hadoop)
@@ -37,6 +39,7 @@ def event_time(ts_text: Column, *, tz: Column, day: Column) -> Column:
     Text with an offset is absolute; text without one is wall-clock time in the source's zone `tz`; text without a
     date or a year takes it from `day` (a yyyy-MM-dd string); epoch seconds and milliseconds are absolute."""
     text = F.regexp_replace(ts_text, r"(\d\d:\d\d:\d\d),(\d)", "$1.$2")
+    text = F.regexp_replace(text, "^(\\d{4})[\u2013\u2014](\\d\\d)[\u2013\u2014](\\d\\d)", "$1-$2-$3")
     text = F.regexp_replace(text, r"^(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)", "$1-$2-$3 $4:$5:$6")
     text = F.regexp_replace(text, r"^(\d{4}-\d\d-\d\d)T", "$1 ")
     text = F.regexp_replace(text, r"^(\d{4})\.(\d\d)\.(\d\d) ", "$1-$2-$3 ")
