@@ -196,7 +196,7 @@ def test_a_continuous_run_alerts_after_each_batch_without_another_run(spark, tmp
             f"slow-app for generation 4. The group has 2 members, 0 of which are static. {coordinator}\n",
             encoding="utf-8")
         partial.replace(later / "server.log")
-        assert "could not consume for 95 s" in delivered("slow-app", "long_rebalance")["summary"]
+        assert "could not consume for 1 min 35 s" in delivered("slow-app", "long_rebalance")["summary"]
     finally:
         for query in spark.streams.active:
             query.stop()

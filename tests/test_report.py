@@ -314,3 +314,14 @@ def test_the_report_keeps_only_the_group_types_asked_for(spark, tmp_path):
     share = collect(spark, cfg, group_types=("share",))
     assert [g["group_id"] for g in share["groups"]] == ["queue"] and share["rebalances"] == []
     assert sorted(m["member_id"] for m in share["memberships"]) == ["a", "b"]
+
+
+def test_summaries_in_the_tables_say_durations_as_the_report_does(spark):
+    from pipelines.gold.spoken import spoken_duration
+    from pipelines.report.text import duration
+
+    values = [None, 0.0, 850.0, 999.4, 1000.0, 48_482.0, 59_949.0, 59_950.0, 60_000.0, 182_000.0, 3_599_400.0,
+              3_600_000.0, 7_500_000.0, 7_200_400.0]
+    frame = spark.createDataFrame([(v,) for v in values], "ms double")
+    spoken = [r.text for r in frame.select(spoken_duration(frame.ms).alias("text")).collect()]
+    assert spoken == [duration(v) for v in values]

@@ -10,6 +10,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipelines.config import AlertSettings
+from pipelines.gold.spoken import spoken_duration
 from pipelines.gold.state_order import state_time_order
 from schemas.gold import GOLD_ALERTS
 
@@ -66,8 +67,8 @@ def storm_alerts(rebalances: DataFrame, *, settings: AlertSettings) -> DataFrame
 def long_rebalance_alerts(rebalances: DataFrame, *, settings: AlertSettings) -> DataFrame:
     """A rebalance that kept its group from consuming for longer than `long_rebalance_s`."""
     long = rebalances.filter(F.col("duration_ms") >= settings.long_rebalance_s * 1000)
-    summary = F.format_string("%s could not consume for %.0f s while rebalancing at %s UTC (cause: %s)",
-                              "group_id", F.col("duration_ms") / 1000.0,
+    summary = F.format_string("%s could not consume for %s while rebalancing at %s UTC (cause: %s)",
+                              "group_id", spoken_duration(F.col("duration_ms")),
                               F.date_format("started_at", "yyyy-MM-dd HH:mm:ss"), "cause")
     return _shape(long.select(
         _alert_id(F.lit("long_rebalance"), "rebalance_id").alias("alert_id"), F.lit("long_rebalance").alias("rule"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from pipelines.gold.spoken import spoken_duration
 from schemas.gold import GOLD_CONFIG_ADVICE, GOLD_INCIDENTS
 
 
@@ -20,11 +21,11 @@ def incidents_from(rebalances: DataFrame) -> DataFrame:
         F.array_sort(F.array_distinct(F.collect_list("cause"))).alias("causes"),
         F.array_sort(F.collect_list("rebalance_id")).alias("rebalance_ids"),
     )
-    span = F.coalesce(F.col("ended_at").cast("long") - F.col("started_at").cast("long"), F.lit(0))
+    span_ms = F.coalesce(F.col("ended_at").cast("double") - F.col("started_at").cast("double"), F.lit(0.0)) * 1000
     summary = F.format_string(
-        "%d rebalance(s) of %s in %d s, %.1f s without consuming; root cause %s",
-        F.col("rebalances"), F.col("group_id"), span, F.coalesce(F.col("unavailable_ms"), F.lit(0)) / 1000.0,
-        F.col("root_cause"),
+        "%d %s of %s in %s, %s without consuming; root cause %s",
+        F.col("rebalances"), F.when(F.col("rebalances") == 1, "rebalance").otherwise("rebalances"), F.col("group_id"),
+        spoken_duration(span_ms), spoken_duration(F.coalesce(F.col("unavailable_ms"), F.lit(0))), F.col("root_cause"),
     )
     return agg.withColumn("summary", summary).select([f.name for f in GOLD_INCIDENTS.fields])
 
