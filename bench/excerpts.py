@@ -157,14 +157,19 @@ def measure(spark: Any, excerpts: list[Excerpt], *, causes: bool = True,
             "record_lines", "disposition", "group_id", "event_type", "template_id",
         ).collect()
         verdicts: dict[str, list[str]] = {}
+        doubts: dict[str, list[str]] = {}  # the causes the verdicts leave open (gold_rebalances.cause_alternatives)
         if causes:
             events = to_events(batch.parsed).withColumn("group_id", F.concat_ws(SEP, excerpt, "group_id"))
             gold = build_gold(events, to_gc_pauses(batch.parsed), rules_from(cfg.thresholds))
             if on_gold is not None:
                 on_gold(events, to_gc_pauses(batch.parsed), gold)
             for r in gold["gold_rebalances"].select(F.element_at(F.split("group_id", SEP), 1).alias("excerpt"),
-                                                    "cause").distinct().collect():
-                verdicts.setdefault(r["excerpt"], []).append(r["cause"])
+                                                    "cause", "cause_alternatives.cause").collect():
+                if r[1] not in verdicts.setdefault(r["excerpt"], []):
+                    verdicts[r["excerpt"]].append(r[1])
+                for other in r[2] or []:
+                    if other not in doubts.setdefault(r["excerpt"], []):
+                        doubts[r["excerpt"]].append(other)
         batch.unpersist()
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -180,8 +185,8 @@ def measure(spark: Any, excerpts: list[Excerpt], *, causes: bool = True,
             raw = text[lab.line - 1] if lab.line <= len(text) else ""
             outcome, got = _judge(by_line.get((ex.name, lab.file, lab.line)), lab.group)
             lines.append(LineResult(ex.name, ex.label.family, lab.file, lab.line, lab.group, outcome, got, raw))
-    judged = [CauseResult(ex.name, ex.label.family, ex.label.cause, sorted(verdicts.get(ex.name, [])))
-              for ex in excerpts if causes and ex.label.cause]
+    judged = [CauseResult(ex.name, ex.label.family, ex.label.cause, sorted(verdicts.get(ex.name, [])),
+                          sorted(doubts.get(ex.name, []))) for ex in excerpts if causes and ex.label.cause]
     return Measured(lines, judged)
 
 
@@ -211,10 +216,16 @@ class CauseResult:
     family: str
     cause: str
     verdicts: list[str] = field(default_factory=list)
+    alternatives: list[str] = field(default_factory=list)
 
     @property
     def agrees(self) -> bool:
         return self.cause in self.verdicts
+
+    @property
+    def left_open(self) -> bool:
+        """Not among the verdicts, but among the causes they say they cannot rule out."""
+        return not self.agrees and self.cause in self.alternatives
 
 
 def _table(title: str, rows: dict[str, list[bool]]) -> list[str]:
@@ -249,12 +260,17 @@ def report(lines: list[LineResult], causes: list[CauseResult] | None, *, show_mi
         out += _table("labelled cause", per_cause) + [""] + _table("layout family", per_cfam)
         found = sum(1 for c in causes if c.verdicts)
         out += ["", f"A rebalance found for {found} of {len(causes)} excerpts."]
+        open_ = [c for c in causes if c.left_open]
+        if open_:
+            out += [f"For {len(open_)} of the others the labelled cause is one the verdicts say they cannot rule out "
+                    f"(`cause_alternatives`): {', '.join(c.excerpt.split('-', 1)[0] for c in open_)}."]
     if show_misses:
         out += ["", "## Misses", ""]
         out += [f"- {r.excerpt}/{r.file}:{r.line} {r.outcome} (want {r.group}, got {r.got_group}): `{r.raw[:200]}`"
                 for r in lines if r.outcome != "event"]
         if causes:
-            out += [f"- {c.excerpt}: want {c.cause}, got {c.verdicts}" for c in causes if not c.agrees]
+            out += [f"- {c.excerpt}: want {c.cause}, got {c.verdicts}"
+                    + (f" (left open: {c.alternatives})" if c.alternatives else "") for c in causes if not c.agrees]
     return "\n".join(out)
 
 
