@@ -152,7 +152,7 @@ class GroupContext:
             return f"the client log of {instance} holds no poll-timeout line"
         nearest = min(lines, key=lambda e: abs((e["event_ts"] - at).total_seconds()))
         gap = (at - nearest["event_ts"]).total_seconds()
-        if nearest["event_id"] in self._used_poll_timeouts and -2 <= gap <= window_s:
+        if nearest["event_id"] in self._used_poll_timeouts and -_POLL_LINE_AFTER.total_seconds() <= gap <= window_s:
             return (f"the poll-timeout line of {instance} at {nearest['event_ts']:%H:%M:%S} already explains an "
                     "earlier removal (one poll timeout makes one leave)")
         return (f"the poll-timeout line of {instance} nearest it is at {nearest['event_ts']:%H:%M:%S}, "
