@@ -122,17 +122,21 @@ def test_an_envelope_is_removed_wherever_its_regex_matches_and_other_lines_are_l
         '{"log":"\\u003e {\\"level\\":\\"INFO\\"}\\n","stream":"stdout"}',
         '{"log":"kafka1    | [2024-05-14 08:21:07,517] INFO x\\n","stream":"stdout"}',
         "\x1b[32mcoloured\x1b[0m",
+        "\u2502 [2024-05-14 08:21:07,517] INFO " + BROKER + "   \u2502",
+        "a line with a \u2502 bar inside keeps it",
     ]
     frame = spark.createDataFrame([(i, line) for i, line in enumerate(lines)], "n int, value string")
     value = F.col("value")
     everywhere = layouts.docker_unwrapped(value)
-    for pattern in (layouts._CRI, layouts._COMPOSE, layouts._QUOTE, layouts._ANSI_AND_CONTROLS):
+    for pattern in (layouts._CRI, layouts._COMPOSE, layouts._QUOTE, layouts._PANE, layouts._ANSI_AND_CONTROLS):
         everywhere = F.regexp_replace(everywhere, pattern, "")
     actual = frame.select("n", strip_envelope(value).alias("text"))
     assertDataFrameEqual(actual, frame.select("n", everywhere.alias("text")))
     stripped = {row.n: row.text for row in actual.collect()}
     assert stripped[2].startswith("[2024-05-14") and stripped[6].startswith('{"level"')
     assert stripped[9] == '{"level":"INFO"}' and stripped[5] == "first line\nsecond line"
+    assert stripped[12] == "[2024-05-14 08:21:07,517] INFO " + BROKER
+    assert stripped[13] == "a line with a \u2502 bar inside keeps it"
 
 
 # The `<ts>|<LEVEL>|<msg>` layout of a review: ISO-8601 basic time, and Kafka's log4j logger left after the message.

@@ -107,8 +107,11 @@ _COMPOSE = r"(?m)^[\w.-]+\s+\| "
 # lines keep theirs: the layouts already find a message after them, and the file's kind is read with them.)
 _QUOTE = r"(?m)^(?:> ?)+(?=\{)"
 _ANSI_AND_CONTROLS = r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
-# Every match of _CRI, _COMPOSE or _QUOTE holds one of these.
-_ENVELOPE_LITERALS = (" stdout ", " stderr ", "| ", ">{", "> {")
+# A terminal pane's borders (k9s, tmux, a TUI's log view) copied with its lines: a box-drawing bar before and after.
+_PANE_BARS = "\u2502\u2503\u2551"
+_PANE = rf"(?m)^[{_PANE_BARS}] ?|[ \t]*[{_PANE_BARS}][ \t]*$"
+# Every match of _CRI, _COMPOSE, _QUOTE or _PANE holds one of these.
+_ENVELOPE_LITERALS = (" stdout ", " stderr ", "| ", ">{", "> {", *_PANE_BARS)
 _DOCKER_START = '{"log":"'
 
 
@@ -118,8 +121,9 @@ def strip_envelope(value: Column) -> Column:
     cleaned = F.regexp_replace(docker_unwrapped(value), _CRI, "")
     cleaned = F.regexp_replace(cleaned, _COMPOSE, "")
     cleaned = F.regexp_replace(cleaned, _QUOTE, "")
+    cleaned = F.regexp_replace(cleaned, _PANE, "")
     # Most lines carry no envelope: a line that holds none of the literals every envelope's match holds is left as
-    # it is without running the three regexes (a docker line is unwrapped first, and its escapes may hide them).
+    # it is without running the four regexes (a docker line is unwrapped first, and its escapes may hide them).
     wrapped = value.startswith(_DOCKER_START)
     for literal in _ENVELOPE_LITERALS:
         wrapped = wrapped | value.contains(literal)
