@@ -34,7 +34,7 @@ def _ts(value: dt.datetime | None) -> str:
 
 
 def _offset(entry: dict[str, Any] | None, kind: str) -> str:
-    if kind == "broker":
+    if not entry and kind == "broker":
         return "broker (reference)"
     if not entry:
         return "not measurable (no join the coordinator's log shows too)"

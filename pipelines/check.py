@@ -4,7 +4,7 @@ The landing is parsed by the pipeline's own bronze-to-silver build (`build_silve
 ingest batch call it), so each count here is the one a run stores: typed lines are the rows of silver_events and
 silver_gc_pauses, quarantined lines those of silver_quarantine. Spark aggregates; the driver collects only one row
 per instance folder, per group and per unknown shape kept as a sample. What each group's causes can reach is read
-from the rule book (pipelines/gold/check_reach.py)."""
+from the rule book (pipelines/check_reach.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from pipelines import io
@@ -51,7 +51,7 @@ def screen_file(path: Path) -> str | None:
     return None
 
 
-def _shape(text: F.Column) -> F.Column:
+def _shape(text: Column) -> Column:
     """A line's wording with its values masked (ids, numbers, quoted text), so that repeats of one unknown wording
     count together."""
     masked = F.regexp_replace(text, r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", "<id>")
