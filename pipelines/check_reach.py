@@ -16,6 +16,9 @@ from pipelines.gold.rulebook import RULES
 CAUSES = ("session_timeout", "poll_timeout", "gc_pause", "membership_change", "metadata_change",
           "coordinator_change")
 _COORDINATOR_PATHS = frozenset({"broker", "epoch"})
+# Base rules whose entry leaves the cause to the line they read, and the cause that line gives in general
+# (pipelines/gold/client_causes.py `_rejoin_reason`: a metadata change; Streams' probing rebalance aside).
+_CAUSE_FROM_LINE = {"client_rejoin_reason": ("metadata_change",)}
 
 
 @dataclass(frozen=True)
@@ -30,8 +33,8 @@ class Reach:
 
 
 def _best(cause: str, paths: frozenset[str]) -> float:
-    return max((r.confidence for r in RULES if r.cause == cause and r.kind in ("base", "refinement")
-                and r.path in paths), default=0.0)
+    return max((r.confidence for r in RULES if cause in ((r.cause,) if r.cause else _CAUSE_FROM_LINE.get(r.id, ()))
+                and r.kind in ("base", "refinement") and r.path in paths), default=0.0)
 
 
 def reach(*, coordinator_log: bool, epoch_protocol: bool, classic_protocol: bool, members: int,

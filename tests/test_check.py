@@ -136,7 +136,8 @@ def test_bad_files_get_a_line_each_and_exit_zero(spark, tmp_path, capsys):
 
 def test_without_the_coordinators_log_only_client_rules_decide():
     alone = reach(coordinator_log=False, epoch_protocol=False, classic_protocol=False, members=2, members_with_gc=0)
-    assert alone.paths == ("client",) and "gc_pause" in alone.none
+    assert alone.paths == ("client",) and alone.none == ("gc_pause",)
+    assert alone.partial["metadata_change"] == (0.7, 0.85)  # a member's own rejoin reason, not the coordinator's
     assert "session_timeout" in alone.partial and alone.partial["session_timeout"] == (0.6, 0.9)
     full = reach(coordinator_log=True, epoch_protocol=False, classic_protocol=True, members=2, members_with_gc=2)
     assert "session_timeout" in full.full and "gc_pause" in full.full and not full.none
