@@ -121,6 +121,24 @@ def build_parser() -> argparse.ArgumentParser:
     _add_remote(parse)
     parse.add_argument("--conf", type=Path, help="configuration YAML (sources and time zones)")
 
+    check = sub.add_parser(
+        "check", help="what the tool can and cannot read in your landing directory (writes no table)",
+        description="Parse a landing directory (<landing>/<instance>/<file>) exactly as `rebalance run` would, write "
+        "nothing, and say per instance folder: lines read, lines typed (events and GC pauses), lines that look "
+        "group-related but match no known wording (counts by shape, a few samples), lines with no usable time, the "
+        "time span and the clock offset against the coordinator; per group: whether the coordinator's (broker) log "
+        "is there, how many member processes are tied to member ids, which members have GC logs, and which causes "
+        "the rule book can decide at full confidence and which only from partial evidence. Files that cannot be "
+        "read as logs (empty, binary, a truncated gzip) get one line each. Exit 0 on any input.",
+        epilog="Examples: rebalance check ./landing; rebalance check ./landing --conf conf/mine.yml --format html "
+        "> check.html. Run it first on your own logs, then `rebalance run`.")
+    check.add_argument("landing", type=Path, metavar="LANDING", help="landing directory: <landing>/<instance>/<file>")
+    check.add_argument("--conf", type=Path, help="configuration YAML: its sources (time zones, dates, own layouts) "
+                       "are applied as a run applies them (default: conf/local.yml of the project)")
+    check.add_argument("--format", choices=["text", "json", "html"], default="text",
+                       help="text (default), json, or one self-contained HTML page (on stdout)")
+    _add_remote(check)
+
     sql = sub.add_parser(
         "sql", help="ad-hoc SQL (Spark SQL dialect); every table is a view of its own name; no query opens a prompt",
         description="Ad-hoc SQL over the tables, each a view of its own name (SHOW TABLES lists them). On the local "

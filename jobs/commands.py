@@ -185,6 +185,16 @@ def cmd_parse(args: argparse.Namespace, *, progress: Progress) -> int:
     return 0
 
 
+# ---- check ----------------------------------------------------------------------------------------------------
+
+
+def cmd_check(args: argparse.Namespace, *, progress: Progress) -> int:
+    """What a run could and could not read in a landing directory, without writing tables: see jobs.check."""
+    from jobs.check import cmd_check as run_check
+
+    return run_check(args, progress=progress)
+
+
 # ---- sql ------------------------------------------------------------------------------------------------------
 
 
