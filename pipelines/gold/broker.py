@@ -194,8 +194,8 @@ class BrokerReplay(EpochReplay):
                               "missing from the log: the rebalance is implied by the member event")
             self._consider("implied_start", True, f"confidence x {factor:g}: the start line is missing")
         joining = verdict.detail in ("member_join", "rejoin")
-        if interrupted is not None and (verdict.cause in ("membership_change", "unknown") and verdict.detail != (
-                "member_leave") or rejoins_under_way(verdict, client_reason)):
+        restarts = verdict.cause in ("membership_change", "unknown") and verdict.detail != "member_leave"
+        if interrupted is not None and (restarts or rejoins_under_way(verdict, client_reason)):
             old, new, moved_at = interrupted
             verdict = decide("move_interrupted_rebalance", verdict.trigger_member_id,
                              f"{verdict.explanation}; the rebalance in progress on coordinator {old} was cut off when "
