@@ -39,6 +39,10 @@ COMMON = {
     "group.initial.rebalance.delay.ms": "0",
     "group.min.session.timeout.ms": "500",
     "group.max.session.timeout.ms": "60000",
+    # The coordinator deletes an empty group with no committed offsets at its periodic cleanup (every 10 min by
+    # default: GroupCoordinatorShard's `Generated N tombstone records while cleaning up group metadata`); a group
+    # that empties and rejoins within one step then starts again at epoch 1. No cleanup during a run.
+    "offsets.retention.check.interval.ms": "86400000",
 }
 # The new coordinator's consumer-protocol (KIP-848) groups: broker-side session and heartbeat settings.
 KIP848 = {

@@ -265,6 +265,31 @@ def test_a_rebalance_cut_off_by_a_coordinator_move_restarts_as_coordinator_failo
     assert rows[-1]["members_joined"] == 1
 
 
+def test_a_leader_told_the_group_was_rebalancing_restarts_the_cut_off_rebalance_as_coordinator_failover():
+    # Kafka 4.2.2 lab, scenario coordinator: the old coordinator prepared a rebalance for a new member and answered
+    # the leader's heartbeat REBALANCE_IN_PROGRESS, then stopped; the new one loaded the group in Stable and the
+    # leader's JoinGroup came first there.
+    def history(moved: bool) -> list[dict]:
+        return [
+            ev(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id null",
+               client_reason="need to re-join with the given member-id: m1"),
+            ev(0.1, "group_stabilized", generation=1, member_count=1),
+            ev(7, "rebalance_started", generation=2, reason="Adding new member m3 with group instance id null",
+               client_reason="need to re-join with the given member-id: m3"),
+            *([ev(7.6, "group_loaded", broker_id=2, generation=2, member_count=2)] if moved else []),
+            ev(7.7, "rebalance_started", broker_id=2 if moved else 1, generation=2,
+               reason="Leader m1 re-joining group during Stable", client_reason="group is already rebalancing"),
+            ev(26, "group_stabilized", broker_id=2 if moved else 1, generation=3, member_count=3),
+        ]
+
+    row = reconstruct_group("g", history(moved=True))[-1]
+    assert (row["generation_after"], row["cause"], row["cause_detail"], row["cause_rule"]) == (
+        3, "coordinator_change", "coordinator_failover", "move_interrupted_rebalance")
+    # Without the move the same rejoin keeps the reason's own verdict: a leader's rejoin in Stable.
+    row = reconstruct_group("g", history(moved=False))[-1]
+    assert (row["cause"], row["cause_detail"]) == ("metadata_change", "leader_rejoin")
+
+
 def test_a_leader_metadata_rejoin_right_after_the_only_subscriber_of_a_topic_left_is_that_leave():
     """The leaver alone read topic b: once it is gone the group's subscription shrinks and the leader's cached
     metadata changes, so the leader's rejoin is the leave's consequence (a partition-count change is not)."""

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from pipelines.gold.causes import classify_reason, given_reason
+from pipelines.gold.causes import classify_reason, given_reason, rejoins_under_way
 from pipelines.gold.epochs import EpochReplay, is_upgrade
 from pipelines.gold.refine import REMOVAL_CAUSES
 from pipelines.gold.replay_state import EPOCH_CAUSES, NEIGHBOUR_S, OpenRebalance, secs, stable_id, to_int
@@ -194,8 +194,8 @@ class BrokerReplay(EpochReplay):
                               "missing from the log: the rebalance is implied by the member event")
             self._consider("implied_start", True, f"confidence x {factor:g}: the start line is missing")
         joining = verdict.detail in ("member_join", "rejoin")
-        if interrupted is not None and verdict.cause in ("membership_change", "unknown") and verdict.detail != (
-                "member_leave"):
+        restarts = verdict.cause in ("membership_change", "unknown") and verdict.detail != "member_leave"
+        if interrupted is not None and (restarts or rejoins_under_way(verdict, client_reason)):
             old, new, moved_at = interrupted
             verdict = decide("move_interrupted_rebalance", verdict.trigger_member_id,
                              f"{verdict.explanation}; the rebalance in progress on coordinator {old} was cut off when "

@@ -66,6 +66,7 @@ from __future__ import annotations
 import re
 
 from pipelines.gold.rulebook import Verdict, decide
+from pipelines.gold.rules_data import REJOIN_UNDER_WAY
 
 CAUSES = (
     "session_timeout", "poll_timeout", "gc_pause", "membership_change", "metadata_change", "coordinator_change",
@@ -123,6 +124,14 @@ def given_reason(client_reason: str | None) -> str | None:
     if not client_reason or client_reason.strip().lower() in ("not provided", "null"):
         return None
     return client_reason
+
+
+def rejoins_under_way(verdict: Verdict, client_reason: str | None) -> bool:
+    """A leader's rejoin whose client reason says its coordinator had announced a rebalance (rules_data's
+    REJOIN_UNDER_WAY): it joins that rebalance rather than asking for one for a metadata change."""
+    reason = given_reason(client_reason)
+    return verdict.rule == "reason_leader_rejoin" and reason is not None and any(
+        re.search(pattern, reason, re.I) for pattern in REJOIN_UNDER_WAY)
 
 
 def classify_reason(reason: str | None, client_reason: str | None) -> Verdict | None:

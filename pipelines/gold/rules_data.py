@@ -40,6 +40,14 @@ _RD = "librdkafka rdkafka_cgrp.c"
 _LAB = "lab scenario"
 
 
+# Client reasons (KIP-800) with which a member rejoins a rebalance its coordinator already announced instead of
+# asking for one: AbstractCoordinator requests a rejoin with `group is already rebalancing` when a heartbeat, commit
+# or SyncGroup is answered REBALANCE_IN_PROGRESS. On a coordinator that has just loaded the group (in Stable: the
+# old coordinator's rebalance was never written), that rejoin reads `Leader X re-joining group during Stable`, the
+# wording of a metadata change; rule move_interrupted_rebalance reads it as the cut-off rebalance restarting.
+REJOIN_UNDER_WAY = (r"group is already rebalancing",)
+
+
 def _r(id: str, path: str, question: str, cause: str | None, detail: str | None, confidence: float, basis: str,
        windows: tuple[str, ...] = (), kind: str = "base") -> dict[str, Any]:
     return {"id": id, "path": path, "question": question, "cause": cause, "detail": detail,
@@ -178,8 +186,11 @@ RULE_ROWS: tuple[dict[str, Any], ...] = (
        "event)? Its verdict's confidence is multiplied by this factor.", None, None, 0.7, f"{_GC}",
        ("neighbour_s",), "factor"),
     _r("move_interrupted_rebalance", "broker", "Was a rebalance in progress cut off by a coordinator move and "
-       "restarted on the new coordinator?", "coordinator_change", "coordinator_failover", 0.8,
-       f"{_GC}: `Loading group metadata`; {_LAB} coordinator", ("coordinator_move_window_s",), "refinement"),
+       "restarted on the new coordinator (by a member's join, or by the leader rejoining because the old "
+       "coordinator had told it the group was rebalancing)?", "coordinator_change", "coordinator_failover", 0.8,
+       f"{_GC}: `Loading group metadata` (3.x), `Loaded classic group G with N members` (4.x); {_CC}: "
+       f"`group is already rebalancing`; {_LAB} coordinator",
+       ("coordinator_move_window_s",), "refinement"),
     _r("cooperative_followup", "any", "Is this the cooperative protocol's second round (a revoke and rejoin) after "
        "the rebalance that just ended? It carries that one's cause, its confidence capped at this value.",
        None, None, 0.85, f"{_CC} (2.4+): `need to revoke partitions and re-join`", ("cooperative_followup_s",),
