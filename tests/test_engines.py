@@ -13,7 +13,9 @@ import pytest
 
 from jobs.cli import main
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+# The README and the pages it links to in docs/ (its reference sections live there).
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 # The queries people type: the README's own, then group by, windows, timestamps, arrays of evidence, joins of
 # rebalances with their events, a CTE, unaliased expressions (whose column names must match too).
@@ -53,8 +55,9 @@ TYPICAL = [
 
 
 def readme_queries() -> list[str]:
-    """Every complete query of the README's `rebalance sql` examples."""
-    return [q for q in re.findall(r'"(SELECT [^"]+)"', README.read_text(encoding="utf-8")) if "..." not in q]
+    """Every complete query of the `rebalance sql` examples of the README and its docs/ pages."""
+    return [q for page in DOCS for q in re.findall(r'"(SELECT [^"]+)"', page.read_text(encoding="utf-8"))
+            if "..." not in q]
 
 
 def estate_tables(lakehouse: Path) -> list[str]:
