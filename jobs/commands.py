@@ -121,7 +121,7 @@ def cmd_parse(args: argparse.Namespace, *, progress: Progress) -> int:
 
     from pipelines import io
     from pipelines.silver.build import build_silver
-    from pipelines.silver.outputs import to_events, to_gc_pauses
+    from pipelines.silver.outputs import accounting, to_events, to_gc_pauses
     from pipelines.silver.privacy import hash_salt
     from pipelines.sources import resolve_sources
 
@@ -157,24 +157,19 @@ def cmd_parse(args: argparse.Namespace, *, progress: Progress) -> int:
         for row in rows:
             row["source_file"] = _display_path(row["source_file"])
             out.write(json.dumps({k: _json_value(v) for k, v in row.items() if v is not None}) + "\n")
+        # The same per-file accounting a run stores in silver_accounting (lines read = noise + events + GC pauses +
+        # quarantined, and the lines a source's own pattern did not match).
         per_file = []
-        missed = staged.parsed.groupBy("source_file").agg(
-            F.sum(F.col("own_layout_missed").cast("long")).alias("own_layout_missed"),
-            F.min(F.when(F.col("own_layout_missed"), F.substring("value", 1, 300))).alias("own_layout_miss_sample"))
-        for r in staged.files.join(
-            staged.parsed.groupBy("source_file").pivot("disposition", ["event", "gc_pause", "quarantine", "noise"])
-            .count(), "source_file", "left",
-        ).join(missed, "source_file", "left").orderBy("source_file").collect():
-            events_n, gc_n, quarantined_n = (r["event"] or 0), (r["gc_pause"] or 0), (r["quarantine"] or 0)
+        counted = accounting(staged.parsed, staged.files, batch_id=0, ingested_at=now)
+        for r in counted.join(staged.files.select("source_file", "duplicate_of"), "source_file") \
+                .orderBy("source_file").collect():
             per_file.append({
-                "file": _display_path(r["source_file"]), "lines": r["lines_read"], "events": events_n,
-                "gc_pauses": gc_n, "quarantined": quarantined_n,
-                "noise": r["lines_read"] - events_n - gc_n - quarantined_n if r["duplicate_of"] is None else 0,
+                "file": _display_path(r["source_file"]), "lines": r["lines_read"], "events": r["event_lines"],
+                "gc_pauses": r["gc_pause_lines"], "quarantined": r["quarantined_lines"], "noise": r["noise_lines"],
                 "duplicate_of": _display_path(r["duplicate_of"]) if r["duplicate_of"] else None,
             })
-            if r["own_layout_missed"]:
-                # Lines of a folder with its own pattern that the pattern did not match (read by built-in layouts).
-                per_file[-1] |= {"own_layout_missed": r["own_layout_missed"],
+            if r["own_layout_missed_lines"]:
+                per_file[-1] |= {"own_layout_missed": r["own_layout_missed_lines"],
                                  "own_layout_miss_sample": r["own_layout_miss_sample"]}
         totals = {k: sum(f[k] for f in per_file) for k in ("lines", "events", "gc_pauses", "quarantined", "noise")}
         relevant = totals["events"] + totals["quarantined"]

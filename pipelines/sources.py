@@ -53,12 +53,12 @@ class Sources:
 
     def zone(self, instance: Column) -> Column:
         """The IANA time zone of each line's instance folder (UTC where no rule matches)."""
-        return self._first(instance, {i: r.tz for i, r in enumerate(self.rules)}, F.lit("UTC"))
+        return self._first(instance, {i: F.lit(r.tz) for i, r in enumerate(self.rules)}, F.lit("UTC"))
 
     def day(self, instance: Column, *, file_name: Column, modified: Column, tz: Column) -> Column:
         """The date for layouts without one: from the file name (rotated logs carry it), else the configured date,
         else the file's modification date in its zone."""
-        configured = self._first(instance, {i: r.date for i, r in enumerate(self.rules) if r.date},
+        configured = self._first(instance, {i: F.lit(r.date) for i, r in enumerate(self.rules) if r.date},
                                  F.lit(None).cast("string"))
         from_name = F.nullif(F.regexp_extract(file_name, r"(\d{4}-\d\d-\d\d)", 1), F.lit(""))
         from_mtime = F.date_format(F.from_utc_timestamp(modified, tz), "yyyy-MM-dd")
@@ -77,28 +77,20 @@ class Sources:
     def formatted_time(self, instance: Column, ts_text: Column, *, tz: Column) -> Column | None:
         """Each line's time read with its source's `ts_format` (UTC; a format without an offset is wall-clock time
         in the source's zone), null where the source sets none or the text does not fit; None if no rule sets one."""
-        if not any(r.ts_format for r in self.rules):
-            return None
         times: dict[int, Column] = {}
         for i, rule in enumerate(self.rules):
             if rule.ts_format:
                 read = F.try_to_timestamp(ts_text, F.lit(rule.ts_format))
                 zoned = _ZONE_LETTERS.search(re.sub(r"'[^']*'", "", rule.ts_format))
                 times[i] = read if zoned else F.to_utc_timestamp(read, tz)
-        none = F.lit(None).cast("timestamp")
-        expr = None
-        for i, rule in enumerate(self.rules):
-            cond = instance.rlike("^" + glob_regex(rule.instances) + "$")
-            expr = (F.when(cond, times.get(i, none)) if expr is None else expr.when(cond, times.get(i, none)))
-        assert expr is not None
-        return expr.otherwise(none)
+        return self._first(instance, times, F.lit(None).cast("timestamp")) if times else None
 
-    def _first(self, instance: Column, values: dict[int, str], default: Column) -> Column:
+    def _first(self, instance: Column, values: dict[int, Column], default: Column) -> Column:
         # The first matching rule decides, even when it sets no value of its own (then the default applies).
         expr = None
         for i, rule in enumerate(self.rules):
             cond = instance.rlike("^" + glob_regex(rule.instances) + "$")
-            value = F.lit(values[i]) if i in values else default
+            value = values.get(i, default)
             expr = F.when(cond, value) if expr is None else expr.when(cond, value)
         return default if expr is None else expr.otherwise(default)
 
