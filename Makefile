@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: setup demo lint test test-slow lab lab-eval clean
+.PHONY: setup demo lint test test-slow test-compat lab lab-eval clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,9 @@ test: $(STAMP)   ## run the test suite (one Spark session for the whole run): de
 test-slow: $(STAMP)  ## the slow tier: kill -9 loop, rotation, backlog, OPTIMIZE/VACUUM, older wordings, bench smoke
 	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
 
+test-compat: $(STAMP)  ## the ends of the supported Spark range (4.0.1 and 4.2.0), each in its own venv, through the whole flow
+	$(BIN)/python -m tests.compat $(PYTEST_ARGS)
+
 lab: $(STAMP)    ## real Kafka 3.9, 4.1 and 4.2 on 127.0.0.1, every cause provoked; refreshes tests/data/kafka-lab
 	$(BIN)/python -m lab run --version all --commit-corpus
 
@@ -35,4 +38,4 @@ lab-eval: $(STAMP)  ## the pipeline's verdicts on the committed lab corpus, per 
 	$(BIN)/python -m lab.evaluate $(wildcard tests/data/kafka-lab/*.*.*) --min-accuracy 0.95
 
 clean:
-	rm -rf $(VENV) demo build *.egg-info
+	rm -rf $(VENV) .venv-compat demo build *.egg-info

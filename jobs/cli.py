@@ -222,11 +222,12 @@ def main(argv: list[str] | None = None) -> int:
         from pipelines.quality.stage import QualityError
         from pipelines.remote import RemoteSessionError
         from pipelines.spark import SparkSetupError
+        from pipelines.versions import UnsupportedSparkError
 
         if isinstance(exc, PipelineStateError):
             print(f"rebalance {args.command}: {exc}", file=sys.stderr)
             return EXIT_USAGE
-        if isinstance(exc, (RemoteSessionError, SparkSetupError)):  # the message is the fix
+        if isinstance(exc, (RemoteSessionError, SparkSetupError, UnsupportedSparkError)):  # the message is the fix
             print(f"rebalance {args.command}: {exc}", file=sys.stderr)
             return EXIT_FAILURE
         if isinstance(exc, QualityError):  # every failed rule on its own line, not only the first

@@ -6,13 +6,16 @@ from __future__ import annotations
 import socket
 from urllib.parse import urlsplit
 
+import pyspark
 from pyspark.sql import SparkSession
 
 from pipelines.config import ConfigError
 
 REMOTE_ENV = "SPARK_REMOTE"
 REACH_TIMEOUT_S = 10
-CONNECT_EXTRAS_HINT = "pip install 'pyspark[connect]==4.0.1' (or pip install -e '.[dev]' in a checkout)"
+# The client of the installed pyspark's own version (a Connect client and the server it talks to share a line).
+CONNECT_EXTRAS_HINT = (f"pip install 'pyspark[connect]=={pyspark.__version__}' "
+                       "(or pip install -e '.[dev]' in a checkout)")
 
 
 class RemoteSessionError(RuntimeError):

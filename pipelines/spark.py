@@ -18,25 +18,8 @@ from pipelines.config import Config
 from pipelines.jvm.build import project_jar
 from pipelines.jvm.classdata import discard, driver_options, keep_at_exit, mapped
 from pipelines.remote import REMOTE_ENV, connect_session
+from pipelines.versions import check_spark, delta_artifacts, kafka_artifacts
 
-DELTA_VERSION = "4.0.1"
-# The delta-spark jar and its two runtime dependencies outside Spark itself (from its pom on Maven Central).
-DELTA_ARTIFACTS = (
-    ("io.delta", "delta-spark_2.13", DELTA_VERSION),
-    ("io.delta", "delta-storage", DELTA_VERSION),
-    ("org.antlr", "antlr4-runtime", "4.13.1"),
-)
-SPARK_VERSION = "4.0.1"
-# Spark's Kafka source and its runtime dependencies outside Spark itself (from the pom of spark-sql-kafka-0-10_2.13
-# 4.0.1: kafka-clients 3.9.1 and commons-pool2 2.12.0; its other compile dependencies ship with pyspark).
-KAFKA_ARTIFACTS = (
-    ("org.apache.spark", "spark-sql-kafka-0-10_2.13", SPARK_VERSION),
-    # The repository this project's CI reaches lacks this artifact's 4.0.1 (404, while its 4.0.0 and 4.1.1 are
-    # there): the first version found is used, and 4.0.0 is of the same 4.0 line.
-    ("org.apache.spark", "spark-token-provider-kafka-0-10_2.13", f"{SPARK_VERSION}|4.0.0"),
-    ("org.apache.kafka", "kafka-clients", "3.9.1"),
-    ("org.apache.commons", "commons-pool2", "2.12.0"),
-)
 # Generated-code classes kept per JVM: a whole run (ingest, reconstruct, quality, alerts) generates several hundred.
 CODEGEN_CACHE_ENTRIES = 2_000
 # Paths a local session lists on the driver before it lists them in a Spark job (Spark's default is 32).
@@ -71,13 +54,14 @@ def _download(url: str, target: Path) -> None:
 
 
 def delta_jars(cache: Path = JAR_CACHE) -> list[Path]:
-    """Delta Lake's jars, fetched once from Maven Central (checksums verified) and reused from the cache."""
-    return maven_jars(DELTA_ARTIFACTS, cache)
+    """Delta Lake's jars for the installed Spark and delta-spark (pipelines/versions.py), fetched once from Maven
+    Central (checksums verified) and reused from the cache."""
+    return maven_jars(delta_artifacts(), cache)
 
 
 def kafka_jars(cache: Path = JAR_CACHE) -> list[Path]:
     """Spark's Kafka source jars, fetched like Delta's (only by sessions that read Kafka)."""
-    return maven_jars(KAFKA_ARTIFACTS, cache)
+    return maven_jars(kafka_artifacts(), cache)
 
 
 def maven_jars(artifacts: tuple[tuple[str, str, str], ...], cache: Path = JAR_CACHE) -> list[Path]:
@@ -138,6 +122,8 @@ def get_spark(
         return SparkSession.builder.getOrCreate()
     if os.environ.get(REMOTE_ENV):
         return connect_session(os.environ[REMOTE_ENV])
+    # A local session runs the installed pyspark: refuse one outside the tested range before fetching any jar.
+    check_spark()
     # The Kafka jars are fetched only when needed: a landing-files user neither downloads nor loads them.
     wanted = delta_jars() + (kafka_jars() if (cfg.source == "kafka" if kafka is None else kafka) else [])
     # The project's own jar (the one-pass literal matcher); without it the same filters run as Spark's `contains`.

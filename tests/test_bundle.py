@@ -138,3 +138,22 @@ def test_dashboard_queries_run_against_the_declared_tables(spark):
             keys = [expr for expr in fields.values() if not _AGGREGATE.match(expr)]
             group = f" GROUP BY {', '.join(keys)}" if keys and not query["disaggregated"] else ""
             session.sql(f"SELECT {select} FROM ({datasets[query['datasetName']]}){group}").collect()
+
+
+# Serverless environment versions and the Spark line of their Databricks Connect (Databricks' release notes:
+# environment 4 is Databricks Connect 17, Databricks Runtime 17's Spark 4.0; environment 5 is Databricks Connect 18,
+# Databricks Runtime 18 LTS's Spark 4.1).
+ENVIRONMENT_SPARK = {"4": (4, 0), "5": (4, 1)}
+
+
+def test_the_serverless_environment_runs_the_spark_line_the_wheel_pins():
+    from pipelines.versions import parse
+
+    pins = {r.split("==")[1] for r in metadata.requires("kafka-rebalance-analytics") or [] if r.startswith("pyspark==")}
+    assert len(pins) == 1, pins
+    spark_line = parse(pins.pop())[:2]
+    for job in _jobs(_bundle()).values():
+        for environment in job["environments"]:
+            spec = environment["spec"]
+            assert "client" not in spec, "`client` is deprecated: environment_version names the environment"
+            assert ENVIRONMENT_SPARK[spec["environment_version"]] == spark_line, environment

@@ -153,6 +153,39 @@ def test_todays_code_continues_a_previous_release_lakehouse(spark):
     assert marker["checkpoint_layout"] == CHECKPOINT_LAYOUT and marker["line_ids"] == "position"
 
 
+SPARK40 = DATA / "previous-release" / "release-0.5.0-spark-4.0.1.tar.gz"
+SPARK40_ROOT = Path("/tmp/rebalance-spark40-release")
+
+
+def _engines(cfg, name: str) -> list[str]:
+    """The engineInfo of each commit of a table's Delta log, oldest first."""
+    engines = []
+    for commit in sorted((cfg.lakehouse / name / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            info = json.loads(line).get("commitInfo")
+            if info:
+                engines.append(info.get("engineInfo", ""))
+    return engines
+
+
+def test_todays_spark_continues_a_lakehouse_the_release_wrote_on_spark_40(spark):
+    """Release 0.5.0 on Spark 4.0.1 and Delta 4.0.1 ingested part1 (tests/data/previous-release/README.md); the
+    installed Spark and Delta add part2 to the same tables and checkpoints, and every table is the oracle's."""
+    shutil.rmtree(SPARK40_ROOT, ignore_errors=True)
+    SPARK40_ROOT.mkdir(parents=True)
+    with tarfile.open(SPARK40) as archive:
+        archive.extractall(SPARK40_ROOT, filter="data")
+    cfg = make_config(SPARK40_ROOT)
+    assert json.loads((cfg.checkpoint_root / "release.json").read_text())["release"] == "0.5.0"
+    written = _engines(cfg, "gold_rebalances")
+    assert written and all(e.startswith("Apache-Spark/4.0.1 Delta-Lake/4.0.1") for e in written), written
+    land(DATA / "landing" / "part2", cfg.landing)
+    summary = run(spark, cfg)
+    assert summary.added["bronze_files"] == 2
+    assert _engines(cfg, "gold_rebalances")[-1].startswith(f"Apache-Spark/{spark.version} ")
+    _same_as_oracle(spark, cfg)
+
+
 def test_incompatible_checkpoints_or_tables_stop_with_a_message(spark, workspace):
     cfg = make_config(workspace)
     cfg.landing.mkdir(parents=True, exist_ok=True)
