@@ -131,7 +131,7 @@ def measure(spark: Any, excerpts: list[Excerpt], *, causes: bool = True,
     the excerpts' copies still exist (a test explains every rebalance from them)."""
     from pyspark.sql import functions as F
 
-    from pipelines import io
+    from pipelines import inputs, lake
     from pipelines.config import load_config
     from pipelines.gold.build import build_gold
     from pipelines.gold.rebalances import rules_from
@@ -149,8 +149,8 @@ def measure(spark: Any, excerpts: list[Excerpt], *, causes: bool = True,
                 shutil.copyfile(f, target)
                 copies.append(target)
         cfg = load_config(None, {"sources": _source_rules(excerpts)})
-        batch = build_silver(io.read_files(spark, sorted(copies)), resolve_sources(cfg),
-                             existing_files=io.empty(spark, "bronze_files"), batch_id=0, now=F.current_timestamp())
+        batch = build_silver(inputs.read_files(spark, sorted(copies)), resolve_sources(cfg),
+                             existing_files=lake.empty(spark, "bronze_files"), batch_id=0, now=F.current_timestamp())
         excerpt = F.element_at(F.split("instance", SEP), 1)
         rows = batch.parsed.select(
             excerpt.alias("excerpt"), F.element_at(F.split("source_file", "/"), -1).alias("file"), "line_no",

@@ -119,7 +119,7 @@ def cmd_parse(args: argparse.Namespace, *, progress: Progress) -> int:
     """Parse files in batch: JSON events on stdout, a JSON accounting summary on stderr."""
     from pyspark.sql import functions as F
 
-    from pipelines import io
+    from pipelines import inputs, lake
     from pipelines.silver.build import build_silver
     from pipelines.silver.outputs import accounting, to_events, to_gc_pauses
     from pipelines.silver.privacy import hash_salt
@@ -131,9 +131,9 @@ def cmd_parse(args: argparse.Namespace, *, progress: Progress) -> int:
     extra = {"sources": [{"instances": "*", "tz": args.tz}]} if args.tz else {}
     cfg = load_config(args.conf, extra)
     spark = _spark(cfg, "rebalance-parse", args)
-    raw = io.read_files(spark, list(args.files))
+    raw = inputs.read_files(spark, list(args.files))
     now = F.current_timestamp()
-    staged = build_silver(raw, resolve_sources(cfg), existing_files=io.empty(spark, "bronze_files"), batch_id=0,
+    staged = build_silver(raw, resolve_sources(cfg), existing_files=lake.empty(spark, "bronze_files"), batch_id=0,
                           now=now, hash_salt=hash_salt(cfg))
     try:
         events: DataFrame | None
@@ -358,7 +358,7 @@ def cmd_report(args: argparse.Namespace, *, progress: Progress) -> int:
 def cmd_demo(args: argparse.Namespace, *, progress: Progress) -> int:
     """Simulate, run the whole pipeline locally, print what happened and how to look further."""
     from jobs.summary import print_found
-    from pipelines import io
+    from pipelines import lake
     from pipelines.run import run
     from simulator import simulate
     from simulator.evaluate import accuracy, match_truth
@@ -379,12 +379,12 @@ def cmd_demo(args: argparse.Namespace, *, progress: Progress) -> int:
         progress(summary.quality.line())
 
     print_found(summary, sql=sql_command(cfg, None))
-    rebalances = io.read_table(spark, cfg, "gold_rebalances")
+    rebalances = lake.read_table(spark, cfg, "gold_rebalances")
     truth = spark.read.json(str(sim.truth_file))
     result = accuracy(match_truth(rebalances, truth))
     print(f"\nAgainst the simulator's ground truth: {result.line()}")
     report = write_report(spark, cfg, workdir / "report.html")
-    alerts = io.read_table(spark, cfg, "gold_alerts").groupBy("rule").count().collect()
+    alerts = lake.read_table(spark, cfg, "gold_alerts").groupBy("rule").count().collect()
     if alerts:
         print("Alerts: " + ", ".join(f"{r['rule']} {r['count']}" for r in sorted(alerts, key=lambda r: r["rule"]))
               + f" (feed: {cfg.alerts_jsonl})")

@@ -40,13 +40,13 @@ def gold_for(spark: SparkSession, corpus: Path, work: Path) -> DataFrame:
     """Run the pipeline's ingest and reconstruct stages (available-now) on corpus/landing into a lakehouse under
     `work`; gold_rebalances. The quality and alert stages are left out: they do not change gold_rebalances, and a
     failed quality rule would hide the scores (tests/test_quality.py covers them)."""
-    from pipelines import io
+    from pipelines import lake
     from pipelines.config import load_config
     from pipelines.run import run
 
     cfg = load_config(None, {"landing": corpus / "landing", "lakehouse": work / "lakehouse"})
     run(spark, cfg, rebuild=True, stages=("ingest", "reconstruct"))
-    return io.read_table(spark, cfg, "gold_rebalances")
+    return lake.read_table(spark, cfg, "gold_rebalances")
 
 
 def score(spark: SparkSession, rebalances: DataFrame, truth_file: Path) -> tuple[list[ScenarioScore], Accuracy]:

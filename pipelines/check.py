@@ -16,7 +16,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from pipelines import io
+from pipelines import inputs, lake
 from pipelines.bronze.damaged import damaged_gzips, spark_file_uri, with_torn_rows
 from pipelines.check_reach import reach
 from pipelines.config import Config
@@ -175,7 +175,7 @@ def clock_offsets(events: DataFrame) -> dict[str, dict[str, Any]]:
 
 
 def _read(spark: SparkSession, paths: list[Path], problems: dict[str, str]) -> DataFrame:
-    """The landed lines as `rebalance parse` reads them (io.read_files), each damaged gzip's problem noted."""
+    """The landed lines as `rebalance parse` reads them (inputs.read_files), each damaged gzip's problem noted."""
     uris = [spark_file_uri(p) for p in paths]
     damaged = damaged_gzips(uris)
     for d in damaged:
@@ -193,7 +193,7 @@ def check_landing(spark: SparkSession, cfg: Config, *, progress: Progress | None
     if not landing.is_dir():
         report["problems"].append({"file": str(landing), "problem": "no such directory: nothing to check"})
         return report
-    files = io.landing_files(cfg)
+    files = inputs.landing_files(cfg)
     report["files"] = len(files)
     problems: dict[str, str] = {}
     readable = []
@@ -217,7 +217,7 @@ def _summaries(spark: SparkSession, cfg: Config, readable: list[Path], problems:
                say: Progress) -> dict[str, Any]:
     """The instance and group summaries of the readable files, parsed in one batch."""
     staged = build_silver(_read(spark, readable, problems), resolve_sources(cfg),
-                          existing_files=io.empty(spark, "bronze_files"), batch_id=0,
+                          existing_files=lake.empty(spark, "bronze_files"), batch_id=0,
                           now=F.current_timestamp(), hash_salt=hash_salt(cfg))
     try:
         say("counting per instance folder and per group")

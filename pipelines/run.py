@@ -13,7 +13,7 @@ from typing import Literal
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from pipelines import commits, io
+from pipelines import commits, inputs, lake
 from pipelines.alerts.loop import AlertLoop, alert_loop
 from pipelines.alerts.stage import run_alerts
 from pipelines.config import Config, ConfigError
@@ -34,7 +34,7 @@ Stage = Literal["ingest", "reconstruct", "quality", "alerts"]
 STAGES: tuple[Stage, ...] = ("ingest", "reconstruct", "quality", "alerts")
 # The tables the two streams write (the quality and alerts steps run in this process and count their own rows).
 STREAMED = [name for name in TABLES if name not in ("gold_quality_results", "gold_alerts", "gold_alert_deliveries")]
-INGEST_QUERY = io.INGEST_QUERY
+INGEST_QUERY = inputs.INGEST_QUERY
 RECONSTRUCT_QUERY = "reconstruct"
 # The processing-time trigger of `--trigger continuous`.
 CONTINUOUS_INTERVAL = "5 seconds"
@@ -102,11 +102,11 @@ def check_inputs(cfg: Config) -> None:
 
 def check_checkpoints(spark: SparkSession, cfg: Config) -> None:
     """Refuse to start a fresh ingest checkpoint over tables that already hold data (it would skip or redo work)."""
-    checkpoint = io.checkpoint_dir(cfg, INGEST_QUERY)
-    files = io.table(cfg, "bronze_files")
+    checkpoint = inputs.checkpoint_dir(cfg, INGEST_QUERY)
+    files = lake.table(cfg, "bronze_files")
     if checkpoint.joinpath("offsets").exists() or not files.exists(spark):
         return
-    if io.read_table(spark, cfg, "bronze_files").limit(1).count():
+    if lake.read_table(spark, cfg, "bronze_files").limit(1).count():
         raise PipelineStateError(
             f"the ingest checkpoint {checkpoint} is missing but {cfg.lakehouse} already holds ingested files; "
             "a fresh checkpoint would not know what was ingested. Restore the checkpoint, or run "
@@ -149,7 +149,7 @@ def run(
         if rebuild:
             reset(cfg)
         line_ids = check_release(cfg)
-        io.ensure_tables(spark, cfg)
+        lake.ensure_tables(spark, cfg)
         check_checkpoints(spark, cfg)
     # A continuous run evaluates the alerts beside the streams: after each reconstruct batch and on the wall clock.
     loop = alert_loop(spark, cfg, on_progress=on_progress) if trigger != "available-now" and "alerts" in stages \
@@ -163,10 +163,10 @@ def run(
     # Through Spark Connect the batches run in the server: what they find is read back from the commits instead.
     found = None if is_connect(spark) else summary.found
     streams = {
-        "ingest": (io.read_source(spark, cfg), INGEST_QUERY,
+        "ingest": (inputs.read_source(spark, cfg), INGEST_QUERY,
                    make_ingest_batch(cfg, line_ids=line_ids, on_progress=on_progress, on_batch=summary.record,
                                      found=found)),
-        "reconstruct": (io.read_table_stream(spark, cfg, "silver_accounting"), RECONSTRUCT_QUERY,
+        "reconstruct": (lake.read_table_stream(spark, cfg, "silver_accounting"), RECONSTRUCT_QUERY,
                         make_reconstruct_batch(cfg, on_progress=on_progress, on_batch=reconstructed,
                                                found=found)),
     }
@@ -234,14 +234,14 @@ def register_views(spark: SparkSession, cfg: Config) -> list[str]:
         spark.catalog.setCurrentCatalog(cfg.catalog)
         assert cfg.schema_name is not None  # Config requires schema beside catalog
         spark.catalog.setCurrentDatabase(cfg.schema_name)
-        return [name for name in TABLES if io.table(cfg, name).exists(spark)]
+        return [name for name in TABLES if lake.table(cfg, name).exists(spark)]
     names = []
     for name in TABLES:
-        if not io.table(cfg, name).exists(spark):
+        if not lake.table(cfg, name).exists(spark):
             # A view left by another lakehouse in this session must not answer for a table this one lacks.
             spark.catalog.dropTempView(name)
             continue
-        io.read_table(spark, cfg, name).createOrReplaceTempView(name)
+        lake.read_table(spark, cfg, name).createOrReplaceTempView(name)
         names.append(name)
     return names
 

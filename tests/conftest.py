@@ -22,13 +22,13 @@ def silver_batch(raw, cfg: Config | None = None):
     ingested before)."""
     from pyspark.sql import functions as F
 
-    from pipelines import io
+    from pipelines import lake
     from pipelines.silver.build import build_silver
     from pipelines.silver.privacy import hash_salt
     from pipelines.sources import resolve_sources
 
     cfg = cfg or load_config()
-    return build_silver(raw, resolve_sources(cfg), existing_files=io.empty(raw.sparkSession, "bronze_files"),
+    return build_silver(raw, resolve_sources(cfg), existing_files=lake.empty(raw.sparkSession, "bronze_files"),
                         batch_id=0, now=F.current_timestamp(), hash_salt=hash_salt(cfg))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines import io
+from pipelines import inputs
 from pipelines.silver.outputs import to_events, to_quarantine
 from tests.conftest import make_config, silver_batch
 
@@ -39,7 +39,7 @@ def _stage(spark, root, *, hash_ids: bool):
         (root / instance).mkdir(parents=True, exist_ok=True)
         (root / instance / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     cfg = make_config(root, landing=root, privacy={"hash_ids": hash_ids})
-    raw = io.read_files(spark, sorted(root.glob("*/*")))
+    raw = inputs.read_files(spark, sorted(root.glob("*/*")))
     return silver_batch(raw, cfg)
 
 

@@ -10,7 +10,7 @@ import re
 import pytest
 from pyspark.sql import functions as F
 
-from pipelines import io
+from pipelines import inputs
 from pipelines.config import load_config
 from pipelines.gold.incidents import advice_from
 from pipelines.silver.outputs import accounting, to_events
@@ -38,7 +38,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SimulationSummar
 @pytest.fixture(scope="module")
 def staged(spark, runs):
     files = sorted(p for s in runs.values() for p in s.landing_dir.rglob("*") if p.is_file())
-    batch = silver_batch(io.read_files(spark, files), load_config())
+    batch = silver_batch(inputs.read_files(spark, files), load_config())
     yield batch
     batch.unpersist()
 

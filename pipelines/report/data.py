@@ -40,15 +40,15 @@ class SparkTables:
 
     def ref(self, name: str) -> str:
         """The table's SQL name: delta.`path` or catalog.schema.name."""
-        from pipelines import io
+        from pipelines import lake
 
-        return io.table(self.cfg, name).sql_name
+        return lake.table(self.cfg, name).sql_name
 
     def has(self, name: str) -> bool:
         """True when the table exists."""
-        from pipelines import io
+        from pipelines import lake
 
-        return io.table(self.cfg, name).exists(self.spark)
+        return lake.table(self.cfg, name).exists(self.spark)
 
     def rows(self, sql: str) -> Rows:
         """Every row, as `Row.asDict(recursive=True)`."""
