@@ -19,13 +19,13 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from pipelines import inputs, lake
 from pipelines.alerts.loop import AlertLoop, alert_loop
-from pipelines.config import Config
-from pipelines.ingest import make_ingest_batch
-from pipelines.reconstruct import make_reconstruct_batch
-from pipelines.run import INGEST_QUERY, RECONSTRUCT_QUERY
-from pipelines.streams import start_stream
+from pipelines.flow.ingest import make_ingest_batch
+from pipelines.flow.reconstruct import make_reconstruct_batch
+from pipelines.flow.run import INGEST_QUERY, RECONSTRUCT_QUERY
+from pipelines.flow.streams import start_stream
+from pipelines.settings.config import Config
+from pipelines.storage import inputs, lake
 
 COORDINATOR = "(kafka.coordinator.group.GroupCoordinator)"
 
@@ -96,7 +96,7 @@ def probe_text(group: str, at: datetime, rng: random.Random) -> str:
 
 def start_queries(spark: SparkSession, cfg: Config, *, trigger: str,
                   loop: AlertLoop | None = None) -> list[StreamingQuery]:
-    """The two queries of `pipelines.run.run` (same functions, same checkpoints) with a `processingTime` trigger;
+    """The two queries of `pipelines.flow.run.run` (same functions, same checkpoints) with a `processingTime` trigger;
     each reconstruct batch pokes `loop`, as in a continuous run."""
     lake.ensure_tables(spark, cfg)
     ingest = start_stream(inputs.read_landing(spark, cfg), cfg, f"bench-{INGEST_QUERY}", make_ingest_batch(cfg),

@@ -13,11 +13,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from bench import timeline
-from pipelines import inputs, lake
-from pipelines.config import Config, load_config
-from pipelines.ingest import make_ingest_batch
-from pipelines.run import INGEST_QUERY, run
-from pipelines.streams import AVAILABLE_NOW, start_stream
+from pipelines.flow.ingest import make_ingest_batch
+from pipelines.flow.run import INGEST_QUERY, run
+from pipelines.flow.streams import AVAILABLE_NOW, start_stream
+from pipelines.settings.config import Config, load_config
+from pipelines.storage import inputs, lake
 
 Say = Callable[[str], None]
 
@@ -77,7 +77,8 @@ def _run_to_end(start_query: Callable[[], StreamingQuery]) -> float:
 
 
 def ingest_only(spark: SparkSession, cfg: Config, *, lines: int) -> Timing:
-    """Landing to bronze and silver: the ingest query of `pipelines.run.run` alone, `availableNow`, fresh tables."""
+    """Landing to bronze and silver: the ingest query of `pipelines.flow.run.run` alone, `availableNow`,
+    fresh tables."""
     created = _prepare(spark, cfg)
     batches: list[dict[str, int]] = []
     stream = inputs.read_landing(spark, cfg)
@@ -122,7 +123,7 @@ def ingest_floor(spark: SparkSession, cfg: Config, *, lines: int) -> Timing:
 
 
 def whole_pipeline(spark: SparkSession, cfg: Config, *, lines: int, say: Say | None = None) -> Timing:
-    """Landing to every gold table with `pipelines.run.run` (`availableNow`) on fresh tables."""
+    """Landing to every gold table with `pipelines.flow.run.run` (`availableNow`) on fresh tables."""
     created = _prepare(spark, cfg)
     start_ms, start = int(time.time() * 1000), time.perf_counter()
     summary = run(spark, cfg, on_progress=say)

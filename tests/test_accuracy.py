@@ -9,9 +9,9 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import lake
-from pipelines.batch import batch_tables
-from pipelines.run import STAGES, run
+from pipelines.flow.batch import batch_tables
+from pipelines.flow.run import STAGES, run
+from pipelines.storage import lake
 from simulator import simulate
 from simulator.evaluate import accuracy, match_truth
 from tests.conftest import make_config

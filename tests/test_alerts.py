@@ -8,10 +8,10 @@ import json
 import pytest
 from pyspark.sql import functions as F
 
-from pipelines import lake
 from pipelines.alerts.sinks import DeliveryError, append_jsonl, post_webhook
-from pipelines.config import AlertSettings
-from pipelines.run import run
+from pipelines.flow.run import run
+from pipelines.settings.config import AlertSettings
+from pipelines.storage import lake
 from tests.conftest import Receiver, make_config
 
 ALERT = {"alert_id": "a1", "rule": "storm", "severity": "critical", "group_id": "g", "summary": "Rebalance storm"}

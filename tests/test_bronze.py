@@ -7,10 +7,10 @@ import gzip
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import inputs
 from pipelines.bronze.lines import with_line_ids
-from pipelines.config import load_config
+from pipelines.settings.config import load_config
 from pipelines.silver.outputs import accounting
+from pipelines.storage import inputs
 from tests.conftest import silver_batch
 
 BROKER = (

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import inputs, lake
-from pipelines.batch import batch_tables
 from pipelines.bronze.damaged import spark_file_uri
-from pipelines.caching import pin, unpin
-from pipelines.ingest import landed_mb
-from pipelines.run import run
-from pipelines.spark import compiled_code
+from pipelines.flow.batch import batch_tables
+from pipelines.flow.ingest import landed_mb
+from pipelines.flow.run import run
+from pipelines.session.caching import pin, unpin
+from pipelines.session.spark import compiled_code
+from pipelines.storage import inputs, lake
 from tests.conftest import DATA, SPARK_SETTINGS, land, make_config, silver_batch
 
 

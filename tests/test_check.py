@@ -16,11 +16,11 @@ from pyspark.sql import functions as F
 from bench.excerpts import DEFAULT_ROOT, SEP, _instance, _source_rules, load_corpus
 from jobs.check import to_html, to_text
 from jobs.cli import main
-from pipelines import lake
-from pipelines.check import check_landing
-from pipelines.check_reach import reach
-from pipelines.config import Config
-from pipelines.run import run
+from pipelines.flow.check import check_landing
+from pipelines.flow.check_reach import reach
+from pipelines.flow.run import run
+from pipelines.settings.config import Config
+from pipelines.storage import lake
 from tests.conftest import make_config
 
 LAB = Path(__file__).parent / "data" / "kafka-lab"

@@ -18,8 +18,8 @@ from pyspark.testing import assertDataFrameEqual
 
 from jobs.cli import main as cli
 from jobs.commands import write_report
-from pipelines import lake
-from pipelines.run import run
+from pipelines.flow.run import run
+from pipelines.storage import lake
 from schemas.tables import TABLES
 from tests import connect_server
 from tests.conftest import make_config
@@ -180,5 +180,5 @@ def test_the_pipeline_uses_nothing_spark_connect_lacks():
     banned = ("sparkContext", ".rdd", "_jvm", "_jdf", "import py4j", "from py4j", "java_exception", "DeltaTable.")
     found = [f"{path.relative_to(ROOT)}: {word}" for path in sorted((ROOT / "pipelines").rglob("*.py"))
              for word in banned if word in path.read_text()]
-    assert found == ["pipelines/caching.py: .rdd", "pipelines/caching.py: _jdf", "pipelines/lake.py: DeltaTable.",
-                     "pipelines/jvm/matcher.py: _jvm"]
+    assert found == ["pipelines/jvm/matcher.py: _jvm", "pipelines/session/caching.py: .rdd",
+                     "pipelines/session/caching.py: _jdf", "pipelines/storage/lake.py: DeltaTable."]

@@ -13,8 +13,8 @@ import ast
 import re
 from pathlib import Path
 
-from pipelines.config import Thresholds
 from pipelines.gold import rules_data
+from pipelines.settings.config import Thresholds
 from pipelines.silver.templates import load_templates
 from schemas.tables import TABLES
 

@@ -12,10 +12,10 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import inputs
 from pipelines.bronze.damaged import check_gzip, spark_file_uri
-from pipelines.config import load_config
+from pipelines.settings.config import load_config
 from pipelines.silver.outputs import accounting, to_quarantine
+from pipelines.storage import inputs
 from tests.conftest import silver_batch
 
 TS = "[2024-05-14 10:21:07,482]"

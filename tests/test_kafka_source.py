@@ -15,8 +15,8 @@ import yaml
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import lake
-from pipelines.run import run
+from pipelines.flow.run import run
+from pipelines.storage import lake
 from tests.conftest import make_config, run_cli_killed_after
 from tests.kafka_broker import Broker
 from tests.test_engines import TYPICAL, assert_engines_agree, every_table

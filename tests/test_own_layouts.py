@@ -9,8 +9,8 @@ import json
 import yaml
 
 from jobs.cli import main
-from pipelines import lake
-from pipelines.run import run
+from pipelines.flow.run import run
+from pipelines.storage import lake
 from tests.conftest import SPARK_SETTINGS, make_config
 from tests.test_layouts import PIPE_LINES, PIPE_PATTERN
 from tests.test_pipeline import OWN_LAYOUT_LINES, OWN_PATTERN

@@ -16,9 +16,9 @@ from pyspark.testing import assertDataFrameEqual
 
 from jobs.cli import main
 from jobs.summary import print_found
-from pipelines import commits, inputs, lake
-from pipelines.found import Found, from_history
-from pipelines.run import STREAMED, PipelineStateError, register_views, run
+from pipelines.flow.found import Found, from_history
+from pipelines.flow.run import STREAMED, PipelineStateError, register_views, run
+from pipelines.storage import commits, inputs, lake
 from schemas.tables import TABLES
 from tests.conftest import DATA, land, make_config
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines import inputs
 from pipelines.silver.outputs import to_events, to_quarantine
+from pipelines.storage import inputs
 from tests.conftest import make_config, silver_batch
 
 MEMBER = "consumer-orders-app-1-9b0d1c3e-2f4a-4b6c-8d7e-1a2b3c4d5e6f"

@@ -11,12 +11,12 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from jobs.cli import main
-from pipelines import lake
+from pipelines.flow.run import run
 from pipelines.quality.derived import with_generation_check, with_transition_check
 from pipelines.quality.rules import checks
 from pipelines.quality.stage import STEP, QualityError, run_quality
-from pipelines.run import run
-from pipelines.seen import FOLDER
+from pipelines.state.seen import FOLDER
+from pipelines.storage import lake
 from tests.conftest import DATA, land, make_config
 
 T0 = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)

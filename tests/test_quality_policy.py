@@ -12,10 +12,10 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import lake, writes
+from pipelines.flow.run import run
 from pipelines.quality.rules import checks, scopes
 from pipelines.quality.stage import QualityError
-from pipelines.run import run
+from pipelines.storage import lake, writes
 from tests.conftest import make_config
 
 T0 = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)

@@ -281,8 +281,8 @@ def test_the_report_fits_the_screen_and_its_links_land_on_their_sections(tmp_pat
 
 
 def test_the_report_keeps_only_the_group_types_asked_for(spark, tmp_path):
-    from pipelines import lake, writes
     from pipelines.report.data import collect
+    from pipelines.storage import lake, writes
     from schemas.gold import GOLD_MEMBER_SESSIONS
     from schemas.tables import GOLD_REBALANCES
     from tests.conftest import make_config

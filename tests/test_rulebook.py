@@ -10,12 +10,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipelines.config import Thresholds
 from pipelines.gold.explain import explain, rule_steps
 from pipelines.gold.rulebook import DOCS, RULES, decide, docs_text, rule
 from pipelines.gold.rules_data import CONFIGURED, WINDOWS
 from pipelines.gold.timeline import Timeline
 from pipelines.quality.rules import event_types
+from pipelines.settings.config import Thresholds
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / "pipelines" / "gold"

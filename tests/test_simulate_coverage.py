@@ -10,10 +10,10 @@ import re
 import pytest
 from pyspark.sql import functions as F
 
-from pipelines import inputs
-from pipelines.config import load_config
 from pipelines.gold.incidents import advice_from
+from pipelines.settings.config import load_config
 from pipelines.silver.outputs import accounting, to_events
+from pipelines.storage import inputs
 from schemas.tables import SILVER_EVENTS
 from simulator import SimulationSummary, simulate
 from simulator.model import HEARTBEAT_MS, REBALANCE_TIMEOUT_MS

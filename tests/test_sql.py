@@ -7,7 +7,7 @@ import json
 import shutil
 
 from jobs.cli import main
-from pipelines import lake
+from pipelines.storage import lake
 from schemas.tables import TABLES
 from tests.conftest import make_config
 

@@ -17,11 +17,11 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import lake, writes
-from pipelines.batch import batch_tables
-from pipelines.errors import PipelineStateError
-from pipelines.release import CHECKPOINT_LAYOUT
-from pipelines.run import run
+from pipelines.flow.batch import batch_tables
+from pipelines.flow.run import run
+from pipelines.state.errors import PipelineStateError
+from pipelines.state.release import CHECKPOINT_LAYOUT
+from pipelines.storage import lake, writes
 from schemas.tables import TABLES, keys_of
 from simulator import simulate
 from tests.conftest import DATA, Receiver, land, make_config, run_cli_killed_after

@@ -9,15 +9,15 @@ from typing import Any
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import lake, writes
 from pipelines.alerts.rules import all_alerts, next_stuck_at
 from pipelines.alerts.sinks import Delivery, DeliveryError, append_jsonl, post_webhook, webhook_url
-from pipelines.caching import CachedFrames
-from pipelines.commits import versions
-from pipelines.config import Config
 from pipelines.quality.rules import checks, scopes
 from pipelines.quality.stage import input_violations
-from pipelines.seen import Seen, last_seen, remember, settings_key
+from pipelines.session.caching import CachedFrames
+from pipelines.settings.config import Config
+from pipelines.state.seen import Seen, last_seen, remember, settings_key
+from pipelines.storage import lake, writes
+from pipelines.storage.commits import versions
 from schemas.gold import GOLD_ALERT_DELIVERIES
 
 STEP = "alerts"

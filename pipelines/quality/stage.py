@@ -15,15 +15,15 @@ from dataclasses import asdict, dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import delta_sql, lake, writes
-from pipelines.caching import CachedFrames
-from pipelines.config import Config
 from pipelines.quality.derived import with_generation_check, with_transition_check
 from pipelines.quality.findings import filter_final, judged_until, violations
 from pipelines.quality.rules import Scope, TableCheck, checks, scopes
 from pipelines.quality.screen import EXPECTATION_TYPES, screen
 from pipelines.quality.validate import RuleResult, validate
-from pipelines.seen import Seen, last_seen, remember, settings_key
+from pipelines.session.caching import CachedFrames
+from pipelines.settings.config import Config
+from pipelines.state.seen import Seen, last_seen, remember, settings_key
+from pipelines.storage import delta_sql, lake, writes
 from schemas.gold import GOLD_QUALITY_RESULTS
 
 STEP = "quality"

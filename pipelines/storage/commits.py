@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import lake
-from pipelines.config import Config
+from pipelines.settings.config import Config
+from pipelines.storage import lake
 
 
 def versions(spark: SparkSession, cfg: Config, names: Iterable[str]) -> dict[str, int]:

@@ -14,10 +14,10 @@ from pyspark import SparkContext
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
-from pipelines.config import Config
 from pipelines.jvm.build import project_jar
 from pipelines.jvm.classdata import discard, driver_options, keep_at_exit, mapped
-from pipelines.remote import REMOTE_ENV, connect_session
+from pipelines.session.remote import REMOTE_ENV, connect_session
+from pipelines.settings.config import Config
 
 DELTA_VERSION = "4.0.1"
 # The delta-spark jar and its two runtime dependencies outside Spark itself (from its pom on Maven Central).

@@ -13,9 +13,9 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from pipelines import delta_sql
-from pipelines.config import Config
-from pipelines.errors import PipelineStateError
+from pipelines.settings.config import Config
+from pipelines.state.errors import PipelineStateError
+from pipelines.storage import delta_sql
 from schemas.tables import TABLES
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamReader
 
 from pipelines.bronze.damaged import damaged_gzips, with_torn_rows
-from pipelines.config import Config
+from pipelines.settings.config import Config
 
 # The streaming query that reads the landing directory (its checkpoint folder has this name).
 INGEST_QUERY = "ingest"

@@ -8,8 +8,8 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
 
-from pipelines import inputs
-from pipelines.config import Config
+from pipelines.settings.config import Config
+from pipelines.storage import inputs
 
 # The trigger that processes what is there and stops; any other trigger is a processing-time interval ("5 seconds").
 AVAILABLE_NOW = "available-now"

@@ -9,13 +9,13 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import delta_sql, lake, writes
-from pipelines.caching import PinnedFrames, pin, unpin
-from pipelines.config import Config
-from pipelines.found import FOUND_COLUMNS, Found, changed_rows
+from pipelines.flow.found import FOUND_COLUMNS, Found, changed_rows
 from pipelines.gold.build import CROSS_GROUP, build_gold, cross_group_tables
 from pipelines.gold.rebalances import orphan_lines, route_orphans, rules_from
-from pipelines.together import run_together
+from pipelines.session.caching import PinnedFrames, pin, unpin
+from pipelines.session.together import run_together
+from pipelines.settings.config import Config
+from pipelines.storage import delta_sql, lake, writes
 from schemas.tables import REGISTRY
 
 GOLD_KEYS = {name: list(table.keys) for name, table in REGISTRY.items() if table.layer == "gold"}

@@ -11,9 +11,9 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import lake
-from pipelines.config import Config
 from pipelines.report.text import duration, incident_line
+from pipelines.settings.config import Config
+from pipelines.storage import lake
 
 # The columns of a changed rebalance or incident the summary speaks of (a change elsewhere is not news).
 REBALANCE_COLUMNS = ["rebalance_id", "group_id", "cause", "started_at", "duration_ms", "incident_id"]

@@ -12,16 +12,16 @@ from contextlib import contextmanager
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import inputs, lake
 from pipelines.bronze.lines import LineIds
-from pipelines.caching import CachedFrames
-from pipelines.config import Config
 from pipelines.gold.build import build_gold
 from pipelines.gold.rebalances import rules_from
+from pipelines.session.caching import CachedFrames
+from pipelines.settings.config import Config
+from pipelines.settings.sources import resolve_sources
 from pipelines.silver.build import build_silver
 from pipelines.silver.outputs import to_events, to_gc_pauses
 from pipelines.silver.privacy import hash_salt
-from pipelines.sources import resolve_sources
+from pipelines.storage import inputs, lake
 
 
 @contextmanager

@@ -13,20 +13,20 @@ from typing import Literal
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from pipelines import commits, inputs, lake
 from pipelines.alerts.loop import AlertLoop, alert_loop
 from pipelines.alerts.stage import run_alerts
-from pipelines.config import Config, ConfigError
-from pipelines.errors import PipelineStateError
-from pipelines.found import Found, from_history
-from pipelines.ingest import make_ingest_batch
-from pipelines.kafka_check import check_brokers
+from pipelines.flow.found import Found, from_history
+from pipelines.flow.ingest import make_ingest_batch
+from pipelines.flow.reconstruct import make_reconstruct_batch
+from pipelines.flow.streams import AVAILABLE_NOW, start_stream
 from pipelines.quality.stage import QualityReport, run_quality
 from pipelines.quality.validate import import_gx_early
-from pipelines.reconstruct import make_reconstruct_batch
-from pipelines.release import check_release
-from pipelines.remote import is_connect
-from pipelines.streams import AVAILABLE_NOW, start_stream
+from pipelines.session.kafka_check import check_brokers
+from pipelines.session.remote import is_connect
+from pipelines.settings.config import Config, ConfigError
+from pipelines.state.errors import PipelineStateError
+from pipelines.state.release import check_release
+from pipelines.storage import commits, inputs, lake
 from schemas.tables import TABLES
 
 Trigger = Literal["available-now", "continuous"]
@@ -43,7 +43,7 @@ CONTINUOUS_INTERVAL = "5 seconds"
 @dataclass
 class RunSummary:
     """What a run wrote: rows appended (or upserted, for gold) per table, micro-batches per query, the verdicts of
-    the quality step (when it ran), and what it found (`pipelines.found`: rebalances, incidents, unread lines)."""
+    the quality step (when it ran), and what it found (`pipelines.flow.found`: rebalances, incidents, unread lines)."""
 
     added: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
     batches: dict[str, int] = field(default_factory=dict)

@@ -10,9 +10,9 @@ from typing import TypeVar
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
-from pipelines import delta_sql
-from pipelines.config import Config
-from pipelines.lake import table
+from pipelines.settings.config import Config
+from pipelines.storage import delta_sql
+from pipelines.storage.lake import table
 from schemas.tables import TABLES
 
 # A commit that lost a race with another writer (an OPTIMIZE, a VACUUM, a second job) is retried this often.

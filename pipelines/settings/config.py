@@ -11,9 +11,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pipelines.globs import glob_matches
+from pipelines.settings.globs import glob_matches
 
-DEFAULT_CONF = Path(__file__).resolve().parent.parent / "conf" / "local.yml"
+DEFAULT_CONF = Path(__file__).resolve().parents[2] / "conf" / "local.yml"
 
 
 class ConfigError(ValueError):

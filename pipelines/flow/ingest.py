@@ -9,17 +9,17 @@ from collections.abc import Callable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import inputs, lake, writes
 from pipelines.bronze.damaged import damaged_gzips, local_path, with_torn_rows
 from pipelines.bronze.envelopes import kafka_raw_lines
 from pipelines.bronze.lines import LineIds
-from pipelines.config import Config
-from pipelines.found import Found
+from pipelines.flow.found import Found
+from pipelines.session.spark import compiled_code
+from pipelines.session.together import run_together
+from pipelines.settings.config import Config
+from pipelines.settings.sources import resolve_sources
 from pipelines.silver.build import SilverBatch, build_silver
 from pipelines.silver.privacy import hash_salt
-from pipelines.sources import resolve_sources
-from pipelines.spark import compiled_code
-from pipelines.together import run_together
+from pipelines.storage import inputs, lake, writes
 
 WRITER_ID = "ingest"
 
@@ -95,8 +95,8 @@ def make_ingest_batch(
     on_batch: BatchObserver | None = None, found: Found | None = None,
 ) -> Callable[[DataFrame, int], None]:
     """The foreachBatch function of the ingest stream: raw landing lines (or Kafka records) to bronze and silver
-    tables, with line ids of the lakehouse's scheme `line_ids` (`pipelines.release.check_release` says which); with
-    `found`, the lines each batch could not read are counted there by kind."""
+    tables, with line ids of the lakehouse's scheme `line_ids` (`pipelines.state.release.check_release` says which);
+    with `found`, the lines each batch could not read are counted there by kind."""
 
     sources, salt = resolve_sources(cfg), hash_salt(cfg)
 

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from pyspark.sql import SparkSession
 
-from pipelines.config import ConfigError
+from pipelines.settings.config import ConfigError
 
 REMOTE_ENV = "SPARK_REMOTE"
 REACH_TIMEOUT_S = 10
