@@ -189,6 +189,9 @@ def get_spark(
     )
     for name, value in INTERPRETED.items():
         builder = builder.config(name, value)
+    # The configuration's own settings last: a cluster's executor sizes, or any default above overridden on purpose.
+    for name, setting in cfg.spark.conf.items():
+        builder = builder.config(name, str(setting).lower() if isinstance(setting, bool) else str(setting))
     started = SparkContext._active_spark_context is None
     try:
         spark = builder.getOrCreate()
