@@ -22,7 +22,7 @@ lint: $(STAMP)   ## ruff over the repository, then mypy (strict on pipelines/) a
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: $(STAMP)   ## run the test suite (one Spark session for the whole run): default, connect, kafka_source and browser tiers
+test: $(STAMP)   ## run the test suite (one Spark session for the whole run): default, connect, cluster, kafka_source and browser tiers
 	$(BIN)/python -m pytest -m "not slow and not kafka" $(PYTEST_ARGS)
 
 test-slow: $(STAMP)  ## the slow tier: kill -9 loop, rotation, backlog, OPTIMIZE/VACUUM, older wordings, bench smoke

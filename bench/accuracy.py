@@ -5,7 +5,7 @@
 
 For each Kafka version the simulator speaks, simulate an estate (every scenario: scale up/down, rolling deploys,
 crashes and crash loops, GC pauses long and short, poll timeouts, partition additions, coordinator moves, service
-restarts), run the batch pipeline (`pipelines.batch.batch_tables`, the streaming run's oracle) over its landing
+restarts), run the batch pipeline (`pipelines.flow.batch.batch_tables`, the streaming run's oracle) over its landing
 folder, match gold_rebalances to the truth on (group_id, generation_after) with `simulator.evaluate` and write one
 markdown file: per version the counts (found/truth, invented, cause right) and the confusion matrix (true cause x
 our cause), plus every mismatch. One Spark session for all versions. Not part of the test suite (minutes per
@@ -63,8 +63,8 @@ def evaluate_version(spark, version: str, root: Path, *, seed: int, groups: int,
     """Simulate one estate, run the batch pipeline, match the truth: counts, confusion, mismatches, timings."""
     from pyspark.sql import functions as F
 
-    from pipelines.batch import batch_tables
-    from pipelines.config import load_config
+    from pipelines.flow.batch import batch_tables
+    from pipelines.settings.config import load_config
     from simulator import simulate
     from simulator.evaluate import accuracy, match_truth
 
@@ -147,8 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     versions = [v.strip() for v in args.versions.split(",") if v.strip()]
 
-    from pipelines.config import load_config
-    from pipelines.spark import get_spark
+    from pipelines.session.spark import get_spark
+    from pipelines.settings.config import load_config
 
     started = datetime.now(timezone.utc)
     t0 = time.monotonic()

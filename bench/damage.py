@@ -5,7 +5,7 @@
 Simulate one estate (`simulator.simulate`), then for each kind of damage copy its landing folder and damage the
 copy (pure Python on the text files, seeded): lines lost, lines duplicated, neighbouring lines of one broker file
 swapped, one broker's clock ahead, one hour of one broker's log missing, and all of them at once. Run the batch
-pipeline (`pipelines.batch.batch_tables`) over each copy, match gold_rebalances to the truth with
+pipeline (`pipelines.flow.batch.batch_tables`) over each copy, match gold_rebalances to the truth with
 `simulator.evaluate` and print a markdown table (written to `<out>/<timestamp>-damage.md` with --out), followed
 by every rebalance missed, invented or given another cause. Not part of the test suite; tests/test_damage.py runs
 the all-at-once damage on a small estate.
@@ -157,7 +157,7 @@ def evaluate(spark, cfg, truth_file: Path) -> dict:
     """Run the batch pipeline over `cfg.landing`, match the truth: counts and every rebalance not matched right."""
     from pyspark.sql import functions as F
 
-    from pipelines.batch import batch_tables
+    from pipelines.flow.batch import batch_tables
     from simulator.evaluate import accuracy, match_truth
 
     with batch_tables(spark, cfg) as tables:
@@ -209,8 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown damage {', '.join(unknown)}; choose among {', '.join(KINDS)}")
 
-    from pipelines.config import load_config
-    from pipelines.spark import get_spark
+    from pipelines.session.spark import get_spark
+    from pipelines.settings.config import load_config
     from simulator import simulate
 
     started = datetime.now(timezone.utc)

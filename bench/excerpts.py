@@ -131,13 +131,13 @@ def measure(spark: Any, excerpts: list[Excerpt], *, causes: bool = True,
     the excerpts' copies still exist (a test explains every rebalance from them)."""
     from pyspark.sql import functions as F
 
-    from pipelines import io
-    from pipelines.config import load_config
     from pipelines.gold.build import build_gold
     from pipelines.gold.rebalances import rules_from
+    from pipelines.settings.config import load_config
+    from pipelines.settings.sources import resolve_sources
     from pipelines.silver.build import build_silver
     from pipelines.silver.outputs import to_events, to_gc_pauses
-    from pipelines.sources import resolve_sources
+    from pipelines.storage import inputs, lake
 
     work = Path(tempfile.mkdtemp(prefix="excerpts-"))
     try:
@@ -149,8 +149,8 @@ def measure(spark: Any, excerpts: list[Excerpt], *, causes: bool = True,
                 shutil.copyfile(f, target)
                 copies.append(target)
         cfg = load_config(None, {"sources": _source_rules(excerpts)})
-        batch = build_silver(io.read_files(spark, sorted(copies)), resolve_sources(cfg),
-                             existing_files=io.empty(spark, "bronze_files"), batch_id=0, now=F.current_timestamp())
+        batch = build_silver(inputs.read_files(spark, sorted(copies)), resolve_sources(cfg),
+                             existing_files=lake.empty(spark, "bronze_files"), batch_id=0, now=F.current_timestamp())
         excerpt = F.element_at(F.split("instance", SEP), 1)
         rows = batch.parsed.select(
             excerpt.alias("excerpt"), F.element_at(F.split("source_file", "/"), -1).alias("file"), "line_no",
@@ -294,8 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated excerpt folder prefixes to measure")
     parser.add_argument("--out", type=Path, help="also write the report to this markdown file")
     args = parser.parse_args(argv)
-    from pipelines.config import load_config
-    from pipelines.spark import get_spark
+    from pipelines.session.spark import get_spark
+    from pipelines.settings.config import load_config
 
     excerpts = load_corpus(args.root)
     if args.only:

@@ -36,13 +36,13 @@ import yaml
 from bench.dataset import landing_files
 from bench.facts import own_cpu_s
 from bench.memory import MB, descendants, process_parents, tree_bytes
-from pipelines.config import DEFAULT_CONF
+from pipelines.settings.config import DEFAULT_CONF
 from simulator import simulate
 
 COUNT_SCRIPT = """
 import sys
-from pipelines.config import load_config
-from pipelines.spark import get_spark
+from pipelines.settings.config import load_config
+from pipelines.session.spark import get_spark
 cfg = load_config(None, {"landing": sys.argv[1], "lakehouse": sys.argv[2]})
 spark = get_spark(cfg, app_name="bench-count")
 print(spark.read.text(sys.argv[3:]).count())

@@ -19,13 +19,13 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from pipelines import io
 from pipelines.alerts.loop import AlertLoop, alert_loop
-from pipelines.config import Config
-from pipelines.ingest import make_ingest_batch
-from pipelines.reconstruct import make_reconstruct_batch
-from pipelines.run import INGEST_QUERY, RECONSTRUCT_QUERY
-from pipelines.streams import start_stream
+from pipelines.flow.ingest import make_ingest_batch
+from pipelines.flow.reconstruct import make_reconstruct_batch
+from pipelines.flow.run import INGEST_QUERY, RECONSTRUCT_QUERY
+from pipelines.flow.streams import start_stream
+from pipelines.settings.config import Config
+from pipelines.storage import inputs, lake
 
 COORDINATOR = "(kafka.coordinator.group.GroupCoordinator)"
 
@@ -96,15 +96,15 @@ def probe_text(group: str, at: datetime, rng: random.Random) -> str:
 
 def start_queries(spark: SparkSession, cfg: Config, *, trigger: str,
                   loop: AlertLoop | None = None) -> list[StreamingQuery]:
-    """The two queries of `pipelines.run.run` (same functions, same checkpoints) with a `processingTime` trigger;
+    """The two queries of `pipelines.flow.run.run` (same functions, same checkpoints) with a `processingTime` trigger;
     each reconstruct batch pokes `loop`, as in a continuous run."""
-    io.ensure_tables(spark, cfg)
-    ingest = start_stream(io.read_landing(spark, cfg), cfg, f"bench-{INGEST_QUERY}", make_ingest_batch(cfg), trigger,
-                          checkpoint=io.checkpoint_dir(cfg, INGEST_QUERY))
+    lake.ensure_tables(spark, cfg)
+    ingest = start_stream(inputs.read_landing(spark, cfg), cfg, f"bench-{INGEST_QUERY}", make_ingest_batch(cfg),
+                          trigger, checkpoint=inputs.checkpoint_dir(cfg, INGEST_QUERY))
     poke = (lambda query, counts: loop.poke()) if loop is not None else None
-    reconstruct = start_stream(io.read_table_stream(spark, cfg, "silver_accounting"), cfg,
+    reconstruct = start_stream(lake.read_table_stream(spark, cfg, "silver_accounting"), cfg,
                                f"bench-{RECONSTRUCT_QUERY}", make_reconstruct_batch(cfg, on_batch=poke), trigger,
-                               checkpoint=io.checkpoint_dir(cfg, RECONSTRUCT_QUERY))
+                               checkpoint=inputs.checkpoint_dir(cfg, RECONSTRUCT_QUERY))
     return [ingest, reconstruct]
 
 
@@ -131,7 +131,7 @@ def _commits(log_dir: Path) -> int:
 
 
 def _seen_groups(spark: SparkSession, cfg: Config, groups: list[str]) -> set[str]:
-    rows = (io.read_table(spark, cfg, "gold_rebalances").filter(F.col("group_id").isin(groups))
+    rows = (lake.read_table(spark, cfg, "gold_rebalances").filter(F.col("group_id").isin(groups))
             .select("group_id").distinct().collect())
     return {r.group_id for r in rows}
 
@@ -144,7 +144,7 @@ class _Watcher:
     def __init__(self, spark: SparkSession, cfg: Config, queries: list[StreamingQuery],
                  loop: AlertLoop | None = None) -> None:
         self.spark, self.cfg, self.queries, self.loop = spark, cfg, queries, loop
-        self.log_dir = Path(io.table(cfg, "gold_rebalances").path or "") / "_delta_log"
+        self.log_dir = Path(lake.table(cfg, "gold_rebalances").path or "") / "_delta_log"
         self.commits = _commits(self.log_dir)
         self.feed = cfg.alerts_jsonl
         self.feed_read = self.feed.stat().st_size if self.feed.exists() else 0

@@ -13,11 +13,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from bench import timeline
-from pipelines import io
-from pipelines.config import Config, load_config
-from pipelines.ingest import make_ingest_batch
-from pipelines.run import INGEST_QUERY, run
-from pipelines.streams import AVAILABLE_NOW, start_stream
+from pipelines.flow.ingest import make_ingest_batch
+from pipelines.flow.run import INGEST_QUERY, run
+from pipelines.flow.streams import AVAILABLE_NOW, start_stream
+from pipelines.settings.config import Config, load_config
+from pipelines.storage import inputs, lake
 
 Say = Callable[[str], None]
 
@@ -61,7 +61,7 @@ def count_lines(spark: SparkSession, files: tuple[Path, ...], *, runs: int = 2) 
 def _prepare(spark: SparkSession, cfg: Config) -> float:
     # A deployment's tables exist before its runs, so creating them stays outside the measured time.
     start = time.perf_counter()
-    io.ensure_tables(spark, cfg)
+    lake.ensure_tables(spark, cfg)
     return time.perf_counter() - start
 
 
@@ -77,14 +77,15 @@ def _run_to_end(start_query: Callable[[], StreamingQuery]) -> float:
 
 
 def ingest_only(spark: SparkSession, cfg: Config, *, lines: int) -> Timing:
-    """Landing to bronze and silver: the ingest query of `pipelines.run.run` alone, `availableNow`, fresh tables."""
+    """Landing to bronze and silver: the ingest query of `pipelines.flow.run.run` alone, `availableNow`,
+    fresh tables."""
     created = _prepare(spark, cfg)
     batches: list[dict[str, int]] = []
-    stream = io.read_landing(spark, cfg)
+    stream = inputs.read_landing(spark, cfg)
     batch_fn = make_ingest_batch(cfg, on_batch=lambda _q, counts: batches.append(counts))
     start_ms = int(time.time() * 1000)
     seconds = _run_to_end(lambda: start_stream(stream, cfg, f"bench-{INGEST_QUERY}", batch_fn, AVAILABLE_NOW,
-                                               checkpoint=io.checkpoint_dir(cfg, INGEST_QUERY)))
+                                               checkpoint=inputs.checkpoint_dir(cfg, INGEST_QUERY)))
     events = sum(b.get("silver_events", 0) for b in batches)
     return Timing(seconds, lines, {"batches": len(batches), "silver_events": events,
                                    "table_creation_s": round(created, 3),
@@ -112,7 +113,7 @@ def ingest_floor(spark: SparkSession, cfg: Config, *, lines: int) -> Timing:
             rows.write.format("delta").mode("append").option("txnAppId", "bench.floor") \
                 .option("txnVersion", batch_id).save(str(path))
 
-    stream = io.read_landing(spark, cfg)
+    stream = inputs.read_landing(spark, cfg)
     seconds = _run_to_end(lambda: start_stream(stream, cfg, "bench-floor", floor_batch, AVAILABLE_NOW,
                                                checkpoint=cfg.lakehouse / "_floor" / "_checkpoint"))
     total = spark.read.format("delta").load(str(tables[0])).agg(F.sum("lines")).first()
@@ -122,7 +123,7 @@ def ingest_floor(spark: SparkSession, cfg: Config, *, lines: int) -> Timing:
 
 
 def whole_pipeline(spark: SparkSession, cfg: Config, *, lines: int, say: Say | None = None) -> Timing:
-    """Landing to every gold table with `pipelines.run.run` (`availableNow`) on fresh tables."""
+    """Landing to every gold table with `pipelines.flow.run.run` (`availableNow`) on fresh tables."""
     created = _prepare(spark, cfg)
     start_ms, start = int(time.time() * 1000), time.perf_counter()
     summary = run(spark, cfg, on_progress=say)

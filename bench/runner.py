@@ -20,7 +20,7 @@ from bench import history, latency, measure, report
 from bench.dataset import Dataset, generate
 from bench.facts import OtherWork, load_average, machine_facts
 from bench.memory import MemorySampler
-from pipelines.spark import get_spark
+from pipelines.session.spark import get_spark
 
 DEFAULT_LINES = 1_000_000
 QUICK_LINES = 20_000
@@ -157,7 +157,7 @@ def _notes(opts: Options, stages: dict[str, dict[str, Any]]) -> list[str]:
     notes = [
         ("Every ratio uses baselines measured in this run: spark.read.text(files).count() (second, warm run) and "
          "the hand-written Python script (bench/handwritten.py, one process, no Spark) over the same 1x files."),
-        ("Parse stage = the ingest query of pipelines.run.run alone (landing to bronze and silver Delta tables, "
+        ("Parse stage = the ingest query of pipelines.flow.run.run alone (landing to bronze and silver Delta tables, "
          "availableNow), in the benchmark's session; tables are created before the clock starts, each run on a "
          f"fresh lakehouse. A first whole run on {WARMUP_LINES:,} lines (warmup_pipeline_tiny) warms the JVM and "
          "code generation; its time is roughly the fixed cost of one run. The whole pipeline is measured as a user "
@@ -169,7 +169,7 @@ def _notes(opts: Options, stages: dict[str, dict[str, Any]]) -> list[str]:
          "micro-batch. floor_vs_baseline is the most parse_vs_baseline can be in this design on this machine."),
         ("The Python script extracts 8 wordings and writes JSON lines; the Spark parse stage matches every "
          "template, numbers lines, fingerprints files, accounts for every line and commits six Delta tables."),
-        (f"Latency: both queries of pipelines.run.run started by the benchmark with processingTime "
+        (f"Latency: both queries of pipelines.flow.run.run started by the benchmark with processingTime "
          f"'{opts.latency_trigger}' on the warm-up run's tables (`rebalance run --trigger continuous` uses 5 "
          "seconds; each probe is a new group, so the size of the tables' past hardly matters); one "
          f"probe file every {opts.latency_every_s:g} s is renamed into a new instance folder (files keep arriving "

@@ -1,4 +1,4 @@
-"""`rebalance check`: the report of pipelines/check.py as text, JSON or one self-contained HTML page."""
+"""`rebalance check`: the report of pipelines/flow/check.py as text, JSON or one self-contained HTML page."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import json
 import sys
 from typing import Any
 
-from pipelines.config import load_config
+from pipelines.settings.config import load_config
 
 
 def cmd_check(args: argparse.Namespace, *, progress: Any) -> int:
     """Parse the landing as a run would, write nothing, print what can and cannot be read; exit 0 on any input."""
     from jobs.commands import _json_value, _spark
-    from pipelines.check import check_landing
+    from pipelines.flow.check import check_landing
 
     cfg = load_config(args.conf, {"landing": args.landing})
     spark = _spark(cfg, "rebalance-check", args)

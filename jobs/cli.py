@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import NoReturn
 
-from pipelines.config import ConfigError
+from pipelines.settings.config import ConfigError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -218,11 +218,11 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return EXIT_FAILURE
     except Exception as exc:  # noqa: BLE001 - the last line of defence prints one line, not a JVM trace
-        from pipelines.errors import PipelineStateError
         from pipelines.quality.stage import QualityError
-        from pipelines.remote import RemoteSessionError
-        from pipelines.spark import SparkSetupError
-        from pipelines.versions import UnsupportedSparkError
+        from pipelines.session.remote import RemoteSessionError
+        from pipelines.session.spark import SparkSetupError
+        from pipelines.session.versions import UnsupportedSparkError
+        from pipelines.state.errors import PipelineStateError
 
         if isinstance(exc, PipelineStateError):
             print(f"rebalance {args.command}: {exc}", file=sys.stderr)

@@ -13,7 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipelines.config import Config, ConfigError, load_config
+from pipelines.settings.config import Config, ConfigError, load_config
 
 if TYPE_CHECKING:  # pyspark is imported by the commands that need it, so that `--help` stays instant
     from pyspark.sql import DataFrame
@@ -23,7 +23,7 @@ Progress = Callable[[str], None]
 
 def _spark(cfg: Config, app: str, args: argparse.Namespace):
     """The session of a command: through the Spark Connect server of --remote (or SPARK_REMOTE), else local."""
-    from pipelines.spark import get_spark
+    from pipelines.session.spark import get_spark
 
     return get_spark(cfg, app_name=app, remote=getattr(args, "remote", None))
 
@@ -85,7 +85,7 @@ def sql_command(cfg: Config, conf: Path | None) -> str:
 def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
     """Run the pipeline over the landing directory, then say what it found."""
     from jobs.summary import print_found
-    from pipelines.run import check_inputs, run
+    from pipelines.flow.run import check_inputs, run
 
     kafka = {"bootstrap_servers": args.bootstrap_servers, "envelope": args.envelope,
              "topics": ",".join(args.topic) if args.topic else None}
@@ -119,11 +119,11 @@ def cmd_parse(args: argparse.Namespace, *, progress: Progress) -> int:
     """Parse files in batch: JSON events on stdout, a JSON accounting summary on stderr."""
     from pyspark.sql import functions as F
 
-    from pipelines import io
+    from pipelines.settings.sources import resolve_sources
     from pipelines.silver.build import build_silver
     from pipelines.silver.outputs import accounting, to_events, to_gc_pauses
     from pipelines.silver.privacy import hash_salt
-    from pipelines.sources import resolve_sources
+    from pipelines.storage import inputs, lake
 
     missing = [str(p) for p in args.files if not p.is_file()]
     if missing:
@@ -131,9 +131,9 @@ def cmd_parse(args: argparse.Namespace, *, progress: Progress) -> int:
     extra = {"sources": [{"instances": "*", "tz": args.tz}]} if args.tz else {}
     cfg = load_config(args.conf, extra)
     spark = _spark(cfg, "rebalance-parse", args)
-    raw = io.read_files(spark, list(args.files))
+    raw = inputs.read_files(spark, list(args.files))
     now = F.current_timestamp()
-    staged = build_silver(raw, resolve_sources(cfg), existing_files=io.empty(spark, "bronze_files"), batch_id=0,
+    staged = build_silver(raw, resolve_sources(cfg), existing_files=lake.empty(spark, "bronze_files"), batch_id=0,
                           now=now, hash_salt=hash_salt(cfg))
     try:
         events: DataFrame | None
@@ -217,7 +217,7 @@ def print_table(columns: list[str], rows: list[list[Any]], *, out=sys.stdout, ma
 
 def _open_lakehouse(args: argparse.Namespace, app: str):
     """The configuration, a session and the registered table views of an existing lakehouse (ConfigError if none)."""
-    from pipelines.run import register_views
+    from pipelines.flow.run import register_views
 
     cfg = _config(args)
     if not cfg.uses_catalog and not cfg.lakehouse.is_dir():
@@ -331,8 +331,8 @@ def _write_page(data: dict[str, list[dict[str, Any]]], out: Path) -> Path:
 def cmd_report(args: argparse.Namespace, *, progress: Progress) -> int:
     """Write the HTML report: on the local default from the fast engine (no JVM), else through Spark."""
     from jobs.sql import uses_spark
-    from pipelines.fastsql import FastSqlUnsupportedError, delta_tables
     from pipelines.report.data import collect_fast
+    from pipelines.storage.fastsql import FastSqlUnsupportedError, delta_tables
 
     cfg = _config(args)
     group_types = tuple(args.group_type or ())
@@ -358,8 +358,8 @@ def cmd_report(args: argparse.Namespace, *, progress: Progress) -> int:
 def cmd_demo(args: argparse.Namespace, *, progress: Progress) -> int:
     """Simulate, run the whole pipeline locally, print what happened and how to look further."""
     from jobs.summary import print_found
-    from pipelines import io
-    from pipelines.run import run
+    from pipelines.flow.run import run
+    from pipelines.storage import lake
     from simulator import simulate
     from simulator.evaluate import accuracy, match_truth
 
@@ -379,12 +379,12 @@ def cmd_demo(args: argparse.Namespace, *, progress: Progress) -> int:
         progress(summary.quality.line())
 
     print_found(summary, sql=sql_command(cfg, None))
-    rebalances = io.read_table(spark, cfg, "gold_rebalances")
+    rebalances = lake.read_table(spark, cfg, "gold_rebalances")
     truth = spark.read.json(str(sim.truth_file))
     result = accuracy(match_truth(rebalances, truth))
     print(f"\nAgainst the simulator's ground truth: {result.line()}")
     report = write_report(spark, cfg, workdir / "report.html")
-    alerts = io.read_table(spark, cfg, "gold_alerts").groupBy("rule").count().collect()
+    alerts = lake.read_table(spark, cfg, "gold_alerts").groupBy("rule").count().collect()
     if alerts:
         print("Alerts: " + ", ".join(f"{r['rule']} {r['count']}" for r in sorted(alerts, key=lambda r: r["rule"]))
               + f" (feed: {cfg.alerts_jsonl})")

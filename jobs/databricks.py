@@ -8,7 +8,7 @@
 The ingest task reads Kafka topics instead of the landing path with `--source kafka --bootstrap-servers HOST:PORT
 --topic NAME` (Databricks runtimes ship Spark's Kafka source).
 
-Each builds the configuration from its parameters (Auto Loader, Unity Catalog names) and calls `pipelines.run.run`
+Each builds the configuration from its parameters (Auto Loader, Unity Catalog names) and calls `pipelines.flow.run.run`
 with the session Databricks provides, a classic one on a job cluster or a Spark Connect one on serverless (the
 pipeline uses only what both support: no RDDs, no JVM calls, Delta through SQL). A failed quality rule fails the
 `quality` task (exit 1, the rules named); the `alerts` task runs after it all the same and delivers the quality alert.
@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pipelines.config import ConfigError, load_config
+from pipelines.settings.config import ConfigError, load_config
 
 TASKS = ("ingest", "reconstruct", "quality", "alerts")
 
@@ -55,9 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"rebalance-job {args.task}: configuration error: {exc}", file=sys.stderr)
         return 2
+    from pipelines.flow.run import run
     from pipelines.quality.stage import QualityError
-    from pipelines.run import run
-    from pipelines.spark import get_spark
+    from pipelines.session.spark import get_spark
 
     spark = get_spark(cfg, app_name=f"rebalance-{args.task}")
     try:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from pipelines.config import Config, ConfigError
+from pipelines.settings.config import Config, ConfigError
 
 
 def group_timeline(spark: Any, cfg: Config, group_id: str, *, trace: bool = False) -> Any:

@@ -1,7 +1,7 @@
 """`rebalance sql`: one query, or a prompt, over every table as a view of its own name.
 
-On the local default the fast engine answers (pipelines.fastsql: delta-rs and DuckDB, no JVM); Spark answers with
-`--engine spark`, `--remote` (or SPARK_REMOTE), on Databricks, for Unity Catalog tables, and for any query the fast
+On the local default the fast engine answers (pipelines.storage.fastsql: delta-rs and DuckDB, no JVM); Spark answers
+with `--engine spark`, `--remote` (or SPARK_REMOTE), on Databricks, for Unity Catalog tables, and for any query the fast
 engine rejects. Both engines print through the same code, so the output has one shape."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pipelines.config import Config, ConfigError
+from pipelines.settings.config import Config, ConfigError
 
 Rows = tuple[list[str], list[list[Any]]]
 HISTORY_FILE = Path("~/.rebalance_sql_history")
@@ -63,7 +63,7 @@ class Engines:
         self._spark = None
         self.views: list[str] = []
         if self.spark_reason is None:
-            from pipelines.fastsql import FastLakehouse
+            from pipelines.storage.fastsql import FastLakehouse
 
             if not cfg.lakehouse.is_dir():
                 raise ConfigError(f"no lakehouse at {cfg.lakehouse}; run `rebalance demo` or `rebalance run` first, "
@@ -98,7 +98,7 @@ class Engines:
     def query(self, query: str, limit: int, *, warn: Callable[[str], None]) -> Rows:
         """Answer with the fast engine where it can; else say why on `warn` and answer with Spark."""
         if self.fast is not None:
-            from pipelines.fastsql import FastSqlUnsupportedError
+            from pipelines.storage.fastsql import FastSqlUnsupportedError
 
             if _is_show_tables(query):
                 return ["namespace", "tableName", "isTemporary"], [["", name, True] for name in self.views]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from pipelines.found import SUMMARY_COLUMNS, by_group_and_cause, findings, unread_lines
+from pipelines.flow.found import SUMMARY_COLUMNS, by_group_and_cause, findings, unread_lines
 
 if TYPE_CHECKING:
-    from pipelines.run import RunSummary
+    from pipelines.flow.run import RunSummary
 
 
 def print_found(summary: RunSummary, *, sql: str, out: TextIO = sys.stdout) -> None:

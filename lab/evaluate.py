@@ -40,13 +40,13 @@ def gold_for(spark: SparkSession, corpus: Path, work: Path) -> DataFrame:
     """Run the pipeline's ingest and reconstruct stages (available-now) on corpus/landing into a lakehouse under
     `work`; gold_rebalances. The quality and alert stages are left out: they do not change gold_rebalances, and a
     failed quality rule would hide the scores (tests/test_quality.py covers them)."""
-    from pipelines import io
-    from pipelines.config import load_config
-    from pipelines.run import run
+    from pipelines.flow.run import run
+    from pipelines.settings.config import load_config
+    from pipelines.storage import lake
 
     cfg = load_config(None, {"landing": corpus / "landing", "lakehouse": work / "lakehouse"})
     run(spark, cfg, rebuild=True, stages=("ingest", "reconstruct"))
-    return io.read_table(spark, cfg, "gold_rebalances")
+    return lake.read_table(spark, cfg, "gold_rebalances")
 
 
 def score(spark: SparkSession, rebalances: DataFrame, truth_file: Path) -> tuple[list[ScenarioScore], Accuracy]:
@@ -102,8 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("corpora", nargs="+", type=Path, help="lab corpus directories (with landing/ and truth/)")
     parser.add_argument("--min-accuracy", type=float, default=0.0, help="fail below this cause accuracy (0..1)")
     args = parser.parse_args(argv)
-    from pipelines.config import load_config
-    from pipelines.spark import get_spark
+    from pipelines.session.spark import get_spark
+    from pipelines.settings.config import load_config
 
     spark = get_spark(load_config(None, {"spark": {"master": "local[2]", "shuffle_partitions": 2}}),
                       app_name="kafka-lab-evaluate")

@@ -60,13 +60,13 @@ mutate no-idempotent-appends-or-fingerprints "$S::test_batch_replayed_after_its_
 mutate no-fingerprints "$S::test_the_same_file_landed_twice_under_another_name" \
   pipelines/bronze/lines.py "$DEDUPE" "$NO_DEDUPE"
 mutate no-lost-checkpoint-check tests/test_pipeline.py::test_lost_checkpoint_is_refused_then_rebuilt_to_the_same_tables \
-  pipelines/run.py 'if checkpoint.joinpath("offsets").exists() or not files.exists(spark):' 'if True:'
+  pipelines/flow/run.py 'if checkpoint.joinpath("offsets").exists() or not files.exists(spark):' 'if True:'
 mutate no-release-check "$S::test_incompatible_checkpoints_or_tables_stop_with_a_message" \
-  pipelines/release.py 'if layout not in CONTINUES_FROM and layout != CHECKPOINT_LAYOUT:' 'if False:'
+  pipelines/state/release.py 'if layout not in CONTINUES_FROM and layout != CHECKPOINT_LAYOUT:' 'if False:'
 mutate no-table-upgrade "$S::test_todays_code_continues_a_previous_release_lakehouse" \
   pipelines/io.py '            _upgrade(spark, ref, TABLES[name])' '            pass'
 mutate no-late-count "$S::test_late_sources_are_counted_and_their_groups_rebuilt" \
-  pipelines/ingest.py '    if newest is None:' '    if True:'
+  pipelines/flow/ingest.py '    if newest is None:' '    if True:'
 mutate no-line-cap tests/test_hostile.py \
   pipelines/bronze/lines.py 'F.substring("value", 1, MAX_LINE_CHARS).alias("v")' 'F.col("value").alias("v")' \
   pipelines/bronze/lines.py '.withColumn("value", F.substring("value", 1, MAX_LINE_CHARS))' ''
@@ -78,7 +78,7 @@ mutate no-html-escaping tests/test_report.py::test_log_text_is_escaped_and_the_p
 mutate no-corrupt-file-tolerance "$S::test_a_gzip_cut_short_is_counted_and_the_stream_keeps_running" \
   pipelines/io.py '.option("ignoreCorruptFiles", "true")' '.option("ignoreCorruptFiles", "false")'
 mutate no-torn-gzip-rows "$S::test_a_gzip_cut_short_is_counted_and_the_stream_keeps_running" \
-  pipelines/ingest.py 'raw = with_torn_rows(spark, batch_df, damaged)' 'raw = batch_df'
+  pipelines/flow/ingest.py 'raw = with_torn_rows(spark, batch_df, damaged)' 'raw = batch_df'
 mutate no-conflict-retries "$S::test_a_merge_that_loses_a_race_with_optimize_is_retried" \
   pipelines/io.py 'if not is_commit_conflict(exc) or attempt == CONFLICT_ATTEMPTS:' 'if True:'
 # Slow tier: the backlog's bounded batches. (Copies in progress under hidden names need no mutation here: Spark's

@@ -6,7 +6,7 @@ that covers the whole flow (ingest, reconstruct, quality, alerts, the Connect pa
 
 Each venv (.venv-compat/<line>) gets this checkout in editable mode and the dependencies of pyproject.toml with the
 line's pyspark and delta-spark in place of the default's; the Maven jars follow the installed versions
-(pipelines/versions.py) and share the default's cache.
+(pipelines/session/versions.py) and share the default's cache.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.config import Config, load_config
+from pipelines.settings.config import Config, load_config
 
 DATA = Path(__file__).parent / "data"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -22,20 +22,20 @@ def silver_batch(raw, cfg: Config | None = None):
     ingested before)."""
     from pyspark.sql import functions as F
 
-    from pipelines import io
+    from pipelines.settings.sources import resolve_sources
     from pipelines.silver.build import build_silver
     from pipelines.silver.privacy import hash_salt
-    from pipelines.sources import resolve_sources
+    from pipelines.storage import lake
 
     cfg = cfg or load_config()
-    return build_silver(raw, resolve_sources(cfg), existing_files=io.empty(raw.sparkSession, "bronze_files"),
+    return build_silver(raw, resolve_sources(cfg), existing_files=lake.empty(raw.sparkSession, "bronze_files"),
                         batch_id=0, now=F.current_timestamp(), hash_salt=hash_salt(cfg))
 
 
 def parse_with(bronze, cfg: Config | None = None):
     """Bronze-shaped records parsed with the sources of `cfg` (default configuration when None)."""
+    from pipelines.settings.sources import resolve_sources
     from pipelines.silver.build import parse_records
-    from pipelines.sources import resolve_sources
 
     return parse_records(bronze, resolve_sources(cfg or load_config()))
 
@@ -59,7 +59,7 @@ def make_config(root: Path, **overrides) -> Config:
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
-    from pipelines.spark import get_spark
+    from pipelines.session.spark import get_spark
 
     cfg = make_config(tmp_path_factory.mktemp("session"))
     # With Spark's Kafka source: the kafka_source tier shares this one session.
@@ -152,7 +152,7 @@ def estate(spark, tmp_path_factory):
     import datetime as dt
     import os
 
-    from pipelines.run import run
+    from pipelines.flow.run import run
     from simulator import simulate
 
     root = tmp_path_factory.mktemp("estate")

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from jobs.cli import main as cli
 from jobs.commands import write_report
-from pipelines.run import run
-from pipelines.spark import get_spark
+from pipelines.flow.run import run
+from pipelines.session.spark import get_spark
 from tests.conftest import make_config
 
 SQL = "SELECT cause, count(*) AS n, sum(duration_ms) AS ms FROM gold_rebalances GROUP BY cause ORDER BY cause"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyspark
 
-from pipelines.spark import CODEGEN_CACHE_ENTRIES, LOCAL_LISTING_PATHS, LOG4J_CONFIG, delta_jars
+from pipelines.session.spark import CODEGEN_CACHE_ENTRIES, LOCAL_LISTING_PATHS, LOG4J_CONFIG, delta_jars
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 PR_SET_PDEATHSIG = 1

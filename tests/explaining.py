@@ -7,10 +7,10 @@ import gzip
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from pipelines.config import Thresholds
 from pipelines.gold.explain import explain
 from pipelines.gold.rulebook import rule
 from pipelines.gold.timeline import Timeline
+from pipelines.settings.config import Thresholds
 
 
 def landed_line(source_file: str, line_no: int) -> str:

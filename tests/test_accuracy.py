@@ -9,9 +9,9 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import io
-from pipelines.batch import batch_tables
-from pipelines.run import STAGES, run
+from pipelines.flow.batch import batch_tables
+from pipelines.flow.run import STAGES, run
+from pipelines.storage import lake
 from simulator import simulate
 from simulator.evaluate import accuracy, match_truth
 from tests.conftest import make_config
@@ -26,13 +26,13 @@ def _same_as_oracle(spark, cfg) -> None:
     with batch_tables(spark, cfg) as oracle:
         assert sorted(name for name in oracle if name.startswith("gold_")) == sorted(GOLD_TABLES)
         for name in GOLD_TABLES:
-            streamed = io.read_table(spark, cfg, name)
+            streamed = lake.read_table(spark, cfg, name)
             assertDataFrameEqual(streamed, oracle[name].select(streamed.columns))
 
 
 def _check_accuracy(spark, cfg, truth_file):
     truth = spark.read.json(str(truth_file))
-    result = accuracy(match_truth(io.read_table(spark, cfg, "gold_rebalances"), truth))
+    result = accuracy(match_truth(lake.read_table(spark, cfg, "gold_rebalances"), truth))
     assert result.truth > 20
     assert result.found == result.truth, result.confusion
     assert result.invented == 0, result.confusion

@@ -8,10 +8,10 @@ import json
 import pytest
 from pyspark.sql import functions as F
 
-from pipelines import io
 from pipelines.alerts.sinks import DeliveryError, append_jsonl, post_webhook
-from pipelines.config import AlertSettings
-from pipelines.run import run
+from pipelines.flow.run import run
+from pipelines.settings.config import AlertSettings
+from pipelines.storage import lake
 from tests.conftest import Receiver, make_config
 
 ALERT = {"alert_id": "a1", "rule": "storm", "severity": "critical", "group_id": "g", "summary": "Rebalance storm"}
@@ -48,7 +48,7 @@ def test_feed_never_repeats_an_alert(tmp_path):
 
 def test_planted_storm_alerts_once_however_often_the_pipeline_runs(spark, estate, monkeypatch):
     cfg, receiver = estate["cfg"], estate["receiver"]
-    alerts = io.read_table(spark, cfg, "gold_alerts")
+    alerts = lake.read_table(spark, cfg, "gold_alerts")
     storms = alerts.filter(F.col("rule") == "storm").collect()
     assert len(storms) >= 1
     assert all(s.delivered_to == ["jsonl", "webhook"] for s in storms)
@@ -61,7 +61,7 @@ def test_planted_storm_alerts_once_however_often_the_pipeline_runs(spark, estate
     monkeypatch.setenv(cfg.alerts.webhook_url_env, receiver.url)
     again = run(spark, cfg, run_ts=estate["run_ts"])
     assert again.batches == {}
-    assert io.read_table(spark, cfg, "gold_alerts").count() == total
+    assert lake.read_table(spark, cfg, "gold_alerts").count() == total
     assert len(receiver.received) == total
     feed = [json.loads(line)["alert_id"] for line in cfg.alerts_jsonl.read_text().splitlines()]
     assert sorted(feed) == sorted(keys)
@@ -81,7 +81,7 @@ def test_a_stuck_group_alerts_on_the_wall_clock_with_no_new_line(spark, tmp_path
     threshold = dt.timedelta(minutes=cfg.alerts.stuck_after_min)
 
     def stuck_alerts():
-        return io.read_table(spark, cfg, "gold_alerts").filter(F.col("rule") == "stuck").collect()
+        return lake.read_table(spark, cfg, "gold_alerts").filter(F.col("rule") == "stuck").collect()
 
     run(spark, cfg, run_ts=at + dt.timedelta(minutes=1))
     assert stuck_alerts() == []
@@ -202,6 +202,6 @@ def test_a_continuous_run_alerts_after_each_batch_without_another_run(spark, tmp
             query.stop()
         thread.join(120)
     assert not thread.is_alive() and failure == []
-    stored = io.read_table(spark, cfg, "gold_alerts").filter(F.col("group_id").isin("stuck-app", "slow-app"))
+    stored = lake.read_table(spark, cfg, "gold_alerts").filter(F.col("group_id").isin("stuck-app", "slow-app"))
     assert sorted((r.group_id, r.rule) for r in stored.collect()) == [("slow-app", "long_rebalance"),
                                                                        ("stuck-app", "stuck")]

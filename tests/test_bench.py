@@ -73,7 +73,7 @@ def test_quick_benchmark_writes_every_figure(spark, tmp_path):
 
 def test_history_bench_reads_the_step_times_a_run_prints():
     from bench.history import run_steps
-    from pipelines.run import RunSummary
+    from pipelines.flow.run import RunSummary
 
     summary = RunSummary(seconds={"spark start": 4.81, "setup": 16.56, "ingest": 28.3, "alerts": 6.2})
     output = f"[05:01:02] ingest batch 1: 7 files\nrun finished: nothing new to process\n{summary.time_line()}\n"

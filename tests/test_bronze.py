@@ -7,10 +7,10 @@ import gzip
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import io
 from pipelines.bronze.lines import with_line_ids
-from pipelines.config import load_config
+from pipelines.settings.config import load_config
 from pipelines.silver.outputs import accounting
+from pipelines.storage import inputs
 from tests.conftest import silver_batch
 
 BROKER = (
@@ -21,7 +21,7 @@ NOISE = "[2026-11-20 08:00:00,000] INFO [Log partition=t-0] Rolled new log segme
 
 
 def _stage(spark, paths):
-    raw = io.read_files(spark, paths)
+    raw = inputs.read_files(spark, paths)
     return silver_batch(raw, load_config())
 
 

@@ -147,7 +147,7 @@ ENVIRONMENT_SPARK = {"4": (4, 0), "5": (4, 1)}
 
 
 def test_the_serverless_environment_runs_the_spark_line_the_wheel_pins():
-    from pipelines.versions import parse
+    from pipelines.session.versions import parse
 
     pins = {r.split("==")[1] for r in metadata.requires("kafka-rebalance-analytics") or [] if r.startswith("pyspark==")}
     assert len(pins) == 1, pins

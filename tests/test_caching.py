@@ -5,13 +5,13 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import io
-from pipelines.batch import batch_tables
 from pipelines.bronze.damaged import spark_file_uri
-from pipelines.caching import pin, unpin
-from pipelines.ingest import landed_mb
-from pipelines.run import run
-from pipelines.spark import compiled_code
+from pipelines.flow.batch import batch_tables
+from pipelines.flow.ingest import landed_mb
+from pipelines.flow.run import run
+from pipelines.session.caching import pin, unpin
+from pipelines.session.spark import compiled_code
+from pipelines.storage import inputs, lake
 from tests.conftest import DATA, SPARK_SETTINGS, land, make_config, silver_batch
 
 
@@ -52,7 +52,7 @@ def test_a_second_batch_reuses_the_code_the_first_compiled(spark, tmp_path):
     (consumer / "gc.log").write_text(
         "[2026-11-20T08:00:00.500+0000][info][gc] GC(7) Pause Young (Normal) (G1 Evacuation Pause) "
         "24M->4M(256M) 812.345ms\n")
-    raw = io.read_files(spark, sorted(p for d in (broker, consumer) for p in d.iterdir()))
+    raw = inputs.read_files(spark, sorted(p for d in (broker, consumer) for p in d.iterdir()))
     with compiled_code(spark, True):  # the session interprets small work; a large ingest batch is compiled
         first = _compiled_classes(spark)
         silver_batch(raw).unpersist()
@@ -79,7 +79,7 @@ def test_a_compiled_silver_build_fits_the_jvm_method_limit(spark, tmp_path):
         "(org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)\n"
         "[2026-11-20T08:00:00.500+0000][info][gc] GC(7) Pause Young (Normal) (G1 Evacuation Pause) "
         "24M->4M(256M) 812.345ms\n")
-    raw = io.read_files(spark, sorted(p for d in (broker, consumer) for p in d.iterdir()))
+    raw = inputs.read_files(spark, sorted(p for d in (broker, consumer) for p in d.iterdir()))
     with compiled_code(spark, True):  # it sets the factory mode back when it ends
         spark.conf.set("spark.sql.codegen.fallback", "false")
         spark.conf.set("spark.sql.codegen.factoryMode", "CODEGEN_ONLY")
@@ -112,7 +112,7 @@ def test_an_ingest_batch_compiles_its_code_only_from_the_configured_size(spark, 
     with batch_tables(spark, compiled) as oracle:
         for name in ("silver_events", "silver_gc_pauses"):
             columns = [c for c in oracle[name].columns if c not in ("batch_id", "ingested_at")]
-            assertDataFrameEqual(io.read_table(spark, compiled, name).select(columns), oracle[name].select(columns))
+            assertDataFrameEqual(lake.read_table(spark, compiled, name).select(columns), oracle[name].select(columns))
 
 
 def test_a_local_session_lists_many_files_without_a_spark_job(spark, tmp_path):

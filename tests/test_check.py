@@ -16,11 +16,11 @@ from pyspark.sql import functions as F
 from bench.excerpts import DEFAULT_ROOT, SEP, _instance, _source_rules, load_corpus
 from jobs.check import to_html, to_text
 from jobs.cli import main
-from pipelines import io
-from pipelines.check import check_landing
-from pipelines.check_reach import reach
-from pipelines.config import Config
-from pipelines.run import run
+from pipelines.flow.check import check_landing
+from pipelines.flow.check_reach import reach
+from pipelines.flow.run import run
+from pipelines.settings.config import Config
+from pipelines.storage import lake
 from tests.conftest import make_config
 
 LAB = Path(__file__).parent / "data" / "kafka-lab"
@@ -34,11 +34,11 @@ def _by_instance(df, column: str | None = None) -> dict[str, int]:
 
 def assert_counts_match(spark, cfg: Config, report: dict) -> None:
     """Every per-instance and per-group count of `report` equals what the run stored under `cfg.lakehouse`."""
-    events = io.read_table(spark, cfg, "silver_events")
+    events = lake.read_table(spark, cfg, "silver_events")
     stored_events = _by_instance(events)
-    gc = _by_instance(io.read_table(spark, cfg, "silver_gc_pauses"))
-    quarantined = _by_instance(io.read_table(spark, cfg, "silver_quarantine"))
-    read = _by_instance(io.read_table(spark, cfg, "silver_accounting"), "lines_read")
+    gc = _by_instance(lake.read_table(spark, cfg, "silver_gc_pauses"))
+    quarantined = _by_instance(lake.read_table(spark, cfg, "silver_quarantine"))
+    read = _by_instance(lake.read_table(spark, cfg, "silver_accounting"), "lines_read")
     by_kind = {(r["instance"], r["source_kind"]): r["count"]
                for r in events.groupBy("instance", "source_kind").count().collect()}
     checked = {d["instance"]: d for d in report["instances"]}

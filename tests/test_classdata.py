@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SESSION = textwrap.dedent("""
     import sys
     from pathlib import Path
-    import pipelines.spark as sessions
-    from pipelines.config import load_config
+    import pipelines.session.spark as sessions
+    from pipelines.settings.config import load_config
 
     sessions.JAR_CACHE = Path(sys.argv[1])  # the archive (and the project's jar) go to the test's folder
     cfg = load_config(None, {"lakehouse": Path(sys.argv[1]) / "lakehouse", "spark": {"master": "local[1]"}})

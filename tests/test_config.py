@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from jobs.cli import main
-from pipelines.config import ConfigError, load_config
+from pipelines.settings.config import ConfigError, load_config
 
 
 def test_defaults_need_no_editing():

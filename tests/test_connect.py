@@ -18,8 +18,8 @@ from pyspark.testing import assertDataFrameEqual
 
 from jobs.cli import main as cli
 from jobs.commands import write_report
-from pipelines import io as tables
-from pipelines.run import run
+from pipelines.flow.run import run
+from pipelines.storage import lake
 from schemas.tables import TABLES
 from tests import connect_server
 from tests.conftest import make_config
@@ -92,8 +92,8 @@ def two_runs(spark, connect_url, tmp_path_factory):
 @pytest.mark.parametrize("name", [n for n in TABLES if n.startswith("gold_")])
 def test_gold_tables_are_the_same_through_spark_connect(spark, two_runs, name):
     drop = WALL_CLOCK.get(name, [])
-    classic = tables.read_table(spark, two_runs["classic"], name).drop(*drop)
-    remote = tables.read_table(spark, two_runs["connect"], name).drop(*drop)
+    classic = lake.read_table(spark, two_runs["classic"], name).drop(*drop)
+    remote = lake.read_table(spark, two_runs["connect"], name).drop(*drop)
     assertDataFrameEqual(remote, classic)
 
 
@@ -102,7 +102,7 @@ def test_every_stream_and_step_wrote_through_spark_connect(spark, two_runs):
     cfg = two_runs["connect"]
     # foreachBatch and MERGE (gold), applyInPandas (the state machines behind gold_group_states), quality, alerts.
     for name in ("silver_events", "gold_rebalances", "gold_group_states", "gold_quality_results", "gold_alerts"):
-        assert tables.read_table(spark, cfg, name).limit(1).count() == 1, name
+        assert lake.read_table(spark, cfg, name).limit(1).count() == 1, name
     # The summary of a Connect run is read back from Delta's history; appends count as the classic run counts them.
     appended = [f"{name} +{n}" for name, n in two_runs["summary"].added.items() if n and not name.startswith("gold_")]
     assert len(appended) >= 5
@@ -180,5 +180,5 @@ def test_the_pipeline_uses_nothing_spark_connect_lacks():
     banned = ("sparkContext", ".rdd", "_jvm", "_jdf", "import py4j", "from py4j", "java_exception", "DeltaTable.")
     found = [f"{path.relative_to(ROOT)}: {word}" for path in sorted((ROOT / "pipelines").rglob("*.py"))
              for word in banned if word in path.read_text()]
-    assert found == ["pipelines/caching.py: .rdd", "pipelines/caching.py: _jdf", "pipelines/io.py: DeltaTable.",
-                     "pipelines/jvm/matcher.py: _jvm"]
+    assert found == ["pipelines/jvm/matcher.py: _jvm", "pipelines/session/caching.py: .rdd",
+                     "pipelines/session/caching.py: _jdf", "pipelines/storage/lake.py: DeltaTable."]

@@ -62,14 +62,14 @@ def readme_queries() -> list[str]:
 
 def estate_tables(lakehouse: Path) -> list[str]:
     """The Delta tables of a lakehouse."""
-    from pipelines.fastsql import delta_tables
+    from pipelines.storage.fastsql import delta_tables
 
     return delta_tables(lakehouse)
 
 
 def every_table(lakehouse: Path) -> list[str]:
     """`SELECT *` of every table: each Delta type the pipeline writes, through both readers."""
-    from pipelines.fastsql import delta_tables
+    from pipelines.storage.fastsql import delta_tables
 
     return [f"SELECT * FROM {name}" for name in delta_tables(lakehouse)]
 
@@ -220,8 +220,8 @@ LAB = Path(__file__).resolve().parent / "data" / "kafka-lab" / "4.2.2"
 def test_both_engines_answer_alike_on_a_lab_lakehouse(spark, tmp_path, capsys):
     """Real Kafka 4.2 logs (classic, KIP-848 and share groups, streams): the pipeline's batch build of every table,
     written as Delta tables, then the same queries through both engines."""
-    from pipelines.batch import batch_tables
-    from pipelines.config import load_config
+    from pipelines.flow.batch import batch_tables
+    from pipelines.settings.config import load_config
 
     cfg = load_config(None, {"landing": LAB / "landing", "lakehouse": tmp_path / "lakehouse"})
     with batch_tables(spark, cfg) as tables:

@@ -12,8 +12,8 @@ from pyspark.sql import Row
 
 from jobs.cli import main
 from pipelines.bronze.envelopes import kafka_raw_lines, lost_offsets, with_envelope_fields
-from pipelines.config import ConfigError, load_config
-from pipelines.kafka_check import check_brokers
+from pipelines.session.kafka_check import check_brokers
+from pipelines.settings.config import ConfigError, load_config
 
 T0 = dt.datetime(2026, 11, 20, 8, 0)
 LINE = "[2026-11-20 08:00:01,000] INFO [GroupCoordinator 1]: Stabilized group g generation 3 with 2 members"

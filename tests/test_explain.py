@@ -7,15 +7,15 @@ import json
 
 from jobs.cli import main
 from jobs.explain import group_timeline
-from pipelines import io
-from pipelines.run import register_views
+from pipelines.flow.run import register_views
+from pipelines.storage import lake
 from tests.explaining import check_explained, landed_line
 
 CONF = "spark:\n  master: local[2]\n  shuffle_partitions: 2\n  driver_memory: 2g\n"
 
 
 def _stored(spark, cfg) -> dict[str, dict]:
-    rows = io.read_table(spark, cfg, "gold_rebalances").collect()
+    rows = lake.read_table(spark, cfg, "gold_rebalances").collect()
     return {r.rebalance_id: r.asDict(recursive=True) for r in rows}
 
 

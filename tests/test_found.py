@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from pipelines.found import Found, by_group_and_cause, findings, unread_lines
+from pipelines.flow.found import Found, by_group_and_cause, findings, unread_lines
 
 T0 = dt.datetime(2026, 11, 20, 8, 0)
 

@@ -7,7 +7,7 @@ import datetime as dt
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines.config import load_config
+from pipelines.settings.config import load_config
 from tests.conftest import parse_with
 
 D8 = "2020-06-04T12:25:21.976+0000"  # a JDK 8 date stamp: the collection's start

@@ -14,7 +14,7 @@ from pathlib import Path
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines.config import load_config
+from pipelines.settings.config import load_config
 from pipelines.silver.templates import load_templates
 from tests.conftest import parse_with
 

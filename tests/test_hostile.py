@@ -12,10 +12,10 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import io
 from pipelines.bronze.damaged import check_gzip, spark_file_uri
-from pipelines.config import load_config
+from pipelines.settings.config import load_config
 from pipelines.silver.outputs import accounting, to_quarantine
+from pipelines.storage import inputs
 from tests.conftest import silver_batch
 
 TS = "[2024-05-14 10:21:07,482]"
@@ -103,7 +103,7 @@ def staged(spark, tmp_path_factory):
     for n in range(4):
         lines = [_garbage(rng) for _ in range(rng.randint(30, 80))]
         (client / f"garbage-{n}.log").write_text("\n".join(lines), encoding="utf-8")
-    raw = io.read_files(spark, sorted(p for d in (broker, client) for p in d.iterdir()))
+    raw = inputs.read_files(spark, sorted(p for d in (broker, client) for p in d.iterdir()))
     batch = silver_batch(raw, load_config())
     yield batch
     batch.unpersist()

@@ -19,15 +19,15 @@ import pytest
 from pyspark.sql import functions as F
 
 from lab.corpus import RECORD_START, is_group_related
-from pipelines import io
 from pipelines.alerts.rules import storm_alerts
-from pipelines.batch import batch_tables
-from pipelines.config import AlertSettings, load_config
+from pipelines.flow.batch import batch_tables
 from pipelines.gold.rebalances import orphan_lines, rules_from, timeline_input, timeline_records
 from pipelines.gold.state_order import state_time_order
 from pipelines.gold.timeline import Timeline
 from pipelines.gold.whatif import parse_change
 from pipelines.quality.derived import with_transition_check
+from pipelines.settings.config import AlertSettings, load_config
+from pipelines.storage import inputs
 from simulator.evaluate import accuracy, match_truth
 from tests.conftest import silver_batch
 from tests.explaining import check_explained
@@ -75,7 +75,7 @@ def group_lines(landing: Path) -> Iterator[tuple[str, int, str]]:
 def parse_landing(spark, landing: Path) -> list:
     """Every bronze record of the broker and client logs parsed by the pipeline: file, line_no, template, event."""
     paths = sorted(p for p in landing.rglob("*") if p.is_file() and not p.name.startswith("gc"))
-    staged = silver_batch(io.read_files(spark, paths), load_config())
+    staged = silver_batch(inputs.read_files(spark, paths), load_config())
     try:
         parts = F.split("source_file", "/")
         rel = F.concat_ws("/", F.element_at(parts, -2), F.element_at(parts, -1))

@@ -15,8 +15,8 @@ import yaml
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import io
-from pipelines.run import run
+from pipelines.flow.run import run
+from pipelines.storage import lake
 from tests.conftest import make_config, run_cli_killed_after
 from tests.kafka_broker import Broker
 from tests.test_engines import TYPICAL, assert_engines_agree, every_table
@@ -119,11 +119,11 @@ def kafka_config(root: Path, bootstrap: str, topics: list[str]):
 
 def assert_same_gold(spark, expected_cfg, actual_cfg) -> None:
     for name in GOLD_OUTPUTS:
-        assertDataFrameEqual(io.read_table(spark, actual_cfg, name), io.read_table(spark, expected_cfg, name))
+        assertDataFrameEqual(lake.read_table(spark, actual_cfg, name), lake.read_table(spark, expected_cfg, name))
 
 
 def assert_accounting_adds_up(spark, cfg) -> None:
-    acct = io.read_table(spark, cfg, "silver_accounting")
+    acct = lake.read_table(spark, cfg, "silver_accounting")
     assert acct.filter(
         F.col("lines_read") != F.col("noise_lines") + F.col("event_lines") + F.col("gc_pause_lines")
         + F.col("quarantined_lines") + F.col("duplicate_lines")
@@ -140,23 +140,23 @@ def test_every_envelope_gives_the_gold_tables_of_the_files(spark, broker, estate
     kafka_cfg = kafka_config(tmp_path / "kafka", broker.bootstrap, topics)
     run(spark, kafka_cfg, run_ts=RUN_TS)
 
-    assert io.read_table(spark, kafka_cfg, "gold_rebalances").count() > 20
+    assert lake.read_table(spark, kafka_cfg, "gold_rebalances").count() > 20
     assert_same_gold(spark, files_cfg, kafka_cfg)
     # The same events from the same instances (a member's GC log joins it as with files), every line accounted for
     # per topic partition, and each bronze line knows its topic, partition and offset.
     events = ["event_type", "event_ts", "group_id", "member_id", "generation", "instance", "template_id"]
-    assertDataFrameEqual(io.read_table(spark, kafka_cfg, "silver_events").select(events),
-                         io.read_table(spark, files_cfg, "silver_events").select(events))
+    assertDataFrameEqual(lake.read_table(spark, kafka_cfg, "silver_events").select(events),
+                         lake.read_table(spark, files_cfg, "silver_events").select(events))
     pauses = ["instance", "started_at", "duration_ms"]
-    assertDataFrameEqual(io.read_table(spark, kafka_cfg, "silver_gc_pauses").select(pauses),
-                         io.read_table(spark, files_cfg, "silver_gc_pauses").select(pauses))
+    assertDataFrameEqual(lake.read_table(spark, kafka_cfg, "silver_gc_pauses").select(pauses),
+                         lake.read_table(spark, files_cfg, "silver_gc_pauses").select(pauses))
     assert_accounting_adds_up(spark, kafka_cfg)
-    files = io.read_table(spark, kafka_cfg, "bronze_files")
+    files = lake.read_table(spark, kafka_cfg, "bronze_files")
     per_partition = {(r.kafka_topic, r.kafka_partition): r.n for r in files.groupBy("kafka_topic", "kafka_partition")
                      .agg(F.sum("lines_read").alias("n")).collect()}
     assert sum(per_partition.values()) == sent
     assert {t for t, _ in per_partition} == set(topics)
-    assert io.read_table(spark, kafka_cfg, "bronze_log_lines").filter(
+    assert lake.read_table(spark, kafka_cfg, "bronze_log_lines").filter(
         F.col("kafka_topic").isNull() | F.col("kafka_partition").isNull() | F.col("kafka_offset").isNull()).count() == 0
     # A lakehouse written through the Kafka source reads alike through `rebalance sql`'s two engines.
     assert_engines_agree(capsys, kafka_cfg.lakehouse, TYPICAL + every_table(kafka_cfg.lakehouse))
@@ -176,10 +176,10 @@ def test_a_restart_reads_only_what_is_new(spark, broker, estate, files_run, tmp_
     assert run(spark, cfg, run_ts=RUN_TS).batches == {}
 
     files_cfg = files_run
-    files = io.read_table(spark, cfg, "bronze_files")
+    files = lake.read_table(spark, cfg, "bronze_files")
     assert files.agg(F.sum("lines_read")).first()[0] == sent == estate.lines
-    ids = io.read_table(spark, cfg, "silver_events").select("event_id")
-    assert ids.count() == ids.distinct().count() == io.read_table(spark, files_cfg, "silver_events").count()
+    ids = lake.read_table(spark, cfg, "silver_events").select("event_id")
+    assert ids.count() == ids.distinct().count() == lake.read_table(spark, files_cfg, "silver_events").count()
     assert_same_gold(spark, files_cfg, cfg)
 
 
@@ -206,13 +206,13 @@ def test_offsets_lost_to_retention_are_one_counted_record(spark, broker, tmp_pat
         future.result(timeout=30)
     run(spark, cfg, run_ts=RUN_TS)
 
-    lost = io.read_table(spark, cfg, "silver_quarantine").filter(F.col("reason") == "kafka_offsets_lost")
+    lost = lake.read_table(spark, cfg, "silver_quarantine").filter(F.col("reason") == "kafka_offsets_lost")
     assert [r.raw for r in lost.collect()] == [
         "kafka topic gappy partition 0: offsets 10..14 (5 records) were deleted before they were read (retention); "
         "they are lost"]
-    assert io.read_table(spark, cfg, "silver_events").count() == 15
+    assert lake.read_table(spark, cfg, "silver_events").count() == 15
     assert_accounting_adds_up(spark, cfg)
-    assert io.read_table(spark, cfg, "bronze_files").agg(F.sum("lines_read")).first()[0] == 16
+    assert lake.read_table(spark, cfg, "bronze_files").agg(F.sum("lines_read")).first()[0] == 16
 
 
 def test_driver_killed_while_reading_a_topic_loses_and_doubles_nothing(spark, broker, estate, files_run, tmp_path):
@@ -259,10 +259,10 @@ def test_driver_killed_while_reading_a_topic_loses_and_doubles_nothing(spark, br
           f"{killed_after_commit} kills after the killed run's own commits, {len(committed)} micro-batches committed "
           "before the clean run")
     assert killed >= 3 and killed_after_commit and sent == estate.lines
-    assert io.read_table(spark, cfg, "bronze_files").agg(F.sum("lines_read")).first()[0] == sent
-    offsets = io.read_table(spark, cfg, "bronze_log_lines").groupBy("kafka_topic", "kafka_partition", "kafka_offset")
+    assert lake.read_table(spark, cfg, "bronze_files").agg(F.sum("lines_read")).first()[0] == sent
+    offsets = lake.read_table(spark, cfg, "bronze_log_lines").groupBy("kafka_topic", "kafka_partition", "kafka_offset")
     assert offsets.count().filter("count > 1").count() == 0
-    ids = io.read_table(spark, cfg, "silver_events").select("event_id")
-    assert ids.count() == ids.distinct().count() == io.read_table(spark, files_run, "silver_events").count()
+    ids = lake.read_table(spark, cfg, "silver_events").select("event_id")
+    assert ids.count() == ids.distinct().count() == lake.read_table(spark, files_run, "silver_events").count()
     assert_accounting_adds_up(spark, cfg)
     assert_same_gold(spark, files_run, cfg)

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines.config import ConfigError, load_config
+from pipelines.settings.config import ConfigError, load_config
 from pipelines.silver import layouts
 from pipelines.silver.layouts import strip_envelope
 from tests.conftest import parse_with

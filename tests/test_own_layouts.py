@@ -9,8 +9,8 @@ import json
 import yaml
 
 from jobs.cli import main
-from pipelines import io
-from pipelines.run import run
+from pipelines.flow.run import run
+from pipelines.storage import lake
 from tests.conftest import SPARK_SETTINGS, make_config
 from tests.test_layouts import PIPE_LINES, PIPE_PATTERN
 from tests.test_pipeline import OWN_LAYOUT_LINES, OWN_PATTERN
@@ -56,7 +56,7 @@ def test_parse_and_run_give_the_same_events_for_every_own_layout(spark, tmp_path
     cfg = make_config(tmp_path, sources=SOURCES)
     run(spark, cfg, stages=("ingest",))
     stored = {(r.source_file.split("landing/")[-1], r.line_no, r.event_type, r.group_id, r.generation,
-               r.event_ts.isoformat()) for r in io.read_table(spark, cfg, "silver_events").collect()}
+               r.event_ts.isoformat()) for r in lake.read_table(spark, cfg, "silver_events").collect()}
     as_stored = {(f, n, t, g, gen, dt.datetime.fromisoformat(ts).replace(tzinfo=None).isoformat())
                  for f, n, t, g, gen, ts in parsed}
     assert as_stored == stored
@@ -68,7 +68,7 @@ def test_parse_and_run_give_the_same_events_for_every_own_layout(spark, tmp_path
     summary = {f["file"].split("landing/")[-1]: f for f in json.loads(err.strip().splitlines()[-1])["files"]}
     assert summary["stale-3/server.log"]["own_layout_missed"] == 1
     assert "own_layout_missed" not in summary["pipe-broker/server.log"]
-    accounted = {r.source_file.split("landing/")[-1]: r for r in io.read_table(spark, cfg, "silver_accounting")
+    accounted = {r.source_file.split("landing/")[-1]: r for r in lake.read_table(spark, cfg, "silver_accounting")
                  .select("source_file", "own_layout_missed_lines", "own_layout_miss_sample").collect()}
     assert accounted["stale-3/server.log"].own_layout_missed_lines == 1
     assert accounted["stale-3/server.log"].own_layout_miss_sample.startswith("[2026-11-19 09:00:03,000] INFO")

@@ -7,7 +7,7 @@ import datetime as dt
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines.config import load_config
+from pipelines.settings.config import load_config
 from pipelines.silver.outputs import to_events
 from tests.conftest import parse_with
 

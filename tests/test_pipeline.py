@@ -16,9 +16,9 @@ from pyspark.testing import assertDataFrameEqual
 
 from jobs.cli import main
 from jobs.summary import print_found
-from pipelines import commits, io
-from pipelines.found import Found, from_history
-from pipelines.run import STREAMED, PipelineStateError, register_views, run
+from pipelines.flow.found import Found, from_history
+from pipelines.flow.run import STREAMED, PipelineStateError, register_views, run
+from pipelines.storage import commits, inputs, lake
 from schemas.tables import TABLES
 from tests.conftest import DATA, land, make_config
 
@@ -27,7 +27,8 @@ GOLD = ["group_id", "generation_before", "generation_after", "outcome", "cause",
 
 
 def _versions(spark, cfg) -> dict[str, int]:
-    return {name: DeltaTable.forPath(spark, io.table(cfg, name).path).history(1).first()["version"] for name in TABLES}
+    return {name: DeltaTable.forPath(spark, lake.table(cfg, name).path).history(1).first()["version"]
+            for name in TABLES}
 
 
 def test_two_drops_then_a_rerun(spark, workspace):
@@ -39,7 +40,7 @@ def test_two_drops_then_a_rerun(spark, workspace):
     assert list(first.seconds) == ["setup", "ingest", "reconstruct", "quality", "alerts"]
     assert all(seconds > 0 for seconds in first.seconds.values())
     assert first.time_line().startswith("time: setup ") and first.time_line().endswith(" s")
-    gold = io.read_table(spark, cfg, "gold_rebalances")
+    gold = lake.read_table(spark, cfg, "gold_rebalances")
     expected_first = [
         ("orders-app", 0, 1, "stabilized", "membership_change", "member_join", 3039, 0, 1),
         ("orders-app", 1, 2, "stabilized", "membership_change", "member_join", 1070, 1, 2),
@@ -59,7 +60,7 @@ def test_two_drops_then_a_rerun(spark, workspace):
     assert second.added["bronze_files"] == 2
     # A run releases every frame it cached (a scheduled job runs many batches in one driver).
     assert spark._jsparkSession.sharedState().cacheManager().isEmpty()
-    gold = io.read_table(spark, cfg, "gold_rebalances")
+    gold = lake.read_table(spark, cfg, "gold_rebalances")
     expected = expected_first + [
         ("orders-app", 2, 3, "stabilized", "session_timeout", "heartbeat_expiration", 1085, 2, 1),
         ("orders-app", 3, 4, "emptied", "poll_timeout", "leave_on_poll_timeout", 6, 1, 0),
@@ -68,13 +69,13 @@ def test_two_drops_then_a_rerun(spark, workspace):
     assert first_ids <= {r.rebalance_id for r in gold.select("rebalance_id").collect()}
 
     # Accounting adds up for every file: nothing lost, nothing counted twice.
-    acct = io.read_table(spark, cfg, "silver_accounting")
+    acct = lake.read_table(spark, cfg, "silver_accounting")
     assert acct.count() == 3
     assert acct.filter(
         F.col("lines_read") != F.col("noise_lines") + F.col("event_lines") + F.col("gc_pause_lines")
         + F.col("quarantined_lines") + F.col("duplicate_lines")
     ).count() == 0
-    quarantine = io.read_table(spark, cfg, "silver_quarantine").select("line_no", "reason", "batch_id").collect()
+    quarantine = lake.read_table(spark, cfg, "silver_quarantine").select("line_no", "reason", "batch_id").collect()
     assert [(r.line_no, r.reason) for r in quarantine] == [(9, "no_template")]
     # The second run found the two new rebalances (the first two are unchanged) and counted its unread lines.
     assert sorted(r["cause"] for r in second.found.rebalances.values()) == ["poll_timeout", "session_timeout"]
@@ -116,14 +117,14 @@ def test_lost_checkpoint_is_refused_then_rebuilt_to_the_same_tables(spark, works
     land(DATA / "landing" / "part1", cfg.landing)
     land(DATA / "landing" / "part2", cfg.landing)
     run(spark, cfg)
-    before = io.read_table(spark, cfg, "gold_rebalances").select(GOLD + ["rebalance_id"]).collect()
+    before = lake.read_table(spark, cfg, "gold_rebalances").select(GOLD + ["rebalance_id"]).collect()
     shutil.rmtree(cfg.checkpoint_root / "ingest")
     with pytest.raises(PipelineStateError, match="--rebuild"):
         run(spark, cfg)
     run(spark, cfg, rebuild=True)
-    after = io.read_table(spark, cfg, "gold_rebalances").select(GOLD + ["rebalance_id"])
+    after = lake.read_table(spark, cfg, "gold_rebalances").select(GOLD + ["rebalance_id"])
     assertDataFrameEqual(after, spark.createDataFrame(before, after.schema))
-    assert io.read_table(spark, cfg, "silver_events").count() == 16
+    assert lake.read_table(spark, cfg, "silver_events").count() == 16
 
 
 def test_the_landing_stream_reads_every_visible_file_at_any_depth_as_the_batch_oracle_lists_them(spark, workspace):
@@ -136,12 +137,12 @@ def test_the_landing_stream_reads_every_visible_file_at_any_depth_as_the_batch_o
         (cfg.landing / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(broker_log, cfg.landing / relative)
     run(spark, cfg, stages=("ingest",))
-    files = io.read_table(spark, cfg, "bronze_files").select("source_file", "instance").collect()
+    files = lake.read_table(spark, cfg, "bronze_files").select("source_file", "instance").collect()
     # A file's instance is the folder it sits in; one directly in the landing directory takes the landing's name.
     assert sorted(r.instance for r in files) == sorted([cfg.landing.name, "rotated"])
     read = sorted(r.source_file.removeprefix("file:") for r in files)
     assert read == [str((cfg.landing / p).resolve()) for p, visible in sorted(placed.items()) if visible]
-    assert [str(p.resolve()) for p in io.landing_files(cfg)] == read
+    assert [str(p.resolve()) for p in inputs.landing_files(cfg)] == read
 
 
 # A layout that prints the time after the message: no built-in layout and no general path reads its time, so only the
@@ -161,7 +162,7 @@ def test_a_sources_own_layout_reaches_the_parser_of_the_stream(spark, workspace)
     (cfg.landing / "legacy-7").mkdir(parents=True)
     (cfg.landing / "legacy-7" / "app.log").write_text("\n".join(lines) + "\n")
     run(spark, cfg, stages=("ingest",))
-    events = io.read_table(spark, cfg, "silver_events").select("line_no", "event_type", "group_id", "generation",
+    events = lake.read_table(spark, cfg, "silver_events").select("line_no", "event_type", "group_id", "generation",
                                                                "event_ts", "level")
     expected = spark.createDataFrame([
         (1, "client_joining", "billing", None, dt.datetime(2024, 5, 14, 8, 21, 7, 100000), "INFO"),

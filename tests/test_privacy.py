@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines import io
 from pipelines.silver.outputs import to_events, to_quarantine
+from pipelines.storage import inputs
 from tests.conftest import make_config, silver_batch
 
 MEMBER = "consumer-orders-app-1-9b0d1c3e-2f4a-4b6c-8d7e-1a2b3c4d5e6f"
@@ -39,7 +39,7 @@ def _stage(spark, root, *, hash_ids: bool):
         (root / instance).mkdir(parents=True, exist_ok=True)
         (root / instance / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     cfg = make_config(root, landing=root, privacy={"hash_ids": hash_ids})
-    raw = io.read_files(spark, sorted(root.glob("*/*")))
+    raw = inputs.read_files(spark, sorted(root.glob("*/*")))
     return silver_batch(raw, cfg)
 
 

@@ -7,10 +7,10 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import io
-from pipelines.config import load_config
 from pipelines.gold.rebalances import rebuild_rebalances, timeline_input
+from pipelines.settings.config import load_config
 from pipelines.silver.outputs import accounting, to_events, to_gc_pauses
+from pipelines.storage import inputs
 from tests.conftest import SHARED, silver_batch
 
 SAMPLES = SHARED / "kafka-logs" / "public-samples"
@@ -31,7 +31,7 @@ EXPECTED = {
 @pytest.fixture(scope="module")
 def staged(spark):
     files = sorted(SAMPLES.glob("*.log"))
-    batch = silver_batch(io.read_files(spark, files), load_config())
+    batch = silver_batch(inputs.read_files(spark, files), load_config())
     yield batch
     batch.unpersist()
 

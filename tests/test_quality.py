@@ -11,12 +11,12 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from jobs.cli import main
-from pipelines import io
+from pipelines.flow.run import run
 from pipelines.quality.derived import with_generation_check, with_transition_check
 from pipelines.quality.rules import checks
 from pipelines.quality.stage import STEP, QualityError, run_quality
-from pipelines.run import run
-from pipelines.seen import FOLDER
+from pipelines.state.seen import FOLDER
+from pipelines.storage import lake
 from tests.conftest import DATA, land, make_config
 
 T0 = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)
@@ -109,13 +109,13 @@ def test_generations_grow_within_a_coordinator_epoch(spark):
 def test_clean_tables_pass_every_rule(spark, lakehouse):
     cfg, report = lakehouse["cfg"], lakehouse["summary"].quality
     assert report is not None and report.validated and not report.failures
-    stored = io.read_table(spark, cfg, "gold_quality_results")
+    stored = lake.read_table(spark, cfg, "gold_quality_results")
     expected = {(c.table, r.name) for c in checks() for r in c.rules}
     assert {(r.table_name, r.rule) for r in stored.collect()} == expected
     assert stored.filter(~F.col("success") | (F.col("run_ts") != F.lit(_naive(T0)))).count() == 0
     # The rebalance of 09:30 is within the allowed lateness of the newest event (09:30:41): not judged yet.
     assert stored.filter("table_name = 'gold_rebalances' AND rule = 'generation_grows'").first().checked_rows == 3
-    assert io.read_table(spark, cfg, "gold_alerts").filter("rule = 'quality'").count() == 0
+    assert lake.read_table(spark, cfg, "gold_alerts").filter("rule = 'quality'").count() == 0
 
 
 def test_without_its_record_the_step_reuses_the_stored_verdicts_of_the_same_table_versions(spark, lakehouse):
@@ -123,10 +123,10 @@ def test_without_its_record_the_step_reuses_the_stored_verdicts_of_the_same_tabl
     record = cfg.checkpoint_root / FOLDER / f"{STEP}.json"
     assert record.exists()
     record.unlink()  # as when another process (a separate job task) ran the step
-    before = io.table_version(spark, cfg, "gold_quality_results")
+    before = lake.table_version(spark, cfg, "gold_quality_results")
     report = run_quality(spark, cfg, run_ts=_at(5))
     assert not report.validated and report.run_ts.replace(tzinfo=None) == _naive(T0)
-    assert io.table_version(spark, cfg, "gold_quality_results") == before
+    assert lake.table_version(spark, cfg, "gold_quality_results") == before
     assert record.exists()  # and the next run finds it again
 
 
@@ -139,18 +139,18 @@ def test_the_simulated_estate_passes_every_rule(spark, estate):
 def test_corrupted_rows_fail_their_rules_until_repaired(spark, lakehouse, capsys):
     cfg = lakehouse["cfg"]
     names = ["silver_events", "gold_rebalances", "gold_group_states"]
-    clean = {name: io.table_version(spark, cfg, name) for name in names}
-    rebalances = io.table(cfg, "gold_rebalances").delta(spark)
+    clean = {name: lake.table_version(spark, cfg, name) for name in names}
+    rebalances = lake.table(cfg, "gold_rebalances").delta(spark)
     rebalances.update("generation_after = 2", {"duration_ms": F.lit(-5)})
     rebalances.update("generation_after = 3", {"generation_after": F.lit(1)})
-    io.table(cfg, "silver_events").delta(spark).update(
-        F.col("event_id") == io.read_table(spark, cfg, "silver_events").agg(F.min("event_id")).first()[0],
+    lake.table(cfg, "silver_events").delta(spark).update(
+        F.col("event_id") == lake.read_table(spark, cfg, "silver_events").agg(F.min("event_id")).first()[0],
         {"event_type": F.lit("made_up_event")})
-    stable = io.read_table(spark, cfg, "gold_group_states").filter(
+    stable = lake.read_table(spark, cfg, "gold_group_states").filter(
         "state = 'Stable' AND started_at < '2026-11-20 09:00:00'").agg(F.min("state_id"))
-    io.table(cfg, "gold_group_states").delta(spark).update(
+    lake.table(cfg, "gold_group_states").delta(spark).update(
         F.col("state_id") == stable.first()[0], {"state": F.lit("CompletingRebalance")})
-    broken_id = io.read_table(spark, cfg, "gold_rebalances").filter("duration_ms < 0").first().rebalance_id
+    broken_id = lake.read_table(spark, cfg, "gold_rebalances").filter("duration_ms < 0").first().rebalance_id
 
     with pytest.raises(QualityError) as failure:
         run(spark, cfg, stages=("quality", "alerts"), run_ts=_at(15))
@@ -159,24 +159,24 @@ def test_corrupted_rows_fail_their_rules_until_repaired(spark, lakehouse, capsys
     assert not any(name in message for name in INCONSISTENT), message
     assert f"rebalance_id={broken_id}, duration_ms=-5" in message
 
-    stored = io.read_table(spark, cfg, "gold_quality_results").filter(F.col("run_ts") == F.lit(_naive(_at(15))))
+    stored = lake.read_table(spark, cfg, "gold_quality_results").filter(F.col("run_ts") == F.lit(_naive(_at(15))))
     failed = stored.filter(~F.col("success")).select(
         F.concat_ws(".", "table_name", "rule").alias("rule"), "unexpected_count")
     assertDataFrameEqual(failed, spark.createDataFrame([(name, 1) for name in CORRUPTED + INCONSISTENT],
                                                        failed.schema))
     assert stored.count() == len({(c.table, r.name) for c in checks() for r in c.rules})
 
-    alerts = io.read_table(spark, cfg, "gold_alerts").filter("rule = 'quality'")
+    alerts = lake.read_table(spark, cfg, "gold_alerts").filter("rule = 'quality'")
     assert alerts.count() == len(CORRUPTED)
     summaries = [r.summary for r in alerts.filter(F.col("closed_at").isNull()).collect()]
     assert all(any(f"rule {name} failed since 2026-11-20 12:15 UTC" in s for s in summaries) for name in CORRUPTED)
     assert all(r.delivered_to == ["jsonl"] for r in alerts.collect())
-    found = io.read_table(spark, cfg, "gold_alerts").filter("rule = 'inconsistent_input'")
+    found = lake.read_table(spark, cfg, "gold_alerts").filter("rule = 'inconsistent_input'")
     assert sorted(r.summary.split(" is broken")[0] for r in found.collect()) == [
         f"Inconsistent input: {name}" for name in INCONSISTENT]
 
     # Nothing changed since: the stored failure stands (nothing written), and the command line exits 1 naming it.
-    before = io.table_version(spark, cfg, "gold_quality_results")
+    before = lake.table_version(spark, cfg, "gold_quality_results")
     conf = lakehouse["root"] / "test.yml"
     conf.write_text("spark:\n  master: local[2]\n  shuffle_partitions: 2\n  driver_memory: 2g\n")
     code = main(["run", "--conf", str(conf), "--landing", str(cfg.landing), "--lakehouse", str(cfg.lakehouse)])
@@ -184,13 +184,13 @@ def test_corrupted_rows_fail_their_rules_until_repaired(spark, lakehouse, capsys
     assert code == 1
     assert "data quality rule(s) failed" in err and all(name in err for name in CORRUPTED), err
     assert "input rule gold_rebalances.generation_grows: 1 row(s) from inconsistent input, reported" in err, err
-    assert io.table_version(spark, cfg, "gold_quality_results") == before
+    assert lake.table_version(spark, cfg, "gold_quality_results") == before
 
     for name, version in clean.items():
-        io.table(cfg, name).delta(spark).restoreToVersion(version)
+        lake.table(cfg, name).delta(spark).restoreToVersion(version)
     repaired = run(spark, cfg, stages=("quality", "alerts"), run_ts=_at(30))
     assert repaired.quality.validated and not repaired.quality.failures
-    closed = io.read_table(spark, cfg, "gold_alerts").filter("rule = 'quality'").select("closed_at").distinct()
+    closed = lake.read_table(spark, cfg, "gold_alerts").filter("rule = 'quality'").select("closed_at").distinct()
     assert [r.closed_at for r in closed.collect()] == [_naive(_at(30))]
 
 

@@ -12,10 +12,10 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import io
+from pipelines.flow.run import run
 from pipelines.quality.rules import checks, scopes
 from pipelines.quality.stage import QualityError
-from pipelines.run import run
+from pipelines.storage import lake, writes
 from tests.conftest import make_config
 
 T0 = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)
@@ -57,7 +57,7 @@ def _naive(ts: dt.datetime) -> dt.datetime:
 
 
 def _input_alerts(spark, cfg):
-    return io.read_table(spark, cfg, "gold_alerts").filter("rule = 'inconsistent_input'")
+    return lake.read_table(spark, cfg, "gold_alerts").filter("rule = 'inconsistent_input'")
 
 
 @pytest.fixture(scope="module")
@@ -80,35 +80,35 @@ def test_a_lost_line_is_reported_once_and_later_runs_go_on(spark, inconsistent):
     assert first.quality is not None and not first.quality.failures, first.quality.error()
     assert [(r.full_name, r.unexpected_count) for r in first.quality.findings] == [
         ("gold_rebalances.generation_grows", 1)]
-    broken = io.read_table(spark, cfg, "gold_rebalances").filter("generation_before = 48").first().rebalance_id
+    broken = lake.read_table(spark, cfg, "gold_rebalances").filter("generation_before = 48").first().rebalance_id
     alert = _input_alerts(spark, cfg).select("group_id", "opened_at", "rebalance_ids", "delivered_to")
     assertDataFrameEqual(alert, spark.createDataFrame(
         [("pay-app", dt.datetime(2026, 11, 20, 10, 5), [broken], ["jsonl"])], alert.schema))
     assert "generation_before=48, generation_after=48" in _input_alerts(spark, cfg).first().summary
-    assert io.read_table(spark, cfg, "gold_alerts").filter("rule = 'quality'").count() == 0
-    stored = io.read_table(spark, cfg, "gold_quality_results").filter("rule = 'generation_grows'").first()
+    assert lake.read_table(spark, cfg, "gold_alerts").filter("rule = 'quality'").count() == 0
+    stored = lake.read_table(spark, cfg, "gold_quality_results").filter("rule = 'generation_grows'").first()
     assert (stored.success, stored.unexpected_count) == (False, 1)
     assert f"rebalance_id={broken}" in stored.samples and "generation_after=48" in stored.samples
 
     # A later file of another group: every table changes, the same row is judged again and found again.
-    alerts_before = io.read_table(spark, cfg, "gold_alerts")
+    alerts_before = lake.read_table(spark, cfg, "gold_alerts")
     _land(cfg.landing, "server.log.2026-11-20-11",
           _rebalance("audit-app", ("11:10:00,000", "11:10:01,000", "11:10:01,030"), 0, 1))
     second = run(spark, cfg, run_ts=T0 + dt.timedelta(minutes=15))
     assert second.quality.validated and not second.quality.failures
     assert [r.full_name for r in second.quality.findings] == ["gold_rebalances.generation_grows"]
-    assertDataFrameEqual(io.read_table(spark, cfg, "gold_alerts"), alerts_before)
+    assertDataFrameEqual(lake.read_table(spark, cfg, "gold_alerts"), alerts_before)
     feed = [json.loads(line) for line in cfg.alerts_jsonl.read_text().splitlines()]
     assert [a["rule"] for a in feed].count("inconsistent_input") == 1
 
 
 def test_a_broken_pipeline_rule_still_fails_the_run(spark, inconsistent):
     cfg = inconsistent["cfg"]
-    states = io.table(cfg, "gold_group_states")
+    states = lake.table(cfg, "gold_group_states")
     clean = states.delta(spark).history(1).first().version
     # A duplicated state of the newest group: pipeline rules judge every row, also those within the lateness.
-    newest = io.read_table(spark, cfg, "gold_group_states").orderBy(F.desc("started_at")).limit(1)
-    io.append(newest, cfg, "gold_group_states")
+    newest = lake.read_table(spark, cfg, "gold_group_states").orderBy(F.desc("started_at")).limit(1)
+    writes.append(newest, cfg, "gold_group_states")
     try:
         with pytest.raises(QualityError) as failure:
             run(spark, cfg, stages=("quality",), run_ts=T0 + dt.timedelta(minutes=30))
@@ -124,7 +124,7 @@ def test_rows_within_the_allowed_lateness_are_not_judged_yet(spark, tmp_path):
           INCONSISTENT + _rebalance("audit-app", ("10:15:00,000", "10:15:01,000", "10:15:01,030"), 0, 1))
     early = run(spark, cfg, run_ts=T0)
     assert not early.quality.failures and not early.quality.findings
-    judged = io.read_table(spark, cfg, "gold_quality_results").filter("rule = 'generation_grows'").first()
+    judged = lake.read_table(spark, cfg, "gold_quality_results").filter("rule = 'generation_grows'").first()
     assert (judged.success, judged.checked_rows) == (True, 1)
     assert _input_alerts(spark, cfg).count() == 0
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from bench.excerpts import DEFAULT_ROOT, cause_share, line_share, load_corpus, measure, report
-from pipelines.config import Thresholds
 from pipelines.gold.rebalances import timeline_input, timeline_records
 from pipelines.gold.timeline import Timeline
+from pipelines.settings.config import Thresholds
 from tests.explaining import check_explained
 
 # Four sets, each with its own floors. The first 140 excerpts (folders 100-515) guided the rules written so far; the

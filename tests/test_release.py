@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pipelines.errors import PipelineStateError
-from pipelines.release import CHECKPOINT_LAYOUT, MARKER, check_release
+from pipelines.state.errors import PipelineStateError
+from pipelines.state.release import CHECKPOINT_LAYOUT, MARKER, check_release
 from tests.conftest import make_config
 
 

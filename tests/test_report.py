@@ -281,24 +281,24 @@ def test_the_report_fits_the_screen_and_its_links_land_on_their_sections(tmp_pat
 
 
 def test_the_report_keeps_only_the_group_types_asked_for(spark, tmp_path):
-    from pipelines import io
     from pipelines.report.data import collect
+    from pipelines.storage import lake, writes
     from schemas.gold import GOLD_MEMBER_SESSIONS
     from schemas.tables import GOLD_REBALANCES
     from tests.conftest import make_config
 
     cfg = make_config(tmp_path)
-    io.ensure_tables(spark, cfg)
+    lake.ensure_tables(spark, cfg)
     rows = [{"rebalance_id": f"r-{g}", "group_id": g, "protocol": "classic", "started_at": T0, "outcome": "open",
              "cause": "membership_change", "cause_confidence": 0.5, "group_type": kind}
             for g, kind in (("orders", "consumer"), ("wordcount", "streams"), ("old", None))]
-    io.append(spark.createDataFrame([tuple(r.get(f.name) for f in GOLD_REBALANCES.fields) for r in rows],
+    writes.append(spark.createDataFrame([tuple(r.get(f.name) for f in GOLD_REBALANCES.fields) for r in rows],
                                     GOLD_REBALANCES), cfg, "gold_rebalances")
     # A share group has member sessions and never a rebalance.
     sessions = [{"session_id": f"s-{m}", "group_id": "queue", "member_id": m, "joined_at": T0, "left_at": left,
                  "end_reason": "left" if left else "active", "rebalances": 0, "group_type": "share"}
                 for m, left in (("a", T0 + dt.timedelta(seconds=5)), ("b", None))]
-    io.append(spark.createDataFrame([tuple(r.get(f.name) for f in GOLD_MEMBER_SESSIONS.fields) for r in sessions],
+    writes.append(spark.createDataFrame([tuple(r.get(f.name) for f in GOLD_MEMBER_SESSIONS.fields) for r in sessions],
                                     GOLD_MEMBER_SESSIONS), cfg, "gold_member_sessions")
     everything = collect(spark, cfg)
     assert sorted((g["group_id"], g["group_type"]) for g in everything["groups"]) == [

@@ -10,10 +10,10 @@ import re
 import pytest
 from pyspark.sql import functions as F
 
-from pipelines import io
-from pipelines.config import load_config
 from pipelines.gold.incidents import advice_from
+from pipelines.settings.config import load_config
 from pipelines.silver.outputs import accounting, to_events
+from pipelines.storage import inputs
 from schemas.tables import SILVER_EVENTS
 from simulator import SimulationSummary, simulate
 from simulator.model import HEARTBEAT_MS, REBALANCE_TIMEOUT_MS
@@ -38,7 +38,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SimulationSummar
 @pytest.fixture(scope="module")
 def staged(spark, runs):
     files = sorted(p for s in runs.values() for p in s.landing_dir.rglob("*") if p.is_file())
-    batch = silver_batch(io.read_files(spark, files), load_config())
+    batch = silver_batch(inputs.read_files(spark, files), load_config())
     yield batch
     batch.unpersist()
 

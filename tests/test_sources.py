@@ -1,5 +1,5 @@
-"""Instance globs (pipelines.globs.glob_regex): for generated globs of the documented grammar and generated names,
-they match as `fnmatch.fnmatchcase` does."""
+"""Instance globs (pipelines.settings.globs.glob_regex): for generated globs of the documented grammar and generated
+names, they match as `fnmatch.fnmatchcase` does."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import fnmatch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from pipelines.globs import glob_matches
+from pipelines.settings.globs import glob_matches
 
 # Characters that mean something to a regex (or to Java's character classes), besides plain ones.
 LITERALS = "ab0-._]!^$\\(){}+|&~ "

@@ -7,7 +7,7 @@ import json
 import shutil
 
 from jobs.cli import main
-from pipelines import io
+from pipelines.storage import lake
 from schemas.tables import TABLES
 from tests.conftest import make_config
 
@@ -27,7 +27,7 @@ def test_every_declared_table_is_one_of_the_architecture_or_a_known_addition():
 
 def test_show_tables_lists_every_table(spark, tmp_path, capsys):
     cfg = make_config(tmp_path)
-    io.ensure_tables(spark, cfg)
+    lake.ensure_tables(spark, cfg)
     conf = tmp_path / "test.yml"
     conf.write_text("spark:\n  master: local[2]\n  shuffle_partitions: 2\n  driver_memory: 2g\n")
     code = main(["sql", "SHOW TABLES", "--conf", str(conf), "--lakehouse", str(cfg.lakehouse), "--format", "json"])

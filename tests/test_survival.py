@@ -17,11 +17,11 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import io
-from pipelines.batch import batch_tables
-from pipelines.errors import PipelineStateError
-from pipelines.release import CHECKPOINT_LAYOUT
-from pipelines.run import run
+from pipelines.flow.batch import batch_tables
+from pipelines.flow.run import run
+from pipelines.state.errors import PipelineStateError
+from pipelines.state.release import CHECKPOINT_LAYOUT
+from pipelines.storage import lake, writes
 from schemas.tables import TABLES, keys_of
 from simulator import simulate
 from tests.conftest import DATA, Receiver, land, make_config, run_cli_killed_after
@@ -37,7 +37,7 @@ def _same_as_oracle(spark, cfg, *, line_ids="content") -> None:
     with batch_tables(spark, cfg, line_ids=line_ids) as oracle:
         assert sorted(oracle) == sorted(COMPARED)
         for name in COMPARED:
-            streamed = io.read_table(spark, cfg, name)
+            streamed = lake.read_table(spark, cfg, name)
             columns = [c for c in streamed.columns if c not in ("batch_id", "ingested_at")]
             assertDataFrameEqual(streamed.select(columns), oracle[name].select(columns))
 
@@ -45,7 +45,7 @@ def _same_as_oracle(spark, cfg, *, line_ids="content") -> None:
 def _each_key_once(spark, cfg) -> None:
     for name in COMPARED:
         keys = list(keys_of(name))  # composite for the hourly stats (hour, group_id, cause) and the config advice
-        assert io.read_table(spark, cfg, name).groupBy(keys).count().filter("count > 1").count() == 0, name
+        assert lake.read_table(spark, cfg, name).groupBy(keys).count().filter("count > 1").count() == 0, name
 
 
 def test_batch_replayed_after_its_commit_changes_nothing(spark, workspace):
@@ -53,14 +53,14 @@ def test_batch_replayed_after_its_commit_changes_nothing(spark, workspace):
     land(DATA / "landing" / "part1", cfg.landing)
     land(DATA / "landing" / "part2", cfg.landing)
     run(spark, cfg)
-    counts = {name: io.read_table(spark, cfg, name).count() for name in COMPARED + ["bronze_log_lines"]}
+    counts = {name: lake.read_table(spark, cfg, name).count() for name in COMPARED + ["bronze_log_lines"]}
     # Forget that batch 0 was committed: Spark replays it on restart, and Delta's txnVersion skips each write.
     for query in ("ingest", "reconstruct"):
         for name in ("0", ".0.crc"):
             (cfg.checkpoint_root / query / "commits" / name).unlink(missing_ok=True)
     replay = run(spark, cfg)
     assert replay.batches.get("ingest") == 1
-    assert {name: io.read_table(spark, cfg, name).count() for name in counts} == counts
+    assert {name: lake.read_table(spark, cfg, name).count() for name in counts} == counts
     _same_as_oracle(spark, cfg)
 
 
@@ -68,7 +68,7 @@ def test_crash_between_two_table_writes_of_one_batch(spark, workspace, monkeypat
     cfg = make_config(workspace)
     land(DATA / "landing" / "part1", cfg.landing)
     land(DATA / "landing" / "part2", cfg.landing)
-    original, calls = io.append_once, []
+    original, calls = writes.append_once, []
 
     def crash_on_third(df, cfg_, name, **kwargs):
         calls.append(name)
@@ -76,12 +76,12 @@ def test_crash_between_two_table_writes_of_one_batch(spark, workspace, monkeypat
             raise RuntimeError("injected crash between table writes")
         return original(df, cfg_, name, **kwargs)
 
-    monkeypatch.setattr(io, "append_once", crash_on_third)
+    monkeypatch.setattr(writes, "append_once", crash_on_third)
     with pytest.raises(Exception, match="injected crash"):
         run(spark, cfg)
     # The four line and event tables are written side by side; the batch stopped before the two that mark it done.
     assert sorted(calls) == ["bronze_log_lines", "silver_events", "silver_gc_pauses", "silver_quarantine"]
-    monkeypatch.setattr(io, "append_once", original)
+    monkeypatch.setattr(writes, "append_once", original)
     run(spark, cfg)
     _same_as_oracle(spark, cfg)
 
@@ -90,14 +90,14 @@ def test_the_same_file_landed_twice_under_another_name(spark, workspace):
     cfg = make_config(workspace)
     land(DATA / "landing" / "part1", cfg.landing)
     run(spark, cfg)
-    before = {name: io.read_table(spark, cfg, name).count() for name in COMPARED}
+    before = {name: lake.read_table(spark, cfg, name).count() for name in COMPARED}
     source = next((cfg.landing / "broker-1").iterdir())
     shutil.copyfile(source, cfg.landing / "broker-1" / ".copy.partial")
     (cfg.landing / "broker-1" / ".copy.partial").rename(cfg.landing / "broker-1" / (source.name + ".copy"))
     again = run(spark, cfg)
     assert again.added["bronze_files"] == 1
-    assert {name: io.read_table(spark, cfg, name).count() for name in COMPARED} == before
-    files = io.read_table(spark, cfg, "bronze_files").filter("duplicate_of IS NOT NULL").collect()
+    assert {name: lake.read_table(spark, cfg, name).count() for name in COMPARED} == before
+    files = lake.read_table(spark, cfg, "bronze_files").filter("duplicate_of IS NOT NULL").collect()
     assert [f.duplicate_of.endswith(source.name) for f in files] == [True]
 
 
@@ -114,10 +114,10 @@ def test_a_gzip_cut_short_is_counted_and_the_stream_keeps_running(spark, workspa
     first = run(spark, cfg, on_progress=progress.append)
     assert first.batches.get("ingest") == 1
     assert any("cut short" in p and "truncated_gzip" in p for p in progress), progress
-    acct = io.read_table(spark, cfg, "silver_accounting").filter(F.col("source_file").endswith(".gz")).first()
+    acct = lake.read_table(spark, cfg, "silver_accounting").filter(F.col("source_file").endswith(".gz")).first()
     parts = acct.noise_lines + acct.event_lines + acct.gc_pause_lines + acct.quarantined_lines + acct.duplicate_lines
     assert acct.lines_read == parts and 1 < acct.lines_read < len(source.read_text().splitlines())
-    torn = io.read_table(spark, cfg, "silver_quarantine").filter("reason = 'truncated_gzip'").collect()
+    torn = lake.read_table(spark, cfg, "silver_quarantine").filter("reason = 'truncated_gzip'").collect()
     assert [r.line_no for r in torn] == [acct.lines_read]
     # The stream keeps running: a later file is ingested, and a rerun replays nothing.
     client = DATA / "landing" / "part2" / "orders-svc-0"
@@ -146,7 +146,7 @@ def test_todays_code_continues_a_previous_release_lakehouse(spark):
     summary = run(spark, cfg)
     # Only the new files were read: part1 was ingested by 0.1.0 and is not read again.
     assert summary.added["bronze_files"] == 2
-    assert {"last_event_ts", "late_events"} <= set(io.read_table(spark, cfg, "silver_accounting").columns)
+    assert {"last_event_ts", "late_events"} <= set(lake.read_table(spark, cfg, "silver_accounting").columns)
     # The lakehouse keeps the ids 0.1.0 made (its alerts were delivered under them): new lines get ids of its scheme.
     _same_as_oracle(spark, cfg, line_ids="position")
     marker = json.loads((cfg.checkpoint_root / "release.json").read_text())
@@ -198,7 +198,7 @@ def test_incompatible_checkpoints_or_tables_stop_with_a_message(spark, workspace
     spark.createDataFrame([("x",)], "lines_read string").write.format("delta").save(
         str(cfg.lakehouse / "silver_accounting"))
     with pytest.raises(PipelineStateError, match=r"silver_accounting.*lines_read is string"):
-        io.ensure_tables(spark, cfg)
+        lake.ensure_tables(spark, cfg)
 
 
 def test_late_sources_are_counted_and_their_groups_rebuilt(spark, workspace):
@@ -207,7 +207,7 @@ def test_late_sources_are_counted_and_their_groups_rebuilt(spark, workspace):
     run(spark, cfg)
     land(DATA / "landing" / "part1", cfg.landing)
     run(spark, cfg)
-    acct = {r.source_file.rsplit("/", 1)[-1]: r for r in io.read_table(spark, cfg, "silver_accounting").collect()}
+    acct = {r.source_file.rsplit("/", 1)[-1]: r for r in lake.read_table(spark, cfg, "silver_accounting").collect()}
     # part1 is an hour older than part2: every one of its events is late; part2's are not.
     late = acct["server.log.2026-11-20-08"]
     assert late.late_events == late.event_lines > 0
@@ -240,10 +240,10 @@ def _optimize_and_vacuum_until(spark, cfg, stop: threading.Event, done: list[str
 
 def test_a_merge_that_loses_a_race_with_optimize_is_retried(spark, workspace):
     """Forces the one race Delta reports between the pipeline and maintenance: an OPTIMIZE of a gold table commits
-    while a MERGE into it (io.replace_keys) is running. The MERGE's commit conflicts and is retried on the new
+    while a MERGE into it (writes.replace_keys) is running. The MERGE's commit conflicts and is retried on the new
     snapshot; the table ends with each key once."""
     cfg = make_config(workspace)
-    io.ensure_tables(spark, cfg, ["gold_rebalances"])
+    lake.ensure_tables(spark, cfg, ["gold_rebalances"])
     schema = TABLES["gold_rebalances"]
     required = {"group_id": "orders", "protocol": "classic", "outcome": "completed", "cause": "unknown",
                 "cause_confidence": 0.5}
@@ -253,7 +253,7 @@ def test_a_merge_that_loses_a_race_with_optimize_is_retried(spark, workspace):
                 | {"rebalance_id": f"r{i}", "started_at": dt.datetime(2026, 11, 20, 8, 0, i)} for i in ids]
 
     for i in range(3):  # three small files for OPTIMIZE to compact
-        io.append(spark.createDataFrame(rows(range(i, i + 1)), schema), cfg, "gold_rebalances")
+        writes.append(spark.createDataFrame(rows(range(i, i + 1)), schema), cfg, "gold_rebalances")
     started, optimized = workspace / "merge-started", workspace / "optimize-done"
 
     @F.udf("string")
@@ -271,19 +271,19 @@ def test_a_merge_that_loses_a_race_with_optimize_is_retried(spark, workspace):
         deadline = time.monotonic() + 120
         while not started.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
-        spark.sql(f"OPTIMIZE delta.`{io.table(cfg, 'gold_rebalances').path}`")
+        spark.sql(f"OPTIMIZE delta.`{lake.table(cfg, 'gold_rebalances').path}`")
         optimized.touch()
 
     maintenance = threading.Thread(target=optimize_when_the_merge_runs, daemon=True)
-    io.conflicts_retried.clear()
+    writes.conflicts_retried.clear()
     maintenance.start()
     source = spark.createDataFrame(rows(range(3)), schema).coalesce(1).withColumn("cause", after_optimize("cause"))
-    io.replace_keys(spark, source, cfg, "gold_rebalances", keys=["rebalance_id"], scope="true")
+    writes.replace_keys(spark, source, cfg, "gold_rebalances", keys=["rebalance_id"], scope="true")
     maintenance.join(timeout=180)
-    operations = [r.operation for r in io.table(cfg, "gold_rebalances").delta(spark).history().collect()]
+    operations = [r.operation for r in lake.table(cfg, "gold_rebalances").delta(spark).history().collect()]
     assert "OPTIMIZE" in operations and "MERGE" in operations
-    assert io.conflicts_retried.get("gold_rebalances", 0) >= 1
-    table = io.read_table(spark, cfg, "gold_rebalances")
+    assert writes.conflicts_retried.get("gold_rebalances", 0) >= 1
+    table = lake.read_table(spark, cfg, "gold_rebalances")
     assert sorted((r.rebalance_id, r.cause) for r in table.collect()) == [
         ("r0", "session_timeout"), ("r1", "session_timeout"), ("r2", "session_timeout")]
 
@@ -300,7 +300,7 @@ def test_a_backlog_is_absorbed_in_bounded_batches(spark, workspace, batches):
     assert files > (batches - 1) * cfg.max_files_per_trigger  # a backlog `batches` times one micro-batch
     summary = run(spark, cfg, stages=("ingest", "reconstruct"))
     assert summary.batches["ingest"] == -(-files // cfg.max_files_per_trigger)
-    per_batch = io.read_table(spark, cfg, "bronze_files").groupBy("batch_id").count().collect()
+    per_batch = lake.read_table(spark, cfg, "bronze_files").groupBy("batch_id").count().collect()
     assert max(r["count"] for r in per_batch) <= cfg.max_files_per_trigger
     _same_as_oracle(spark, cfg)
 
@@ -309,16 +309,16 @@ def test_a_backlog_is_absorbed_in_bounded_batches(spark, workspace, batches):
                                     pytest.param(None, marks=pytest.mark.slow, id="full")])
 def test_optimize_and_vacuum_beside_the_stream(spark, workspace, rounds):
     """A maintenance job compacts and vacuums the tables while the streams write (one pass, or passes until the
-    streams end): the pipeline's commits that lose the race are retried (io.with_conflict_retries), nothing fails,
+    streams end): the pipeline's commits that lose the race are retried (writes.with_conflict_retries), nothing fails,
     nothing is duplicated."""
     cfg = make_config(workspace, max_files_per_trigger=1)
     land(DATA / "landing" / "part1", cfg.landing)
     land(DATA / "landing" / "part2", cfg.landing)
-    io.ensure_tables(spark, cfg)
+    lake.ensure_tables(spark, cfg)
     stop, done = threading.Event(), []
     maintenance = threading.Thread(target=_optimize_and_vacuum_until, args=(spark, cfg, stop, done, rounds),
                                    daemon=True)
-    io.conflicts_retried.clear()
+    writes.conflicts_retried.clear()
     maintenance.start()
     try:
         summary = run(spark, cfg, stages=("ingest", "reconstruct"))
@@ -328,7 +328,7 @@ def test_optimize_and_vacuum_beside_the_stream(spark, workspace, rounds):
     assert summary.batches["ingest"] == 3
     assert [d for d in done if not d.startswith("lost")], "maintenance never ran beside the stream"
     print(f"maintenance: {len(done)} operations ({sum(d.startswith('lost') for d in done)} lost a race), "
-          f"pipeline conflicts retried: {io.conflicts_retried}")
+          f"pipeline conflicts retried: {writes.conflicts_retried}")
     _same_as_oracle(spark, cfg)
     _each_key_once(spark, cfg)
 
@@ -395,12 +395,12 @@ def test_hourly_rotation_and_reused_gc_names_lose_and_double_nothing(spark, work
             lines[0] + "\n" + lines[1][:40], encoding="utf-8")
         if hour % run_every == run_every - 1:
             run(spark, cfg, stages=("ingest", "reconstruct"))
-    files = io.read_table(spark, cfg, "bronze_files")
+    files = lake.read_table(spark, cfg, "bronze_files")
     assert files.filter("duplicate_of IS NOT NULL").count() == 0
     assert files.filter(F.col("file_name").startswith(".")).count() == 0
     assert files.agg(F.sum("lines_read")).first()[0] == written["broker"] + written["gc"]
-    assert io.read_table(spark, cfg, "silver_gc_pauses").count() == written["gc"]
-    rebalances = io.read_table(spark, cfg, "gold_rebalances")
+    assert lake.read_table(spark, cfg, "silver_gc_pauses").count() == written["gc"]
+    rebalances = lake.read_table(spark, cfg, "gold_rebalances")
     assert rebalances.count() == 2 * hours
     assert sorted(r.generation_after for r in rebalances.collect()) == list(range(1, 2 * hours + 1))
     _same_as_oracle(spark, cfg)
@@ -455,7 +455,7 @@ def test_driver_killed_at_random_moments_loses_and_doubles_nothing(spark, worksp
     assert killed >= kills
     _same_as_oracle(spark, cfg)
     _each_key_once(spark, cfg)
-    alerts = {r.alert_id for r in io.read_table(spark, cfg, "gold_alerts").collect()}
+    alerts = {r.alert_id for r in lake.read_table(spark, cfg, "gold_alerts").collect()}
     assert alerts, "the simulated estate raises alerts"
     feed = [json.loads(line)["alert_id"] for line in cfg.alerts_jsonl.read_text().splitlines() if line.endswith("}")]
     assert sorted(feed) == sorted(alerts)

@@ -10,8 +10,8 @@ from pathlib import Path
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines.config import load_config
 from pipelines.jvm.matcher import template_match
+from pipelines.settings.config import load_config
 from pipelines.silver import parse as parse_module
 from tests.conftest import parse_with
 from tests.test_golden import golden_rows

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from jobs.cli import main
-from pipelines import versions
-from pipelines.versions import (
+from pipelines.session import versions
+from pipelines.session.versions import (
     SUPPORTED_RANGE,
     UnsupportedSparkError,
     check_spark,

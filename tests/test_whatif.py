@@ -10,9 +10,9 @@ import json
 import pandas as pd
 import pytest
 
-from pipelines.config import Thresholds
 from pipelines.gold.context import GroupContext
 from pipelines.gold.whatif import Change, WhatIf, parse_change, standard_changes, whatif_rows
+from pipelines.settings.config import Thresholds
 
 T0 = pd.Timestamp("2026-11-27 10:00:00")
 

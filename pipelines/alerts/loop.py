@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.alerts.sinks import DeliveryError
 from pipelines.alerts.stage import run_alerts
-from pipelines.config import Config
+from pipelines.settings.config import Config
 
 Evaluate = Callable[[dt.datetime], object]
 

@@ -9,9 +9,9 @@ from collections.abc import Collection
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from pipelines.config import AlertSettings
 from pipelines.gold.spoken import spoken_duration
 from pipelines.gold.state_order import state_time_order
+from pipelines.settings.config import AlertSettings
 from schemas.gold import GOLD_ALERTS
 
 

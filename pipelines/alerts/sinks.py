@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelines.config import AlertSettings
+from pipelines.settings.config import AlertSettings
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,15 @@ from typing import Any
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import io
 from pipelines.alerts.rules import all_alerts, next_stuck_at
 from pipelines.alerts.sinks import Delivery, DeliveryError, append_jsonl, post_webhook, webhook_url
-from pipelines.caching import CachedFrames
-from pipelines.commits import versions
-from pipelines.config import Config
 from pipelines.quality.rules import checks, scopes
 from pipelines.quality.stage import input_violations
-from pipelines.seen import Seen, last_seen, remember, settings_key
+from pipelines.session.caching import CachedFrames
+from pipelines.settings.config import Config
+from pipelines.state.seen import Seen, last_seen, remember, settings_key
+from pipelines.storage import lake, writes
+from pipelines.storage.commits import versions
 from schemas.gold import GOLD_ALERT_DELIVERIES
 
 STEP = "alerts"
@@ -61,17 +61,17 @@ def run_alerts(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
             on_progress("alerts: no table changed since the last evaluation and no group reached the stuck "
                         "threshold; nothing to evaluate")
         return {"new_or_changed": 0}
-    quality = io.read_table(spark, cfg, "gold_quality_results")
+    quality = lake.read_table(spark, cfg, "gold_quality_results")
     input_rules = {rule for rule, scope in scopes(checks()).items() if scope == "input"}
     counts: dict[str, int] = {}
     with CachedFrames() as cached:
         alerts = cached(all_alerts(
-            io.read_table(spark, cfg, "gold_rebalances"), io.read_table(spark, cfg, "gold_group_states"),
-            io.read_table(spark, cfg, "gold_member_sessions"), settings=settings, run_ts=run_ts,
+            lake.read_table(spark, cfg, "gold_rebalances"), lake.read_table(spark, cfg, "gold_group_states"),
+            lake.read_table(spark, cfg, "gold_member_sessions"), settings=settings, run_ts=run_ts,
             quality=quality, input_rules=input_rules,
             violations=input_violations(spark, cfg, rules=_found(quality, input_rules)),
         ))
-        stored = io.read_table(spark, cfg, "gold_alerts")
+        stored = lake.read_table(spark, cfg, "gold_alerts")
         changed = alerts.join(stored.select("alert_id", *[F.col(c).alias(f"_{c}") for c in _CONTENT]), "alert_id",
                               "left")
         differs = F.lit(False)
@@ -80,12 +80,12 @@ def run_alerts(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
         changed = cached(changed.filter(differs).select(alerts.columns))
         counts["new_or_changed"] = changed.count()
         if counts["new_or_changed"]:
-            io.merge(spark, changed, cfg, "gold_alerts", keys=["alert_id"], update=list(_CONTENT))
+            writes.merge(spark, changed, cfg, "gold_alerts", keys=["alert_id"], update=list(_CONTENT))
     counts.update(_deliver(spark, cfg, on_progress=on_progress))
     # Inputs as they were before the step read them (a concurrent writer makes the next run evaluate again), its own
     # outputs as it left them.
     after = {**before, **versions(spark, cfg, OWN)}
-    clock = next_stuck_at(io.read_table(spark, cfg, "gold_group_states"), settings=settings, run_ts=run_ts)
+    clock = next_stuck_at(lake.read_table(spark, cfg, "gold_group_states"), settings=settings, run_ts=run_ts)
     remember(cfg, STEP, Seen(key, after, {"stuck_at": clock.isoformat() if clock else None}))
     return counts
 
@@ -119,8 +119,8 @@ def _sinks(cfg: Config) -> dict[str, Callable[[list[dict[str, Any]]], list[Deliv
 
 def _deliver(spark: SparkSession, cfg: Config, *, on_progress: Callable[[str], None] | None) -> dict[str, int]:
     sinks = _sinks(cfg)
-    stored = io.read_table(spark, cfg, "gold_alerts").drop("delivered_to")
-    log = io.read_table(spark, cfg, "gold_alert_deliveries")
+    stored = lake.read_table(spark, cfg, "gold_alerts").drop("delivered_to")
+    log = lake.read_table(spark, cfg, "gold_alert_deliveries")
     counts: dict[str, int] = {}
     delivered: list[Delivery] = []
     failure: DeliveryError | None = None
@@ -138,12 +138,12 @@ def _deliver(spark: SparkSession, cfg: Config, *, on_progress: Callable[[str], N
     if delivered:
         now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
         rows = spark.createDataFrame([(d.alert_id, d.sink, now, d.attempts) for d in delivered], GOLD_ALERT_DELIVERIES)
-        io.append(rows, cfg, "gold_alert_deliveries")
+        writes.append(rows, cfg, "gold_alert_deliveries")
         sinks_by_alert = (
-            io.read_table(spark, cfg, "gold_alert_deliveries").groupBy("alert_id")
+            lake.read_table(spark, cfg, "gold_alert_deliveries").groupBy("alert_id")
             .agg(F.array_sort(F.collect_set("sink")).alias("delivered_to"))
         )
-        io.merge(spark, sinks_by_alert, cfg, "gold_alerts", keys=["alert_id"], update=["delivered_to"],
+        writes.merge(spark, sinks_by_alert, cfg, "gold_alerts", keys=["alert_id"], update=["delivered_to"],
                  update_when="NOT (t.delivered_to <=> s.delivered_to)", insert=False)
     if on_progress is not None and (delivered or failure):
         on_progress("alerts: " + ", ".join(f"{k} {v}" for k, v in counts.items()))

@@ -211,8 +211,8 @@ def with_line_ids(records: DataFrame, *, scheme: LineIds = "content",
     restarted at the same uptime) still gets an id of its own.
 
     Under the `position` scheme (lakehouses begun by releases before the content scheme, see
-    `pipelines.release`) the id is a hash of the file's fingerprint and the line number, as those releases made it,
-    so that continuing such a lakehouse gives the ids a rebuild would give."""
+    `pipelines.state.release`) the id is a hash of the file's fingerprint and the line number, as those releases made
+    it, so that continuing such a lakehouse gives the ids a rebuild would give."""
     records = records.withColumn("content_hash", _short_hash(F.coalesce("instance", F.lit("")),
                                                              F.coalesce("file_name", F.lit("")), F.col("value")))
     if scheme == "position":

@@ -10,10 +10,10 @@ from typing import Any
 
 import pandas as pd
 
-from pipelines.config import Thresholds
 from pipelines.gold.rulebook import RULES, Rule, rule
 from pipelines.gold.rules_data import CONFIGURED, WINDOWS
 from pipelines.gold.timeline import Timeline
+from pipelines.settings.config import Thresholds
 
 # The paths of the rule book each protocol's replay walks.
 _PATHS = {"broker": ("broker", "any"), "epoch": ("epoch", "any"), "client": ("client", "any")}

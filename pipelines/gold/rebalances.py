@@ -25,9 +25,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from pipelines.config import Thresholds
 from pipelines.gold.rulebook import window
 from pipelines.gold.timeline import Rules, Timeline
+from pipelines.settings.config import Thresholds
 from schemas.gold import GOLD_GROUP_STATES, GOLD_MEMBER_SESSIONS, GOLD_PARTITION_CHURN, GOLD_WHATIF
 from schemas.tables import GOLD_REBALANCES
 from schemas.timeline import TIMELINE_INPUT

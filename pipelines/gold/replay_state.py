@@ -14,9 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from pipelines.config import Thresholds
 from pipelines.gold.context import GroupContext
 from pipelines.gold.rulebook import Verdict, window
+from pipelines.settings.config import Thresholds
 
 NEIGHBOUR_S = window("neighbour_s")  # member events this close to a start (or an epoch bump) belong to it
 # KIP-848 consumer groups and KIP-1071 streams groups: broker events that bump a group's epoch, most decisive first
@@ -28,7 +28,7 @@ EPOCH_CAUSES = ("member_fenced", "member_left", "static_member_replaced", "membe
 Transition = tuple[pd.Timestamp, str, int | None, str | None, str]
 
 
-# The configured thresholds are the replay's rules' settings: declared once, in pipelines.config.Thresholds.
+# The configured thresholds are the replay's rules' settings: declared once, in pipelines.settings.config.Thresholds.
 Rules = Thresholds
 # One rule consulted for a rebalance: the rule book's id, whether it applied, and what it found (or why not).
 Step = tuple[str, bool, str]

@@ -3,7 +3,8 @@ basis, in the order the replay consults them.
 
 A verdict is made only here (`decide`), from a rule's entry: its cause, detail and confidence are the entry's, so no
 confidence is written anywhere else. Windows are named: a number of seconds fixed here, or the name of a configured
-threshold (`thresholds:` of the configuration, pipelines.config.Thresholds), whose value the replay reads from there.
+threshold (`thresholds:` of the configuration, pipelines.settings.config.Thresholds), whose value the replay reads
+from there.
 Precedence is the list's order: within one rebalance the replay consults the rules from the top, the first base rule
 that applies decides, and the refinements below it may change that verdict (tests/test_rulebook.py checks every trace
 of the test corpora against this order). `docs/causes.md` is generated from this list (`python -m
@@ -146,7 +147,7 @@ def docs_text() -> str:
     out += ["", "## Windows", "", "Fixed in the rule book:", "", "| window | seconds | what it bounds |",
             "|---|---|---|"]
     out += [f"| `{name}` | {value:g} | {text} |" for name, (value, text) in WINDOWS.items()]
-    out += ["", "Configured (`thresholds:` in the configuration, defaults in `pipelines/config.py`): "
+    out += ["", "Configured (`thresholds:` in the configuration, defaults in `pipelines/settings/config.py`): "
             + ", ".join(f"`{name}`" for name in CONFIGURED) + ".", ""]
     return "\n".join(out)
 

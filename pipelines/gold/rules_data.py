@@ -1,7 +1,8 @@
 """The rule book's entries as data (pipelines/gold/rulebook.py reads them; docs/causes.md is generated from them).
 
-Each window is either a fixed number of seconds here (WINDOWS) or a configured threshold (pipelines.config.Thresholds,
-named by its field), so that every window and confidence the cause rules use is written once, in this file.
+Each window is either a fixed number of seconds here (WINDOWS) or a configured threshold
+(pipelines.settings.config.Thresholds, named by its field), so that every window and confidence the cause rules use
+is written once, in this file.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ WINDOWS: dict[str, tuple[float, str]] = {
     "whatif_return_s": (1800.0, "what-if: a process that joins again later than this is a new start, not a return"),
 }
 
-# Configured thresholds (pipelines.config.Thresholds) a rule may name among its windows.
+# Configured thresholds (pipelines.settings.config.Thresholds) a rule may name among its windows.
 CONFIGURED = ("coordinator_move_window_s", "heartbeat_tolerance_s", "gc_pause_min_ms", "poll_timeout_window_s",
               "rejoin_window_s", "incident_gap_s", "default_session_timeout_ms")
 

@@ -8,7 +8,7 @@ records the archive (5-8 s more, once); as its JVM exits it writes the archive, 
 it into the jar cache once a JVM starts with it. Every later session of the same class path and JDK maps it. A JVM
 that cannot use an archive (another JDK, changed jars) starts without it, silently (the `-Xlog` options keep
 HotSpot's warnings off the user's terminal); one that cannot start with it (a truncated file) is handled by
-`pipelines.spark.get_spark`.
+`pipelines.session.spark.get_spark`.
 """
 
 from __future__ import annotations

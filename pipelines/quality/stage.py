@@ -15,15 +15,15 @@ from dataclasses import asdict, dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import delta_sql, io
-from pipelines.caching import CachedFrames
-from pipelines.config import Config
 from pipelines.quality.derived import with_generation_check, with_transition_check
 from pipelines.quality.findings import filter_final, judged_until, violations
 from pipelines.quality.rules import Scope, TableCheck, checks, scopes
 from pipelines.quality.screen import EXPECTATION_TYPES, screen
 from pipelines.quality.validate import RuleResult, validate
-from pipelines.seen import Seen, last_seen, remember, settings_key
+from pipelines.session.caching import CachedFrames
+from pipelines.settings.config import Config
+from pipelines.state.seen import Seen, last_seen, remember, settings_key
+from pipelines.storage import delta_sql, lake, writes
 from schemas.gold import GOLD_QUALITY_RESULTS
 
 STEP = "quality"
@@ -84,7 +84,7 @@ def _utc(ts: dt.datetime) -> dt.datetime:
 def _previous(spark: SparkSession, cfg: Config, rules: dict[tuple[str, str], Scope],
               versions: dict[str, int]) -> QualityReport | None:
     """The last stored run, if it checked the same rules on the same table versions."""
-    stored = io.read_table(spark, cfg, "gold_quality_results")
+    stored = lake.read_table(spark, cfg, "gold_quality_results")
     row = stored.agg(F.max("run_ts")).first()
     assert row is not None  # an aggregate without grouping has exactly one row
     latest = row[0]
@@ -107,19 +107,19 @@ def _store(spark: SparkSession, cfg: Config, report: QualityReport, versions: di
              r.error, versions[r.table]) for r in report.results]
     frame = spark.createDataFrame(rows, GOLD_QUALITY_RESULTS)
     # Keyed by run: a repeated run with the same run_ts replaces its own rows, never another run's.
-    io.replace_keys(spark, frame, cfg, "gold_quality_results", keys=["run_ts", "table_name", "rule"],
+    writes.replace_keys(spark, frame, cfg, "gold_quality_results", keys=["run_ts", "table_name", "rule"],
                     scope=f"t.run_ts = {delta_sql.timestamp_literal(run_ts)}")
 
 
 def _checked(spark: SparkSession, cfg: Config, table: str, version: int | None = None) -> DataFrame:
     derive: Callable[[DataFrame], DataFrame] = DERIVED.get(table, lambda df: df)
-    return derive(io.read_table(spark, cfg, table, version=version))
+    return derive(lake.read_table(spark, cfg, table, version=version))
 
 
 def _judged_until(spark: SparkSession, cfg: Config, version: int | None = None) -> dt.datetime | None:
     """The newest row time input rules judge: the newest event of silver_events (at `version`) minus the allowed
     lateness."""
-    row = io.read_table(spark, cfg, "silver_events", version=version).agg(F.max("event_ts")).first()
+    row = lake.read_table(spark, cfg, "silver_events", version=version).agg(F.max("event_ts")).first()
     assert row is not None  # an aggregate without grouping has exactly one row
     newest = row[0]
     return judged_until(newest, allowed_lateness_s=cfg.thresholds.allowed_lateness_s)
@@ -192,9 +192,9 @@ def run_quality(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
     rules = scopes(table_checks)
     key = settings_key(rules=sorted(f"{t}.{r}:{s}" for (t, r), s in rules.items()),
                        allowed_lateness_s=cfg.thresholds.allowed_lateness_s)
-    versions = {c.table: io.table_version(spark, cfg, c.table) for c in table_checks}
+    versions = {c.table: lake.table_version(spark, cfg, c.table) for c in table_checks}
     seen = last_seen(cfg, STEP)
-    stored = io.table_version(spark, cfg, RESULTS)
+    stored = lake.table_version(spark, cfg, RESULTS)
     report = _remembered(seen, key, {**versions, RESULTS: stored})
     if report is None:
         # When the stored results are still the ones the record saw, they judged the record's table versions, which
@@ -204,7 +204,7 @@ def run_quality(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
         if report is None:
             report = QualityReport(run_ts, tuple(_validate(spark, cfg, table_checks, versions)), validated=True)
             _store(spark, cfg, report, versions)
-        remember(cfg, STEP, Seen(key, {**versions, RESULTS: io.table_version(spark, cfg, RESULTS)},
+        remember(cfg, STEP, Seen(key, {**versions, RESULTS: lake.table_version(spark, cfg, RESULTS)},
                                  {"run_ts": report.run_ts.isoformat(), "results": [asdict(r) for r in report.results]}))
     if on_progress is not None:
         on_progress(report.line())

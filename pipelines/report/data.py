@@ -1,17 +1,17 @@
 """Collect what the report shows from the gold tables: the same Spark SQL queries answered by Spark (remote sessions,
-Unity Catalog) or by the fast engine on the local default (pipelines.fastsql: no JVM), giving the same rows."""
+Unity Catalog) or by the fast engine on the local default (pipelines.storage.fastsql: no JVM), giving the same rows."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pipelines.delta_sql import string_literal
-from pipelines.fastsql import FastLakehouse
+from pipelines.storage.delta_sql import string_literal
+from pipelines.storage.fastsql import FastLakehouse
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from pipelines.config import Config
+    from pipelines.settings.config import Config
 
 MAX_GROUPS = 30
 MAX_ROWS = 200
@@ -40,15 +40,15 @@ class SparkTables:
 
     def ref(self, name: str) -> str:
         """The table's SQL name: delta.`path` or catalog.schema.name."""
-        from pipelines import io
+        from pipelines.storage import lake
 
-        return io.table(self.cfg, name).sql_name
+        return lake.table(self.cfg, name).sql_name
 
     def has(self, name: str) -> bool:
         """True when the table exists."""
-        from pipelines import io
+        from pipelines.storage import lake
 
-        return io.table(self.cfg, name).exists(self.spark)
+        return lake.table(self.cfg, name).exists(self.spark)
 
     def rows(self, sql: str) -> Rows:
         """Every row, as `Row.asDict(recursive=True)`."""

@@ -18,18 +18,18 @@ from pipelines.bronze.lines import (
     with_source_columns,
     with_split_offsets,
 )
-from pipelines.caching import pin, unpin
+from pipelines.session.caching import pin, unpin
+from pipelines.settings.sources import Sources
 from pipelines.silver.outputs import accounting, to_events, to_gc_pauses, to_quarantine
 from pipelines.silver.parse import parse_lines
 from pipelines.silver.privacy import pseudonymise
-from pipelines.sources import Sources
 from schemas.tables import BRONZE_FILES, BRONZE_LOG_LINES
 
 
 @dataclass
 class SilverBatch:
-    """The frames one batch of raw lines becomes, pinned (`pipelines.caching.pin`): computed once, and each table
-    write plans against the stored rows."""
+    """The frames one batch of raw lines becomes, pinned (`pipelines.session.caching.pin`): computed once, and each
+    table write plans against the stored rows."""
 
     files: DataFrame
     bronze: DataFrame
@@ -76,7 +76,7 @@ def build_silver(
     hash_salt: str | None = None, line_ids: LineIds = "content", earlier_contents: DataFrame | None = None,
 ) -> SilverBatch:
     """Raw lines (`value`, `_metadata`, optionally `torn`) to per-file stats, bronze candidate records and parsed
-    records, all computed now and pinned (`pipelines.caching.pin`). `existing_files` holds the fingerprints of
+    records, all computed now and pinned (`pipelines.session.caching.pin`). `existing_files` holds the fingerprints of
     files ingested before (duplicates are counted, not parsed); `hash_salt`, when given, replaces member ids and
     hosts by salted hashes; `line_ids` is the lakehouse's line-id scheme and `earlier_contents` (the
     `content_hash` column of earlier batches' bronze records) continues the repeat counts of its `content` scheme

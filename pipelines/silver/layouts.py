@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.globs import glob_regex
+from pipelines.settings.globs import glob_regex
+from pipelines.settings.sources import UserLayout
 from pipelines.silver.json_layout import is_json, json_fields, parse_json
 from pipelines.silver.packing import at, literal_array, pack_all
 from pipelines.silver.timestamps import find_level, find_time
-from pipelines.sources import UserLayout
 
 _ISO = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
 _TIME = r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})?"

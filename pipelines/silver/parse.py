@@ -14,13 +14,13 @@ from pyspark.sql import functions as F
 
 from pipelines.bronze.literals import contains_any
 from pipelines.jvm.matcher import template_match
+from pipelines.settings.sources import UserLayout
 from pipelines.silver.fields import typed_fields
 from pipelines.silver.gc import with_gc_pause
 from pipelines.silver.layouts import MESSAGE_SUFFIX, strip_envelope, with_layout
 from pipelines.silver.packing import at, chosen, literal_array, literal_map, pack_all
 from pipelines.silver.templates import SEARCH_MARK, Alternation, CompiledTemplate, build_alternation, load_templates
 from pipelines.silver.timestamps import event_time, find_level, find_time
-from pipelines.sources import UserLayout
 
 # The Kafka prefixes of a message: broker coordinators (classic and new) and the Java client's LogContext
 # (consumers; Kafka Connect workers and Confluent Schema Registry's leader election use the same group code, each

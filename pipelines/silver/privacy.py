@@ -14,7 +14,7 @@ import os
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.config import Config
+from pipelines.settings.config import Config
 
 # Ids whose value is personal: member ids (client id + UUID, or a KIP-848 id) and the host a member connects from.
 ID_COLUMNS = ("member_id", "old_member_id", "client_host")

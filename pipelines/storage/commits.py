@@ -10,13 +10,13 @@ from collections.abc import Iterable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import io
-from pipelines.config import Config
+from pipelines.settings.config import Config
+from pipelines.storage import lake
 
 
 def versions(spark: SparkSession, cfg: Config, names: Iterable[str]) -> dict[str, int]:
     """The latest Delta version of each named table."""
-    return {name: io.table_version(spark, cfg, name) for name in sorted(names)}
+    return {name: lake.table_version(spark, cfg, name) for name in sorted(names)}
 
 
 def rows_added(spark: SparkSession, cfg: Config, since: dict[str, int]) -> dict[str, int]:
@@ -26,7 +26,7 @@ def rows_added(spark: SparkSession, cfg: Config, since: dict[str, int]) -> dict[
     for name, version in since.items():
         if now[name] == version:
             continue
-        history = spark.sql(f"DESCRIBE HISTORY {io.table(cfg, name).sql_name}").filter(F.col("version") > version)
+        history = spark.sql(f"DESCRIBE HISTORY {lake.table(cfg, name).sql_name}").filter(F.col("version") > version)
         metrics = F.col("operationMetrics")
         # A MERGE's numOutputRows also counts the unchanged rows it copied into new files.
         merged = metrics["numTargetRowsInserted"].cast("long") + metrics["numTargetRowsUpdated"].cast("long")

@@ -14,11 +14,11 @@ from pyspark import SparkContext
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
-from pipelines.config import Config
 from pipelines.jvm.build import project_jar
 from pipelines.jvm.classdata import discard, driver_options, keep_at_exit, mapped
-from pipelines.remote import REMOTE_ENV, connect_session
-from pipelines.versions import check_spark, delta_artifacts, kafka_artifacts
+from pipelines.session.remote import REMOTE_ENV, connect_session
+from pipelines.session.versions import check_spark, delta_artifacts, kafka_artifacts
+from pipelines.settings.config import Config
 
 # Generated-code classes kept per JVM: a whole run (ingest, reconstruct, quality, alerts) generates several hundred.
 CODEGEN_CACHE_ENTRIES = 2_000
@@ -54,8 +54,8 @@ def _download(url: str, target: Path) -> None:
 
 
 def delta_jars(cache: Path = JAR_CACHE) -> list[Path]:
-    """Delta Lake's jars for the installed Spark and delta-spark (pipelines/versions.py), fetched once from Maven
-    Central (checksums verified) and reused from the cache."""
+    """Delta Lake's jars for the installed Spark and delta-spark (pipelines/session/versions.py), fetched once from
+    Maven Central (checksums verified) and reused from the cache."""
     return maven_jars(delta_artifacts(), cache)
 
 
@@ -175,6 +175,9 @@ def get_spark(
     )
     for name, value in INTERPRETED.items():
         builder = builder.config(name, value)
+    # The configuration's own settings last: a cluster's executor sizes, or any default above overridden on purpose.
+    for name, setting in cfg.spark.conf.items():
+        builder = builder.config(name, str(setting).lower() if isinstance(setting, bool) else str(setting))
     started = SparkContext._active_spark_context is None
     try:
         spark = builder.getOrCreate()

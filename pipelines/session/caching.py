@@ -12,7 +12,7 @@ from types import TracebackType
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
-from pipelines.remote import is_connect
+from pipelines.session.remote import is_connect
 
 
 class CachedFrames:

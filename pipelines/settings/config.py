@@ -11,9 +11,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pipelines.globs import glob_matches
+from pipelines.settings.globs import glob_matches
 
-DEFAULT_CONF = Path(__file__).resolve().parent.parent / "conf" / "local.yml"
+DEFAULT_CONF = Path(__file__).resolve().parents[2] / "conf" / "local.yml"
 
 
 class ConfigError(ValueError):
@@ -91,6 +91,11 @@ class SparkSettings(_Frozen):
         default=True,
         description="map an archive of the driver's loaded classes at start, recorded by the first session of the "
                     "same jars and JDK (pipelines/jvm/classdata.py; about 200 MB in the jar cache)",
+    )
+    conf: dict[str, str | int | float | bool] = Field(
+        default_factory=dict,
+        description="more Spark settings for the session this package starts, applied last (on a standalone or "
+                    "YARN cluster: spark.executor.memory, spark.executor.cores, spark.driver.host, ...)",
     )
 
 

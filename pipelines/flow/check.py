@@ -4,7 +4,7 @@ The landing is parsed by the pipeline's own bronze-to-silver build (`build_silve
 ingest batch call it), so each count here is the one a run stores: typed lines are the rows of silver_events and
 silver_gc_pauses, quarantined lines those of silver_quarantine. Spark aggregates; the driver collects only one row
 per instance folder, per group and per unknown shape kept as a sample. What each group's causes can reach is read
-from the rule book (pipelines/check_reach.py)."""
+from the rule book (pipelines/flow/check_reach.py)."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from pipelines import io
 from pipelines.bronze.damaged import damaged_gzips, spark_file_uri, with_torn_rows
-from pipelines.check_reach import reach
-from pipelines.config import Config
+from pipelines.flow.check_reach import reach
+from pipelines.session.spark import compiled_code
+from pipelines.settings.config import Config
+from pipelines.settings.sources import resolve_sources
 from pipelines.silver.build import build_silver
 from pipelines.silver.outputs import to_events
 from pipelines.silver.privacy import hash_salt
-from pipelines.sources import resolve_sources
-from pipelines.spark import compiled_code
+from pipelines.storage import inputs, lake
 
 Progress = Callable[[str], None]
 SAMPLE_SHAPES = 3  # unknown-wording shapes shown per instance folder (each with its count and one raw line)
@@ -175,7 +175,7 @@ def clock_offsets(events: DataFrame) -> dict[str, dict[str, Any]]:
 
 
 def _read(spark: SparkSession, paths: list[Path], problems: dict[str, str]) -> DataFrame:
-    """The landed lines as `rebalance parse` reads them (io.read_files), each damaged gzip's problem noted."""
+    """The landed lines as `rebalance parse` reads them (inputs.read_files), each damaged gzip's problem noted."""
     uris = [spark_file_uri(p) for p in paths]
     damaged = damaged_gzips(uris)
     for d in damaged:
@@ -193,7 +193,7 @@ def check_landing(spark: SparkSession, cfg: Config, *, progress: Progress | None
     if not landing.is_dir():
         report["problems"].append({"file": str(landing), "problem": "no such directory: nothing to check"})
         return report
-    files = io.landing_files(cfg)
+    files = inputs.landing_files(cfg)
     report["files"] = len(files)
     problems: dict[str, str] = {}
     readable = []
@@ -206,7 +206,7 @@ def check_landing(spark: SparkSession, cfg: Config, *, progress: Progress | None
     if readable:
         size_mb = sum(p.stat().st_size for p in readable) / 1_000_000
         say(f"parsing {len(readable)} files ({size_mb:.0f} MB) under {landing} (nothing is written)")
-        # As an ingest batch of this size would run (pipelines/ingest.py): compiled code from compiled_from_mb on.
+        # As an ingest batch of this size would run (pipelines/flow/ingest.py): compiled code from compiled_from_mb on.
         with compiled_code(spark, size_mb >= cfg.spark.compiled_from_mb):
             report.update(_summaries(spark, cfg, readable, problems, say))
     report["problems"] = [{"file": _local(f), "problem": p} for f, p in sorted(problems.items())]
@@ -217,7 +217,7 @@ def _summaries(spark: SparkSession, cfg: Config, readable: list[Path], problems:
                say: Progress) -> dict[str, Any]:
     """The instance and group summaries of the readable files, parsed in one batch."""
     staged = build_silver(_read(spark, readable, problems), resolve_sources(cfg),
-                          existing_files=io.empty(spark, "bronze_files"), batch_id=0,
+                          existing_files=lake.empty(spark, "bronze_files"), batch_id=0,
                           now=F.current_timestamp(), hash_salt=hash_salt(cfg))
     try:
         say("counting per instance folder and per group")

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import pyspark
 from pyspark.sql import SparkSession
 
-from pipelines.config import ConfigError
+from pipelines.settings.config import ConfigError
 
 REMOTE_ENV = "SPARK_REMOTE"
 REACH_TIMEOUT_S = 10

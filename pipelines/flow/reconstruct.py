@@ -9,13 +9,13 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import delta_sql, io
-from pipelines.caching import PinnedFrames, pin, unpin
-from pipelines.config import Config
-from pipelines.found import FOUND_COLUMNS, Found, changed_rows
+from pipelines.flow.found import FOUND_COLUMNS, Found, changed_rows
 from pipelines.gold.build import CROSS_GROUP, build_gold, cross_group_tables
 from pipelines.gold.rebalances import orphan_lines, route_orphans, rules_from
-from pipelines.together import run_together
+from pipelines.session.caching import PinnedFrames, pin, unpin
+from pipelines.session.together import run_together
+from pipelines.settings.config import Config
+from pipelines.storage import delta_sql, lake, writes
 from schemas.tables import REGISTRY
 
 GOLD_KEYS = {name: list(table.keys) for name, table in REGISTRY.items() if table.layer == "gold"}
@@ -45,9 +45,9 @@ def _merger(spark: SparkSession, cfg: Config, name: str, df: DataFrame, *, scope
         try:
             count = rows.count()
             if found is not None and name in FOUND_COLUMNS:
-                stored = io.read_table(spark, cfg, name).filter(F.col("group_id").isin(groups))
+                stored = lake.read_table(spark, cfg, name).filter(F.col("group_id").isin(groups))
                 found.add_rows(name, changed_rows(rows, stored, FOUND_COLUMNS[name]))
-            io.replace_keys(spark, rows, cfg, name, keys=GOLD_KEYS[name], scope=scope)
+            writes.replace_keys(spark, rows, cfg, name, keys=GOLD_KEYS[name], scope=scope)
             return count
         finally:
             unpin(rows)
@@ -61,10 +61,10 @@ def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame, found: Fou
     if not names:
         return {}
     in_groups = f"t.group_id IN ({', '.join(delta_sql.string_literal(n) for n in names)})"
-    silver = io.read_table(spark, cfg, "silver_events")
+    silver = lake.read_table(spark, cfg, "silver_events")
     # The group-less warnings go along: the build places them near the groups' own lines (route_orphans).
     events = silver.join(F.broadcast(groups), "group_id").unionByName(orphan_lines(silver))
-    pauses = io.read_table(spark, cfg, "silver_gc_pauses")
+    pauses = lake.read_table(spark, cfg, "silver_gc_pauses")
     # Pinned, not persisted: the frames read several times (the replay and three timeline tables) then stand for
     # their rows alone, so the eight MERGEs below do not each analyse the whole build's plan again.
     with PinnedFrames() as pinned:
@@ -74,10 +74,10 @@ def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame, found: Fou
                                                     found=found)
                                       for name, df in tables.items() if name not in CROSS_GROUP})
         # Health compares every group with the newest rebalance of all groups, so it is rebuilt whole.
-        merged = cross_group_tables(io.read_table(spark, cfg, "gold_rebalances"),
-                                    io.read_table(spark, cfg, "gold_group_states"))
+        merged = cross_group_tables(lake.read_table(spark, cfg, "gold_rebalances"),
+                                    lake.read_table(spark, cfg, "gold_group_states"))
         for name, df in merged.items():
-            io.replace_keys(spark, df, cfg, name, keys=GOLD_KEYS[name], scope="true")
+            writes.replace_keys(spark, df, cfg, name, keys=GOLD_KEYS[name], scope="true")
     return counts
 
 
@@ -93,7 +93,7 @@ def make_reconstruct_batch(
 
     def reconstruct_batch(batch_df: DataFrame, batch_id: int) -> None:
         spark = batch_df.sparkSession
-        events = io.read_table(spark, cfg, "silver_events")
+        events = lake.read_table(spark, cfg, "silver_events")
         groups = touched_groups(batch_df, events)
         counts = rebuild_gold(spark, cfg, groups, found)
         if on_batch is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 
-from pipelines.config import Config, ConfigError
+from pipelines.settings.config import Config, ConfigError
 
 CONNECT_TIMEOUT_S = 5.0
 

@@ -11,9 +11,9 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import io
-from pipelines.config import Config
 from pipelines.report.text import duration, incident_line
+from pipelines.settings.config import Config
+from pipelines.storage import lake
 
 # The columns of a changed rebalance or incident the summary speaks of (a change elsewhere is not news).
 REBALANCE_COLUMNS = ["rebalance_id", "group_id", "cause", "started_at", "duration_ms", "incident_id"]
@@ -75,13 +75,13 @@ def from_history(spark: SparkSession, cfg: Config, before: dict[str, int], found
     """Fill `found` from the commits made after the versions `before` (table -> version): through Spark Connect the
     micro-batches run on the server, so what they saw never reaches this process."""
     for name, columns in FOUND_COLUMNS.items():
-        if name in before and io.table_version(spark, cfg, name) != before[name]:
-            found.add_rows(name, changed_rows(io.read_table(spark, cfg, name),
-                                              io.read_table(spark, cfg, name, version=before[name]), columns))
+        if name in before and lake.table_version(spark, cfg, name) != before[name]:
+            found.add_rows(name, changed_rows(lake.read_table(spark, cfg, name),
+                                              lake.read_table(spark, cfg, name, version=before[name]), columns))
     version = before.get("silver_quarantine")
-    if version is not None and io.table_version(spark, cfg, "silver_quarantine") != version:
-        old = io.read_table(spark, cfg, "silver_quarantine", version=version).select("line_id")
-        new = io.read_table(spark, cfg, "silver_quarantine").join(old, "line_id", "left_anti")
+    if version is not None and lake.table_version(spark, cfg, "silver_quarantine") != version:
+        old = lake.read_table(spark, cfg, "silver_quarantine", version=version).select("line_id")
+        new = lake.read_table(spark, cfg, "silver_quarantine").join(old, "line_id", "left_anti")
         for r in new.groupBy("reason").agg(F.count(F.lit(1)).alias("n"), F.min("batch_id").alias("first")).collect():
             found.unread[f"quarantined:{r['reason']}"] = r["n"]
             found.first_batch = r["first"] if found.first_batch is None else min(found.first_batch, r["first"])

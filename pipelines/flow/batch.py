@@ -12,16 +12,16 @@ from contextlib import contextmanager
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import io
 from pipelines.bronze.lines import LineIds
-from pipelines.caching import CachedFrames
-from pipelines.config import Config
 from pipelines.gold.build import build_gold
 from pipelines.gold.rebalances import rules_from
+from pipelines.session.caching import CachedFrames
+from pipelines.settings.config import Config
+from pipelines.settings.sources import resolve_sources
 from pipelines.silver.build import build_silver
 from pipelines.silver.outputs import to_events, to_gc_pauses
 from pipelines.silver.privacy import hash_salt
-from pipelines.sources import resolve_sources
+from pipelines.storage import inputs, lake
 
 
 @contextmanager
@@ -29,8 +29,8 @@ def batch_tables(spark: SparkSession, cfg: Config, *, line_ids: LineIds = "conte
     """Silver events and GC pauses and every gold table, computed in one batch over all landing files with line ids
     of the scheme `line_ids`; the frames the build caches are released when the block ends (a session that builds
     many oracles keeps none of them)."""
-    raw = io.read_files(spark, io.landing_files(cfg))
-    staged = build_silver(raw, resolve_sources(cfg), existing_files=io.empty(spark, "bronze_files"), batch_id=0,
+    raw = inputs.read_files(spark, inputs.landing_files(cfg))
+    staged = build_silver(raw, resolve_sources(cfg), existing_files=lake.empty(spark, "bronze_files"), batch_id=0,
                           now=F.current_timestamp(), hash_salt=hash_salt(cfg), line_ids=line_ids)
     try:
         with CachedFrames() as cached:

@@ -19,8 +19,8 @@ import json
 from importlib import metadata
 
 from pipelines.bronze.lines import LineIds
-from pipelines.config import Config
-from pipelines.errors import PipelineStateError
+from pipelines.settings.config import Config
+from pipelines.state.errors import PipelineStateError
 
 CHECKPOINT_LAYOUT = 1
 # Checkpoint layouts this release continues from (0.1.0 wrote layout 1 without a marker file).

@@ -13,20 +13,20 @@ from typing import Literal
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from pipelines import commits, io
 from pipelines.alerts.loop import AlertLoop, alert_loop
 from pipelines.alerts.stage import run_alerts
-from pipelines.config import Config, ConfigError
-from pipelines.errors import PipelineStateError
-from pipelines.found import Found, from_history
-from pipelines.ingest import make_ingest_batch
-from pipelines.kafka_check import check_brokers
+from pipelines.flow.found import Found, from_history
+from pipelines.flow.ingest import make_ingest_batch
+from pipelines.flow.reconstruct import make_reconstruct_batch
+from pipelines.flow.streams import AVAILABLE_NOW, start_stream
 from pipelines.quality.stage import QualityReport, run_quality
 from pipelines.quality.validate import import_gx_early
-from pipelines.reconstruct import make_reconstruct_batch
-from pipelines.release import check_release
-from pipelines.remote import is_connect
-from pipelines.streams import AVAILABLE_NOW, start_stream
+from pipelines.session.kafka_check import check_brokers
+from pipelines.session.remote import is_connect
+from pipelines.settings.config import Config, ConfigError
+from pipelines.state.errors import PipelineStateError
+from pipelines.state.release import check_release
+from pipelines.storage import commits, inputs, lake
 from schemas.tables import TABLES
 
 Trigger = Literal["available-now", "continuous"]
@@ -34,7 +34,7 @@ Stage = Literal["ingest", "reconstruct", "quality", "alerts"]
 STAGES: tuple[Stage, ...] = ("ingest", "reconstruct", "quality", "alerts")
 # The tables the two streams write (the quality and alerts steps run in this process and count their own rows).
 STREAMED = [name for name in TABLES if name not in ("gold_quality_results", "gold_alerts", "gold_alert_deliveries")]
-INGEST_QUERY = io.INGEST_QUERY
+INGEST_QUERY = inputs.INGEST_QUERY
 RECONSTRUCT_QUERY = "reconstruct"
 # The processing-time trigger of `--trigger continuous`.
 CONTINUOUS_INTERVAL = "5 seconds"
@@ -43,7 +43,7 @@ CONTINUOUS_INTERVAL = "5 seconds"
 @dataclass
 class RunSummary:
     """What a run wrote: rows appended (or upserted, for gold) per table, micro-batches per query, the verdicts of
-    the quality step (when it ran), and what it found (`pipelines.found`: rebalances, incidents, unread lines)."""
+    the quality step (when it ran), and what it found (`pipelines.flow.found`: rebalances, incidents, unread lines)."""
 
     added: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
     batches: dict[str, int] = field(default_factory=dict)
@@ -102,11 +102,11 @@ def check_inputs(cfg: Config) -> None:
 
 def check_checkpoints(spark: SparkSession, cfg: Config) -> None:
     """Refuse to start a fresh ingest checkpoint over tables that already hold data (it would skip or redo work)."""
-    checkpoint = io.checkpoint_dir(cfg, INGEST_QUERY)
-    files = io.table(cfg, "bronze_files")
+    checkpoint = inputs.checkpoint_dir(cfg, INGEST_QUERY)
+    files = lake.table(cfg, "bronze_files")
     if checkpoint.joinpath("offsets").exists() or not files.exists(spark):
         return
-    if io.read_table(spark, cfg, "bronze_files").limit(1).count():
+    if lake.read_table(spark, cfg, "bronze_files").limit(1).count():
         raise PipelineStateError(
             f"the ingest checkpoint {checkpoint} is missing but {cfg.lakehouse} already holds ingested files; "
             "a fresh checkpoint would not know what was ingested. Restore the checkpoint, or run "
@@ -149,7 +149,7 @@ def run(
         if rebuild:
             reset(cfg)
         line_ids = check_release(cfg)
-        io.ensure_tables(spark, cfg)
+        lake.ensure_tables(spark, cfg)
         check_checkpoints(spark, cfg)
     # A continuous run evaluates the alerts beside the streams: after each reconstruct batch and on the wall clock.
     loop = alert_loop(spark, cfg, on_progress=on_progress) if trigger != "available-now" and "alerts" in stages \
@@ -163,10 +163,10 @@ def run(
     # Through Spark Connect the batches run in the server: what they find is read back from the commits instead.
     found = None if is_connect(spark) else summary.found
     streams = {
-        "ingest": (io.read_source(spark, cfg), INGEST_QUERY,
+        "ingest": (inputs.read_source(spark, cfg), INGEST_QUERY,
                    make_ingest_batch(cfg, line_ids=line_ids, on_progress=on_progress, on_batch=summary.record,
                                      found=found)),
-        "reconstruct": (io.read_table_stream(spark, cfg, "silver_accounting"), RECONSTRUCT_QUERY,
+        "reconstruct": (lake.read_table_stream(spark, cfg, "silver_accounting"), RECONSTRUCT_QUERY,
                         make_reconstruct_batch(cfg, on_progress=on_progress, on_batch=reconstructed,
                                                found=found)),
     }
@@ -234,14 +234,14 @@ def register_views(spark: SparkSession, cfg: Config) -> list[str]:
         spark.catalog.setCurrentCatalog(cfg.catalog)
         assert cfg.schema_name is not None  # Config requires schema beside catalog
         spark.catalog.setCurrentDatabase(cfg.schema_name)
-        return [name for name in TABLES if io.table(cfg, name).exists(spark)]
+        return [name for name in TABLES if lake.table(cfg, name).exists(spark)]
     names = []
     for name in TABLES:
-        if not io.table(cfg, name).exists(spark):
+        if not lake.table(cfg, name).exists(spark):
             # A view left by another lakehouse in this session must not answer for a table this one lacks.
             spark.catalog.dropTempView(name)
             continue
-        io.read_table(spark, cfg, name).createOrReplaceTempView(name)
+        lake.read_table(spark, cfg, name).createOrReplaceTempView(name)
         names.append(name)
     return names
 

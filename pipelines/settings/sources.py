@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from pipelines.globs import glob_regex
+from pipelines.settings.globs import glob_regex
 
 if TYPE_CHECKING:
-    from pipelines.config import Config, SourceRule
+    from pipelines.settings.config import Config, SourceRule
 
 
 @dataclass(frozen=True)

@@ -9,17 +9,17 @@ from collections.abc import Callable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import io
 from pipelines.bronze.damaged import damaged_gzips, local_path, with_torn_rows
 from pipelines.bronze.envelopes import kafka_raw_lines
 from pipelines.bronze.lines import LineIds
-from pipelines.config import Config
-from pipelines.found import Found
+from pipelines.flow.found import Found
+from pipelines.session.spark import compiled_code
+from pipelines.session.together import run_together
+from pipelines.settings.config import Config
+from pipelines.settings.sources import resolve_sources
 from pipelines.silver.build import SilverBatch, build_silver
 from pipelines.silver.privacy import hash_salt
-from pipelines.sources import resolve_sources
-from pipelines.spark import compiled_code
-from pipelines.together import run_together
+from pipelines.storage import inputs, lake, writes
 
 WRITER_ID = "ingest"
 
@@ -28,7 +28,7 @@ def late_cutoff(spark: SparkSession, cfg: Config, batch_id: int) -> Column:
     """The time before which an event of this batch is late: the newest event of the earlier batches minus the
     allowed lateness (null before the first event)."""
     row = (
-        io.read_table(spark, cfg, "silver_accounting").filter(F.col("batch_id") < batch_id)
+        lake.read_table(spark, cfg, "silver_accounting").filter(F.col("batch_id") < batch_id)
         .agg(F.max(F.unix_micros("last_event_ts"))).first()
     )
     assert row is not None  # an aggregate without grouping has exactly one row
@@ -50,7 +50,7 @@ def landed_mb(uris: list[str]) -> float:
 
 def _appender(df: DataFrame, cfg: Config, name: str, batch_id: int) -> Callable[[], int]:
     """The once-per-batch append of `df` to table `name`, as a task for `run_together`."""
-    return lambda: io.append_once(df, cfg, name, batch_id=batch_id, writer_id=WRITER_ID)
+    return lambda: writes.append_once(df, cfg, name, batch_id=batch_id, writer_id=WRITER_ID)
 
 
 BatchObserver = Callable[[str, dict[str, int]], None]
@@ -60,14 +60,14 @@ def _write(spark: SparkSession, cfg: Config, staged: SilverBatch, *, batch_id: i
            on_batch: BatchObserver | None, on_progress: Callable[[str], None] | None, found: Found | None) -> None:
     """Append a staged batch to every bronze and silver table, in the order that matters, and report it (with
     `found`, its unread lines by kind are counted there)."""
-    writes = staged.tables(batch_id=batch_id, ingested_at=now, late_before=late_cutoff(spark, cfg, batch_id))
+    rows = staged.tables(batch_id=batch_id, ingested_at=now, late_before=late_cutoff(spark, cfg, batch_id))
     # The lines and events first, side by side; then silver_accounting, which tells the reconstruct stream
     # that the batch's events are there; then bronze_files, which marks its files as ingested.
-    quarantine, accounting = writes["silver_quarantine"], writes["silver_accounting"]
-    last = [(name, writes.pop(name)) for name in ("silver_accounting", "bronze_files")]
-    counts = run_together(spark, {name: _appender(df, cfg, name, batch_id) for name, df in writes.items()})
+    quarantine, accounting = rows["silver_quarantine"], rows["silver_accounting"]
+    last = [(name, rows.pop(name)) for name in ("silver_accounting", "bronze_files")]
+    counts = run_together(spark, {name: _appender(df, cfg, name, batch_id) for name, df in rows.items()})
     for name, df in last:
-        counts[name] = io.append_once(df, cfg, name, batch_id=batch_id, writer_id=WRITER_ID)
+        counts[name] = writes.append_once(df, cfg, name, batch_id=batch_id, writer_id=WRITER_ID)
     # Counted from the batch's own (pinned) rows, not read back from the tables.
     late = found.add_ingest(batch_id, quarantine, accounting) if found is not None else None
     if on_batch is not None:
@@ -81,7 +81,7 @@ def _write(spark: SparkSession, cfg: Config, staged: SilverBatch, *, batch_id: i
             f"{counts['silver_events']} events, {counts['silver_quarantine']} quarantined"
         )
         if late is None:
-            late_row = io.read_table(spark, cfg, "silver_accounting").filter(F.col("batch_id") == batch_id) \
+            late_row = lake.read_table(spark, cfg, "silver_accounting").filter(F.col("batch_id") == batch_id) \
                 .agg(F.sum("late_events")).first()
             assert late_row is not None  # an aggregate without grouping has exactly one row
             late = late_row[0]
@@ -95,8 +95,8 @@ def make_ingest_batch(
     on_batch: BatchObserver | None = None, found: Found | None = None,
 ) -> Callable[[DataFrame, int], None]:
     """The foreachBatch function of the ingest stream: raw landing lines (or Kafka records) to bronze and silver
-    tables, with line ids of the lakehouse's scheme `line_ids` (`pipelines.release.check_release` says which); with
-    `found`, the lines each batch could not read are counted there by kind."""
+    tables, with line ids of the lakehouse's scheme `line_ids` (`pipelines.state.release.check_release` says which);
+    with `found`, the lines each batch could not read are counted there by kind."""
 
     sources, salt = resolve_sources(cfg), hash_salt(cfg)
 
@@ -105,7 +105,7 @@ def make_ingest_batch(
         clock = spark.sql("SELECT current_timestamp() AS t").first()
         assert clock is not None  # a SELECT without FROM has exactly one row
         now = F.lit(clock["t"])
-        files = io.read_table(spark, cfg, "bronze_files")
+        files = lake.read_table(spark, cfg, "bronze_files")
         compiled = False  # a Kafka batch's size is not known before it is read: it runs as the session does
         existing = files.filter(F.col("duplicate_of").isNull())
         earlier_contents: DataFrame | None = None
@@ -116,7 +116,7 @@ def make_ingest_batch(
                 F.col("kafka_last_offset").alias("last_offset")).filter(F.col("topic").isNotNull())
             raw = kafka_raw_lines(batch_df, envelope=cfg.kafka.envelope, read_before=read_before)
         else:
-            planned = io.landing_batch_files(cfg, batch_id) or []
+            planned = inputs.landing_batch_files(cfg, batch_id) or []
             compiled = landed_mb(planned) >= cfg.spark.compiled_from_mb
             damaged = damaged_gzips(planned)
             if on_progress is not None:
@@ -127,7 +127,7 @@ def make_ingest_batch(
         if line_ids == "content":
             # A topic's "files" are cut per batch, and a later file may repeat an earlier one's text: repeats count
             # on from the earlier batches (a replayed batch does not count its own earlier attempt).
-            earlier_contents = io.read_table(spark, cfg, "bronze_log_lines").filter(
+            earlier_contents = lake.read_table(spark, cfg, "bronze_log_lines").filter(
                 (F.col("batch_id") < batch_id) & F.col("content_hash").isNotNull()).select("content_hash")
         with compiled_code(spark, compiled):
             staged = build_silver(raw, sources, existing_files=existing, batch_id=batch_id, now=now, hash_salt=salt,

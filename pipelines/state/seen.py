@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.config import Config
-from pipelines.release import this_release
+from pipelines.settings.config import Config
+from pipelines.state.release import this_release
 
 FOLDER = "seen"
 
