@@ -60,6 +60,8 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     "TaskMigrated", "Connect stopped",
     # librdkafka's assignor metadata request and a subscribed topic's new partition count, when printed bare.
     "partition assignor", "partition count changed",
+    # aiokafka's lines that name neither group nor coordinator, in a layout without the logger name.
+    "Metadata for topic has changed", "commit on finallization",
     *GC_LITERALS,
 )
 

@@ -110,6 +110,9 @@ CLIENT_REASONS: tuple[tuple[re.Pattern[str], str, str], ...] = (
     # group without an assignment`).
     (re.compile(r"metadata for subscribed topic\(s\) has changed", re.I), "metadata_change",
      "partition_count_change"),
+    # aiokafka: the partition counts of the subscribed topics changed (`Metadata for topic has changed from {..} to
+    # {..}`, a topic -> partition count snapshot).
+    (re.compile(r"metadata for topic has changed from", re.I), "metadata_change", "partition_count_change"),
     # librdkafka: a pattern subscription now matches other topics.
     (re.compile(r"subscription updated from metadata change", re.I), "metadata_change", "subscription_change"),
     # Kafka Streams (KIP-441): the follow-up rebalance its assignor scheduled while warm-up replicas catch up after
