@@ -92,11 +92,8 @@ class SparkSettings(_Frozen):
         description="map an archive of the driver's loaded classes at start, recorded by the first session of the "
                     "same jars and JDK (pipelines/jvm/classdata.py; about 200 MB in the jar cache)",
     )
-    conf: dict[str, str | int | float | bool] = Field(
-        default_factory=dict,
-        description="more Spark settings for the session this package starts, applied last (on a standalone or "
-                    "YARN cluster: spark.executor.memory, spark.executor.cores, spark.driver.host, ...)",
-    )
+    conf: dict[str, str | int | float | bool] = Field(default_factory=dict, description=(
+        "more Spark settings for the session this package starts, applied last (spark.executor.memory, ...)"))
 
 
 class Thresholds(_Frozen):
