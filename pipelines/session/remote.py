@@ -29,9 +29,13 @@ def is_connect(spark: SparkSession) -> bool:
 
 def _check_client() -> None:
     try:
-        from pyspark.sql.connect.utils import check_dependencies
+        # Each `require_minimum_*` check of the installed pyspark's Connect client (grpcio, pandas, pyarrow, ...; the
+        # list and the helper that calls them both changed between Spark lines, so the checks are found by name).
+        from pyspark.sql.connect import utils
 
-        check_dependencies(__name__)
+        for name in sorted(dir(utils)):
+            if name.startswith("require_minimum_"):
+                getattr(utils, name)()
     except ImportError as exc:
         raise RemoteSessionError(
             f"--remote needs the Spark Connect client packages ({exc}); {CONNECT_EXTRAS_HINT}") from None
