@@ -53,10 +53,10 @@ DEDUPE='return files.withColumn("duplicate_of", duplicate_of)'
 NO_DEDUPE='return files.withColumn("duplicate_of", F.lit(None).cast("string"))'
 S=tests/test_survival.py
 
-mutate no-idempotent-appends "$S::test_crash_between_two_table_writes_of_one_batch" pipelines/io.py "$TXN" ''
+mutate no-idempotent-appends "$S::test_crash_between_two_table_writes_of_one_batch" pipelines/storage/writes.py "$TXN" ''
 # A replayed batch is caught twice: by the Delta txnVersion and by the file fingerprints (its files are known).
 mutate no-idempotent-appends-or-fingerprints "$S::test_batch_replayed_after_its_commit_changes_nothing" \
-  pipelines/io.py "$TXN" '' pipelines/bronze/lines.py "$DEDUPE" "$NO_DEDUPE"
+  pipelines/storage/writes.py "$TXN" '' pipelines/bronze/lines.py "$DEDUPE" "$NO_DEDUPE"
 mutate no-fingerprints "$S::test_the_same_file_landed_twice_under_another_name" \
   pipelines/bronze/lines.py "$DEDUPE" "$NO_DEDUPE"
 mutate no-lost-checkpoint-check tests/test_pipeline.py::test_lost_checkpoint_is_refused_then_rebuilt_to_the_same_tables \
@@ -64,7 +64,7 @@ mutate no-lost-checkpoint-check tests/test_pipeline.py::test_lost_checkpoint_is_
 mutate no-release-check "$S::test_incompatible_checkpoints_or_tables_stop_with_a_message" \
   pipelines/state/release.py 'if layout not in CONTINUES_FROM and layout != CHECKPOINT_LAYOUT:' 'if False:'
 mutate no-table-upgrade "$S::test_todays_code_continues_a_previous_release_lakehouse" \
-  pipelines/io.py '            _upgrade(spark, ref, TABLES[name])' '            pass'
+  pipelines/storage/lake.py '            _upgrade(spark, ref, TABLES[name])' '            pass'
 mutate no-late-count "$S::test_late_sources_are_counted_and_their_groups_rebuilt" \
   pipelines/flow/ingest.py '    if newest is None:' '    if True:'
 mutate no-line-cap tests/test_hostile.py \
@@ -76,15 +76,15 @@ mutate no-html-escaping tests/test_report.py::test_log_text_is_escaped_and_the_p
   pipelines/report/render.py 'return html.escape("" if value is None else str(value), quote=True)' \
   'return "" if value is None else str(value)'
 mutate no-corrupt-file-tolerance "$S::test_a_gzip_cut_short_is_counted_and_the_stream_keeps_running" \
-  pipelines/io.py '.option("ignoreCorruptFiles", "true")' '.option("ignoreCorruptFiles", "false")'
+  pipelines/storage/inputs.py '.option("ignoreCorruptFiles", "true")' '.option("ignoreCorruptFiles", "false")'
 mutate no-torn-gzip-rows "$S::test_a_gzip_cut_short_is_counted_and_the_stream_keeps_running" \
   pipelines/flow/ingest.py 'raw = with_torn_rows(spark, batch_df, damaged)' 'raw = batch_df'
 mutate no-conflict-retries "$S::test_a_merge_that_loses_a_race_with_optimize_is_retried" \
-  pipelines/io.py 'if not is_commit_conflict(exc) or attempt == CONFLICT_ATTEMPTS:' 'if True:'
+  pipelines/storage/writes.py 'if not is_commit_conflict(exc) or attempt == CONFLICT_ATTEMPTS:' 'if True:'
 # Slow tier: the backlog's bounded batches. (Copies in progress under hidden names need no mutation here: Spark's
-# file reader skips hidden files itself, even when they are named explicitly; io.landing_files only mirrors it.)
+# file reader skips hidden files itself, even when they are named explicitly; inputs.landing_files only mirrors it.)
 mutate no-max-files-per-trigger "$S::test_a_backlog_is_absorbed_in_bounded_batches" \
-  pipelines/io.py '.option("maxFilesPerTrigger", str(cfg.max_files_per_trigger))' ''
+  pipelines/storage/inputs.py '.option("maxFilesPerTrigger", str(cfg.max_files_per_trigger))' ''
 
 cd "$repo" && git worktree remove --force "$work"
 echo "$proven proven, $survived not proven"

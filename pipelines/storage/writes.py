@@ -58,15 +58,16 @@ def with_conflict_retries(name: str, commit: Callable[[], _T]) -> _T:
 
 
 def is_commit_conflict(exc: BaseException) -> bool:
-    """True when `exc` is Delta's optimistic-concurrency conflict (one of `CONFLICT_CONDITIONS`).
+    """True when `exc` is Delta's optimistic-concurrency conflict (one of `CONFLICT_CONDITIONS`, or a sub-condition of
+    one: Delta 4.4 reports `DELTA_CONCURRENT_APPEND.WITHOUT_HINT`).
 
     A Spark Connect client gets the error class as the exception's condition. A classic session leaves most conflicts
     as a plain Py4JJavaError, and a conflict inside a failed job is a cause of another error; both print the class in
     brackets in their text, which names the whole chain of causes."""
-    if isinstance(exc, PySparkException) and exc.getCondition() in CONFLICT_CONDITIONS:
+    if isinstance(exc, PySparkException) and (exc.getCondition() or "").split(".")[0] in CONFLICT_CONDITIONS:
         return True
     text = str(exc)
-    return any(f"[{condition}]" in text for condition in CONFLICT_CONDITIONS)
+    return any(f"[{condition}]" in text or f"[{condition}." in text for condition in CONFLICT_CONDITIONS)
 
 
 def append_once(df: DataFrame, cfg: Config, name: str, *, batch_id: int, writer_id: str) -> int:
