@@ -6,29 +6,14 @@ one: eager and cooperative moves, counts-only clients, losses without a list, re
 
 from __future__ import annotations
 
-import itertools
-
-import pandas as pd
-
 from pipelines.gold.churn import Starts, attribute, churn_rows, partition_list
-
-T0 = pd.Timestamp("2026-11-27 10:00:00")
-_ids = itertools.count()
-
-
-def at(seconds: float) -> pd.Timestamp:
-    return T0 + pd.Timedelta(seconds=seconds)
+from tests.builders import at, client_line, rebalance
 
 
 def line(seconds: float, event_type: str, instance: str = "c1", client_id: str | None = "consumer-g-1",
          **fields: object) -> dict[str, object]:
-    return {"event_id": f"e{next(_ids)}", "event_ts": at(seconds), "event_type": event_type, "instance": instance,
-            "client_id": client_id, "source_kind": "client", **fields}
-
-
-def rebalance(rebalance_id: str, start: float, end: float | None, trigger: str | None = None) -> dict[str, object]:
-    return {"rebalance_id": rebalance_id, "started_at": at(start), "completed_at": None if end is None else at(end),
-            "trigger_member_id": trigger}
+    """A line of the member process c1 (client consumer-g-1) unless a test names another."""
+    return client_line(seconds, event_type, client_id, instance, **fields)
 
 
 def test_a_logged_list_in_any_of_the_clients_layouts():
@@ -116,8 +101,8 @@ def test_a_member_that_goes_silently_belongs_to_the_rebalance_its_session_expiry
         line(30, "client_partitions_revoked", partitions="[t-0]"),
     ]
     sessions = [{"member_id": "m-1", "instance": "c1"}, {"member_id": "m-2", "instance": "c2"}]
-    rebalances = [rebalance("r1", 0, 1.5), rebalance("other", 50, 51, trigger="m-2"),
-                  rebalance("expiry", 75, 76, trigger="m-1")]
+    rebalances = [rebalance("r1", 0, 1.5), rebalance("other", 50, 51, trigger_member_id="m-2"),
+                  rebalance("expiry", 75, 76, trigger_member_id="m-1")]
     rows = sorted(churn_rows("g", events, rebalances, sessions), key=lambda r: r["first_event_at"])
     assert rows[1]["rebalance_id"] == "expiry"
 
@@ -163,7 +148,7 @@ def test_librdkafka_delivers_a_lost_assignment_as_a_revocation_counted_once_as_t
 def test_attribution_searches_the_rebalances_in_start_order_whatever_order_they_come_in():
     # Given out of order, with two starting at the same instant: the first of those given wins, as a scan would pick.
     rows = [rebalance("late", 100, 110), rebalance("tie-a", 50, 60), rebalance("early", 0, 5),
-            rebalance("tie-b", 50, 70), rebalance("gone", 400, 410, trigger="m-1")]
+            rebalance("tie-b", 50, 70), rebalance("gone", 400, 410, trigger_member_id="m-1")]
     starts = Starts.of(rows)
     assert starts.last_started(at(-1)) is None
     assert starts.last_started(at(55))["rebalance_id"] == "tie-a"

@@ -13,21 +13,7 @@ from pipelines.gold.machines import CLASSIC_TRANSITIONS, CONSUMER_TRANSITIONS
 from pipelines.gold.rebalances import rebuild_rebalances
 from pipelines.gold.rulebook import confidence
 from pipelines.gold.timeline import Timeline, reconstruct_group
-
-T0 = pd.Timestamp("2026-11-20 08:00:00")
-
-
-def _secs(ts: pd.Timestamp) -> float:
-    return round((ts - T0).total_seconds(), 3)
-
-
-def ev(seconds: float, event_type: str, **fields) -> dict:
-    n = ev.counter = getattr(ev, "counter", 0) + 1
-    base = {"event_id": f"e{n}", "event_ts": T0 + pd.Timedelta(seconds=seconds), "event_type": event_type,
-            "source_kind": "broker", "group_id": "g", "member_id": None, "generation": None, "reason": None,
-            "client_reason": None, "member_count": None, "broker_id": 1, "source_file": "f", "line_no": n}
-    base.update(fields)
-    return base
+from tests.builders import T0, client_line, event, gc_pause, seconds_of
 
 
 @pytest.mark.parametrize(
@@ -63,15 +49,15 @@ def test_reason_rules(reason, client_reason, cause, detail, trigger):
 
 def test_timeline_of_one_group():
     events = [
-        ev(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None"),
-        ev(3, "group_stabilized", generation=1, member_count=1),
-        ev(3.1, "assignment_received", generation=1, member_id="m1"),
-        ev(60, "member_failed", member_id="m1"),
-        ev(60.01, "rebalance_started", generation=1, reason="removing member m1 on heartbeat expiration"),
-        ev(60.02, "group_emptied", generation=2),
-        ev(90, "rebalance_started", generation=2, reason="Adding new member m2 with group instance id None"),
-        ev(91, "group_stabilized", generation=3, member_count=1),
-        ev(91.5, "rebalance_started", generation=3, reason="Adding new member m3 with group instance id None"),
+        event(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None"),
+        event(3, "group_stabilized", generation=1, member_count=1),
+        event(3.1, "assignment_received", generation=1, member_id="m1"),
+        event(60, "member_failed", member_id="m1"),
+        event(60.01, "rebalance_started", generation=1, reason="removing member m1 on heartbeat expiration"),
+        event(60.02, "group_emptied", generation=2),
+        event(90, "rebalance_started", generation=2, reason="Adding new member m2 with group instance id None"),
+        event(91, "group_stabilized", generation=3, member_count=1),
+        event(91.5, "rebalance_started", generation=3, reason="Adding new member m3 with group instance id None"),
     ]
     rows = reconstruct_group("g", events)
     summary = [(r["generation_before"], r["generation_after"], r["outcome"], r["cause"], r["duration_ms"],
@@ -87,11 +73,11 @@ def test_timeline_of_one_group():
 
 def test_brokers_before_2_1_print_no_reason_so_neighbours_decide():
     events = [
-        ev(0, "member_failed", member_id="m1"),
-        ev(0.01, "rebalance_started", generation=4),
-        ev(1, "group_stabilized", generation=5),
-        ev(100, "rebalance_started", generation=5),
-        ev(101, "group_stabilized", generation=6),
+        event(0, "member_failed", member_id="m1"),
+        event(0.01, "rebalance_started", generation=4),
+        event(1, "group_stabilized", generation=5),
+        event(100, "rebalance_started", generation=5),
+        event(101, "group_stabilized", generation=6),
     ]
     rows = reconstruct_group("g", events)
     assert [(r["cause"], r["trigger_member_id"]) for r in rows] == [("session_timeout", "m1"), ("unknown", None)]
@@ -99,9 +85,9 @@ def test_brokers_before_2_1_print_no_reason_so_neighbours_decide():
 
 def test_spark_wrapper_matches_the_pure_function(spark):
     events = [
-        ev(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None"),
-        ev(3, "group_stabilized", generation=1, member_count=1),
-        ev(3.1, "assignment_received", generation=1, member_id="m1"),
+        event(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None"),
+        event(3, "group_stabilized", generation=1, member_count=1),
+        event(3.1, "assignment_received", generation=1, member_id="m1"),
     ]
     events = [{**e, "event_ts": e["event_ts"].to_pydatetime()} for e in events]
     schema = ("event_id string, event_ts timestamp, event_type string, source_kind string, group_id string, "
@@ -118,7 +104,8 @@ def test_spark_wrapper_matches_the_pure_function(spark):
 
 
 def test_a_reasonless_first_generation_is_members_joining():
-    rows = reconstruct_group("g", [ev(0, "rebalance_started", generation=0), ev(3, "group_stabilized", generation=1)])
+    events = [event(0, "rebalance_started", generation=0), event(3, "group_stabilized", generation=1)]
+    rows = reconstruct_group("g", events)
     assert [(r["cause"], r["cause_detail"]) for r in rows] == [("membership_change", "member_join")]
 
 
@@ -128,55 +115,52 @@ def test_kafka_4_leave_reason_names_the_member():
                                                                          "consumer-lab-poll-1-04d4")
 
 
-def client(seconds: float, event_type: str, instance: str, **fields) -> dict:
-    return ev(seconds, event_type, source_kind="client", instance=instance, **fields)
-
-
 def test_kip848_a_classic_group_converted_to_a_consumer_group_is_a_members_join():
     """The new coordinator converts a classic group only for a member joining with the consumer protocol: with no
     bump line after it (an excerpt), the conversion alone is that join's epoch rebalance, open and less sure; with
     one, the bump is the rebalance and the conversion explains it."""
-    lone = [ev(0, "group_protocol_converted", state="classic", group_protocol="consumer")]
+    lone = [event(0, "group_protocol_converted", state="classic", group_protocol="consumer")]
     rows = reconstruct_group("g", lone)
     assert [(r["protocol"], r["generation_after"], r["cause"], r["cause_detail"], r["outcome"]) for r in rows] == [
         ("consumer", None, "membership_change", "member_join", "open")]
     assert rows[0]["cause_confidence"] <= 0.5 and "are not in the log" in rows[0]["evidence_json"]
-    bumped = [ev(0, "group_protocol_converted", state="classic", group_protocol="consumer"),
-              ev(0.01, "group_epoch_bumped", group_epoch=7)]
+    bumped = [event(0, "group_protocol_converted", state="classic", group_protocol="consumer"),
+              event(0.01, "group_epoch_bumped", group_epoch=7)]
     assert [(r["generation_after"], r["cause"], r["cause_detail"]) for r in reconstruct_group("g", bumped)] == [
         (7, "membership_change", "member_join")]
     # The bump logged a millisecond before the conversion line is still its rebalance: no second one.
-    early = [ev(0, "group_epoch_bumped", group_epoch=7),
-             ev(0.001, "group_protocol_converted", state="classic", group_protocol="consumer")]
+    early = [event(0, "group_epoch_bumped", group_epoch=7),
+             event(0.001, "group_protocol_converted", state="classic", group_protocol="consumer")]
     assert [r["generation_after"] for r in reconstruct_group("g", early)] == [7]
     # Back to classic (the last consumer-protocol member left): no join, and the downgrade's own rebalance decides.
-    assert reconstruct_group("g", [ev(0, "group_protocol_converted", state="consumer", group_protocol="classic")]) == []
+    back = event(0, "group_protocol_converted", state="consumer", group_protocol="classic")
+    assert reconstruct_group("g", [back]) == []
 
 
 def test_kip848_one_rebalance_per_group_epoch_with_its_cause():
     """Consumer-protocol groups have no generations: each `Bumped group epoch` is a rebalance, explained by the member
     event the broker printed just before it and refined with the members' own logs."""
     events = [
-        client(-5, "client_subscribed", "c1", topics="t"),
-        client(-4, "client_subscribed", "c2", topics="t"),
-        ev(0, "member_joining", member_id="A"),
-        ev(0.01, "group_epoch_bumped", group_epoch=1),
-        ev(0.05, "target_assignment_computed", target_epoch=1),
-        client(0.3, "client_member_state_changed", "c1", member_id="A", state="RECONCILING"),
-        client(0.5, "client_member_state_changed", "c1", member_id="A", state="STABLE"),
-        ev(10, "member_joining", member_id="B"),
-        ev(10.01, "group_epoch_bumped", group_epoch=2),
-        client(10.2, "client_member_state_changed", "c2", member_id="B", state="STABLE"),
-        ev(20, "member_fenced", member_id="B", reason="the member session expired"),
-        ev(20.01, "group_epoch_bumped", group_epoch=3),
-        ev(20.5, "target_assignment_computed", target_epoch=3),
-        client(29.9, "client_poll_timeout", "c1", member_id="A"),
-        ev(30, "member_left", member_id="A"),
-        ev(30.01, "group_epoch_bumped", group_epoch=4),
-        ev(36, "member_joining", member_id="A"),
-        ev(36.01, "group_epoch_bumped", group_epoch=5),
-        ev(40, "member_left", member_id="A"),
-        ev(40.01, "group_epoch_bumped", group_epoch=6),
+        client_line(-5, "client_subscribed", instance="c1", topics="t"),
+        client_line(-4, "client_subscribed", instance="c2", topics="t"),
+        event(0, "member_joining", member_id="A"),
+        event(0.01, "group_epoch_bumped", group_epoch=1),
+        event(0.05, "target_assignment_computed", target_epoch=1),
+        client_line(0.3, "client_member_state_changed", instance="c1", member_id="A", state="RECONCILING"),
+        client_line(0.5, "client_member_state_changed", instance="c1", member_id="A", state="STABLE"),
+        event(10, "member_joining", member_id="B"),
+        event(10.01, "group_epoch_bumped", group_epoch=2),
+        client_line(10.2, "client_member_state_changed", instance="c2", member_id="B", state="STABLE"),
+        event(20, "member_fenced", member_id="B", reason="the member session expired"),
+        event(20.01, "group_epoch_bumped", group_epoch=3),
+        event(20.5, "target_assignment_computed", target_epoch=3),
+        client_line(29.9, "client_poll_timeout", instance="c1", member_id="A"),
+        event(30, "member_left", member_id="A"),
+        event(30.01, "group_epoch_bumped", group_epoch=4),
+        event(36, "member_joining", member_id="A"),
+        event(36.01, "group_epoch_bumped", group_epoch=5),
+        event(40, "member_left", member_id="A"),
+        event(40.01, "group_epoch_bumped", group_epoch=6),
     ]
     rows = reconstruct_group("g", events)
     summary = [(r["protocol"], r["generation_before"], r["generation_after"], r["cause"], r["cause_detail"],
@@ -195,7 +179,7 @@ def test_kip848_one_rebalance_per_group_epoch_with_its_cause():
     # Completion: the last member's client reaching STABLE, else the broker's new target assignment.
     assert [r["duration_ms"] for r in rows[:3]] == [490, 190, 490]
     # The consumer group's states, derived as the new coordinator does from the group, target and member epochs.
-    states = [(s["state"], s["generation"], _secs(s["started_at"])) for s in Timeline("g", events).states]
+    states = [(s["state"], s["generation"], seconds_of(s["started_at"])) for s in Timeline("g", events).states]
     assert states == [
         ("Assigning", 1, 0.01), ("Reconciling", 1, 0.05), ("Stable", 1, 0.5),
         ("Assigning", 2, 10.01), ("Stable", 2, 10.2),  # no target line for epoch 2: Stable when its member is
@@ -207,9 +191,9 @@ def test_kip848_one_rebalance_per_group_epoch_with_its_cause():
 
 
 def test_kip848_bump_without_member_event_is_a_metadata_change():
-    rows = reconstruct_group("g", [ev(0, "member_joining", member_id="A"),
-                                   ev(0.01, "group_epoch_bumped", group_epoch=1),
-                                   ev(60, "group_epoch_bumped", group_epoch=2)])
+    rows = reconstruct_group("g", [event(0, "member_joining", member_id="A"),
+                                   event(0.01, "group_epoch_bumped", group_epoch=1),
+                                   event(60, "group_epoch_bumped", group_epoch=2)])
     assert [(r["generation_after"], r["cause"]) for r in rows] == [(1, "membership_change"), (2, "metadata_change")]
 
 
@@ -217,12 +201,12 @@ def test_kafka_4_classic_leave_takes_the_client_reason_from_the_has_left_line():
     """4.1 opens the rebalance with `explicit LeaveGroup request for (m) members.`; the client's reason is only on the
     separate `has left group ...; client reason: ...` line just before."""
     events = [
-        ev(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id null"),
-        ev(1, "group_stabilized", generation=1, member_count=1),
-        ev(1.1, "assignment_received", generation=1, member_id="m1"),
-        ev(20, "member_left", member_id="m1", client_reason="consumer poll timeout has expired."),
-        ev(20, "rebalance_started", generation=1, reason="explicit `LeaveGroup` request for (m1) members."),
-        ev(20.1, "group_emptied", generation=2),
+        event(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id null"),
+        event(1, "group_stabilized", generation=1, member_count=1),
+        event(1.1, "assignment_received", generation=1, member_id="m1"),
+        event(20, "member_left", member_id="m1", client_reason="consumer poll timeout has expired."),
+        event(20, "rebalance_started", generation=1, reason="explicit `LeaveGroup` request for (m1) members."),
+        event(20.1, "group_emptied", generation=2),
     ]
     row = reconstruct_group("g", events)[-1]
     assert (row["cause"], row["cause_detail"], row["trigger_member_id"]) == ("poll_timeout", "leave_on_poll_timeout",
@@ -232,14 +216,14 @@ def test_kafka_4_classic_leave_takes_the_client_reason_from_the_has_left_line():
 
 def test_a_clean_close_is_not_blamed_on_an_earlier_poll_timeout_line():
     events = [
-        client(-1, "client_subscribed", "c1", topics="t", member_id="m2"),
-        ev(0, "rebalance_started", generation=0, reason="Adding new member m2 with group instance id None"),
-        ev(1, "group_stabilized", generation=1, member_count=1),
-        ev(1.1, "assignment_received", generation=1, member_id="m2"),
-        client(5, "client_poll_timeout", "c1", member_id="m1"),
-        ev(15, "rebalance_started", generation=1, reason="Removing member m2 on LeaveGroup",
-           client_reason="the consumer is being closed"),
-        ev(15.1, "group_emptied", generation=2),
+        client_line(-1, "client_subscribed", instance="c1", topics="t", member_id="m2"),
+        event(0, "rebalance_started", generation=0, reason="Adding new member m2 with group instance id None"),
+        event(1, "group_stabilized", generation=1, member_count=1),
+        event(1.1, "assignment_received", generation=1, member_id="m2"),
+        client_line(5, "client_poll_timeout", instance="c1", member_id="m1"),
+        event(15, "rebalance_started", generation=1, reason="Removing member m2 on LeaveGroup",
+              client_reason="the consumer is being closed"),
+        event(15.1, "group_emptied", generation=2),
     ]
     row = reconstruct_group("g", events)[-1]
     assert (row["cause"], row["cause_detail"]) == ("membership_change", "member_leave")
@@ -247,14 +231,14 @@ def test_a_clean_close_is_not_blamed_on_an_earlier_poll_timeout_line():
 
 def test_a_rebalance_cut_off_by_a_coordinator_move_restarts_as_coordinator_failover():
     events = [
-        ev(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None"),
-        ev(1, "group_stabilized", generation=1, member_count=1),
-        ev(1.1, "assignment_received", generation=1, member_id="m1"),
-        ev(10, "rebalance_started", generation=1, reason="Adding new member m2 with group instance id None"),
-        ev(11, "group_loaded", broker_id=2, generation=1),
-        ev(11.5, "rebalance_started", broker_id=2, generation=1,
-           reason="Adding new member m3 with group instance id None"),
-        ev(20, "group_stabilized", broker_id=2, generation=2, member_count=2),
+        event(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None"),
+        event(1, "group_stabilized", generation=1, member_count=1),
+        event(1.1, "assignment_received", generation=1, member_id="m1"),
+        event(10, "rebalance_started", generation=1, reason="Adding new member m2 with group instance id None"),
+        event(11, "group_loaded", broker_id=2, generation=1),
+        event(11.5, "rebalance_started", broker_id=2, generation=1,
+              reason="Adding new member m3 with group instance id None"),
+        event(20, "group_stabilized", broker_id=2, generation=2, member_count=2),
     ]
     rows = reconstruct_group("g", events)
     assert [(r["generation_after"], r["outcome"], r["cause"], r["cause_detail"]) for r in rows] == [
@@ -271,15 +255,15 @@ def test_a_leader_told_the_group_was_rebalancing_restarts_the_cut_off_rebalance_
     # leader's JoinGroup came first there.
     def history(moved: bool) -> list[dict]:
         return [
-            ev(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id null",
-               client_reason="need to re-join with the given member-id: m1"),
-            ev(0.1, "group_stabilized", generation=1, member_count=1),
-            ev(7, "rebalance_started", generation=2, reason="Adding new member m3 with group instance id null",
-               client_reason="need to re-join with the given member-id: m3"),
-            *([ev(7.6, "group_loaded", broker_id=2, generation=2, member_count=2)] if moved else []),
-            ev(7.7, "rebalance_started", broker_id=2 if moved else 1, generation=2,
-               reason="Leader m1 re-joining group during Stable", client_reason="group is already rebalancing"),
-            ev(26, "group_stabilized", broker_id=2 if moved else 1, generation=3, member_count=3),
+            event(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id null",
+                  client_reason="need to re-join with the given member-id: m1"),
+            event(0.1, "group_stabilized", generation=1, member_count=1),
+            event(7, "rebalance_started", generation=2, reason="Adding new member m3 with group instance id null",
+                  client_reason="need to re-join with the given member-id: m3"),
+            *([event(7.6, "group_loaded", broker_id=2, generation=2, member_count=2)] if moved else []),
+            event(7.7, "rebalance_started", broker_id=2 if moved else 1, generation=2,
+                  reason="Leader m1 re-joining group during Stable", client_reason="group is already rebalancing"),
+            event(26, "group_stabilized", broker_id=2 if moved else 1, generation=3, member_count=3),
         ]
 
     row = reconstruct_group("g", history(moved=True))[-1]
@@ -295,58 +279,54 @@ def test_a_leader_metadata_rejoin_right_after_the_only_subscriber_of_a_topic_lef
     metadata changes, so the leader's rejoin is the leave's consequence (a partition-count change is not)."""
     def events(leaver_topics: str) -> list[dict]:
         return [
-            client(-3, "client_subscribed", "c1", topics="a", member_id="m1"),
-            client(-2, "client_subscribed", "c2", topics=leaver_topics, member_id="m2"),
-            ev(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None"),
-            ev(0.5, "rebalance_started", generation=0, reason="Adding new member m2 with group instance id None"),
-            ev(1, "group_stabilized", generation=1, member_count=2),
-            ev(1.1, "assignment_received", generation=1, member_id="m1"),
-            ev(10, "rebalance_started", generation=1, reason="Removing member m2 on LeaveGroup",
-               client_reason="the consumer is being closed"),
-            ev(10.5, "group_stabilized", generation=2, member_count=1),
-            ev(10.6, "assignment_received", generation=2, member_id="m1"),
-            ev(13, "rebalance_started", generation=2, reason="Leader m1 re-joining group during Stable",
-               client_reason="cached metadata has changed"),
-            ev(13.2, "group_stabilized", generation=3, member_count=1),
+            client_line(-3, "client_subscribed", instance="c1", topics="a", member_id="m1"),
+            client_line(-2, "client_subscribed", instance="c2", topics=leaver_topics, member_id="m2"),
+            event(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None"),
+            event(0.5, "rebalance_started", generation=0, reason="Adding new member m2 with group instance id None"),
+            event(1, "group_stabilized", generation=1, member_count=2),
+            event(1.1, "assignment_received", generation=1, member_id="m1"),
+            event(10, "rebalance_started", generation=1, reason="Removing member m2 on LeaveGroup",
+                  client_reason="the consumer is being closed"),
+            event(10.5, "group_stabilized", generation=2, member_count=1),
+            event(10.6, "assignment_received", generation=2, member_id="m1"),
+            event(13, "rebalance_started", generation=2, reason="Leader m1 re-joining group during Stable",
+                  client_reason="cached metadata has changed"),
+            event(13.2, "group_stabilized", generation=3, member_count=1),
         ]
 
     assert [r["cause"] for r in reconstruct_group("g", events("a, b"))][-1] == "membership_change"
     assert [r["cause"] for r in reconstruct_group("g", events("a"))][-1] == "metadata_change"
 
 
-def cl(seconds: float, event_type: str, client: str = "consumer-1", instance: str = "app-0", **fields) -> dict:
-    """A client line of group g (no broker line: client-only reconstruction)."""
-    return ev(seconds, event_type, source_kind="client", broker_id=None, client_id=client, instance=instance, **fields)
-
-
 def test_client_only_one_rebalance_per_generation_with_the_members_own_reason():
     events = [
-        cl(0, "client_subscribed", topics="t"),
-        cl(0.1, "client_coordinator_discovered"),
-        cl(0.2, "client_joining"),
-        cl(0.3, "client_rejoin_requested", reason="need to re-join with the given member-id: consumer-1-a"),
-        cl(3, "client_joined", generation=1, member_id="consumer-1-a"),
-        cl(3.1, "client_synced", generation=1, member_id="consumer-1-a"),
-        cl(3.2, "client_partitions_assigned"),
+        client_line(0, "client_subscribed", topics="t"),
+        client_line(0.1, "client_coordinator_discovered"),
+        client_line(0.2, "client_joining"),
+        client_line(0.3, "client_rejoin_requested", reason="need to re-join with the given member-id: consumer-1-a"),
+        client_line(3, "client_joined", generation=1, member_id="consumer-1-a"),
+        client_line(3.1, "client_synced", generation=1, member_id="consumer-1-a"),
+        client_line(3.2, "client_partitions_assigned"),
         # a partition count change seen by the leader, the other member only sees the group rebalancing
-        cl(600, "client_rejoin_requested", reason="cached metadata has changed from (version2: {t=1}) ..."),
-        cl(600.1, "client_partitions_revoked"),
-        cl(600.2, "client_joining"),
-        cl(601, "client_rejoin_requested", "consumer-2", "app-1", reason="group is already rebalancing"),
-        cl(601.1, "client_joining", "consumer-2", "app-1"),
-        cl(601.5, "client_joined", generation=2, member_id="consumer-1-a"),
-        cl(601.5, "client_joined", "consumer-2", "app-1", generation=2, member_id="consumer-2-b"),
-        cl(601.6, "client_synced", "consumer-2", "app-1", generation=2, member_id="consumer-2-b"),
-        cl(601.7, "client_synced", generation=2, member_id="consumer-1-a"),
+        client_line(600, "client_rejoin_requested", reason="cached metadata has changed from (version2: {t=1}) ..."),
+        client_line(600.1, "client_partitions_revoked"),
+        client_line(600.2, "client_joining"),
+        client_line(601, "client_rejoin_requested", "consumer-2", "app-1", reason="group is already rebalancing"),
+        client_line(601.1, "client_joining", "consumer-2", "app-1"),
+        client_line(601.5, "client_joined", generation=2, member_id="consumer-1-a"),
+        client_line(601.5, "client_joined", "consumer-2", "app-1", generation=2, member_id="consumer-2-b"),
+        client_line(601.6, "client_synced", "consumer-2", "app-1", generation=2, member_id="consumer-2-b"),
+        client_line(601.7, "client_synced", generation=2, member_id="consumer-1-a"),
         # the slow member's poll timeout: it leaves, and rejoins when its batch ends
-        cl(900, "client_poll_timeout", "consumer-2", "app-1"),
-        cl(900.1, "client_leaving", "consumer-2", "app-1", member_id="consumer-2-b",
-           reason="consumer poll timeout has expired."),
-        cl(930, "client_rejoin_requested", "consumer-2", "app-1", reason="need to re-join with the given member-id: x"),
-        cl(930.5, "client_joined", "consumer-2", "app-1", generation=4, member_id="consumer-2-c"),
+        client_line(900, "client_poll_timeout", "consumer-2", "app-1"),
+        client_line(900.1, "client_leaving", "consumer-2", "app-1", member_id="consumer-2-b",
+                    reason="consumer poll timeout has expired."),
+        client_line(930, "client_rejoin_requested", "consumer-2", "app-1",
+                    reason="need to re-join with the given member-id: x"),
+        client_line(930.5, "client_joined", "consumer-2", "app-1", generation=4, member_id="consumer-2-c"),
         # a clean close at the end: the rebalance it opens is not seen to finish
-        cl(1200, "client_leaving", member_id="consumer-1-a", reason="the consumer is being closed"),
-        cl(1200.1, "client_partitions_revoked"),
+        client_line(1200, "client_leaving", member_id="consumer-1-a", reason="the consumer is being closed"),
+        client_line(1200.1, "client_partitions_revoked"),
     ]
     rows = reconstruct_group("g", events)
     summary = [(r["generation_after"], r["outcome"], r["cause"], r["cause_detail"], r["trigger_member_id"],
@@ -360,7 +340,7 @@ def test_client_only_one_rebalance_per_generation_with_the_members_own_reason():
     ]
     assert all(r["cause_confidence"] < 0.8 for r in rows)  # less sure than a broker reason
     # The classic states the members' lines imply (the coordinator's own state lines are not there).
-    states = [(s["state"], s["generation"], _secs(s["started_at"])) for s in Timeline("g", events).states]
+    states = [(s["state"], s["generation"], seconds_of(s["started_at"])) for s in Timeline("g", events).states]
     assert states == [
         ("PreparingRebalance", None, 0.2), ("CompletingRebalance", 1, 3), ("Stable", 1, 3.2),
         ("PreparingRebalance", 1, 600), ("CompletingRebalance", 2, 601.5), ("Stable", 2, 601.7),
@@ -378,10 +358,10 @@ def test_client_only_a_lone_members_close_is_a_leave_and_the_coordinator_it_then
     the leaver's: the rebalance of the members that stay is inferred, with less confidence; the coordinator the
     closing client clears afterwards says nothing about the coordinator."""
     events = [
-        cl(0, "client_leaving", "rdkafka#consumer-1"),
-        cl(0.001, "client_leaving", "rdkafka#consumer-1"),
-        cl(0.1, "client_member_state_changed", "rdkafka#consumer-1", previous_state="up", state="term"),
-        cl(0.1, "client_coordinator_lost", "rdkafka#consumer-1"),
+        client_line(0, "client_leaving", "rdkafka#consumer-1"),
+        client_line(0.001, "client_leaving", "rdkafka#consumer-1"),
+        client_line(0.1, "client_member_state_changed", "rdkafka#consumer-1", previous_state="up", state="term"),
+        client_line(0.1, "client_coordinator_lost", "rdkafka#consumer-1"),
     ]
     rows = reconstruct_group("g", events)
     assert [(r["outcome"], r["cause"], r["cause_detail"]) for r in rows] == [("open", "membership_change",
@@ -390,23 +370,23 @@ def test_client_only_a_lone_members_close_is_a_leave_and_the_coordinator_it_then
     assert rows[0]["cause_confidence"] < confidence("client_leave")
     assert "inferred" in rows[0]["evidence_json"] and "coordinator's log is missing" in rows[0]["evidence_json"]
     # A coordinator lost before any leave still decides.
-    lost_first = [cl(-5, "client_coordinator_lost", "rdkafka#consumer-1"), *events]
+    lost_first = [client_line(-5, "client_coordinator_lost", "rdkafka#consumer-1"), *events]
     assert [r["cause"] for r in reconstruct_group("g", lost_first)] == ["coordinator_change"]
 
 
 def test_client_only_a_member_that_only_saw_the_rebalance_names_who_left_from_the_leaders_assignment():
     events = [
-        cl(0, "client_joining"),
-        cl(0.1, "client_assignment_computed", generation=28, members="{a=Assignment(partitions=[t-1]), "
-           "b=Assignment(partitions=[t-0]), c=Assignment(partitions=[t-2])}"),
-        cl(0.2, "client_joined", generation=28),
-        cl(40, "client_heartbeat_failed"),
-        cl(40.1, "client_partitions_revoked"),
-        cl(40.2, "client_joining"),
-        cl(40.3, "client_assignment_computed", generation=29, members="{b=Assignment(partitions=[t-0, t-1]), "
-           "c=Assignment(partitions=[t-2])}"),
-        cl(40.4, "client_joined", generation=29),
-        cl(40.5, "client_partitions_assigned"),
+        client_line(0, "client_joining"),
+        client_line(0.1, "client_assignment_computed", generation=28, members="{a=Assignment(partitions=[t-1]), "
+                    "b=Assignment(partitions=[t-0]), c=Assignment(partitions=[t-2])}"),
+        client_line(0.2, "client_joined", generation=28),
+        client_line(40, "client_heartbeat_failed"),
+        client_line(40.1, "client_partitions_revoked"),
+        client_line(40.2, "client_joining"),
+        client_line(40.3, "client_assignment_computed", generation=29, members="{b=Assignment(partitions=[t-0, t-1]), "
+                    "c=Assignment(partitions=[t-2])}"),
+        client_line(40.4, "client_joined", generation=29),
+        client_line(40.5, "client_partitions_assigned"),
     ]
     rows = reconstruct_group("g", events)
     assert [(r["generation_after"], r["cause"], r["cause_detail"], r["trigger_member_id"], r["members_after"],
@@ -419,11 +399,14 @@ def test_client_only_a_member_that_only_saw_the_rebalance_names_who_left_from_th
 def test_client_only_a_rebalance_seen_only_by_its_end_is_found_and_ends_there():
     # Two Kafka Streams threads return from PARTITIONS_ASSIGNED to RUNNING: the rebalance's start is not in the log.
     events = [
-        cl(5, "streams_state_changed", "app-StreamThread-1", previous_state="PARTITIONS_ASSIGNED", state="RUNNING"),
-        cl(5.2, "streams_state_changed", "app-StreamThread-2", previous_state="PARTITIONS_ASSIGNED", state="RUNNING"),
+        client_line(5, "streams_state_changed", "app-StreamThread-1", previous_state="PARTITIONS_ASSIGNED",
+                    state="RUNNING"),
+        client_line(5.2, "streams_state_changed", "app-StreamThread-2", previous_state="PARTITIONS_ASSIGNED",
+                    state="RUNNING"),
     ]
     rows = reconstruct_group("g", events)
-    assert [(r["outcome"], r["cause"], r["generation_after"], _secs(r["started_at"]), _secs(r["completed_at"]))
+    assert [(r["outcome"], r["cause"], r["generation_after"], seconds_of(r["started_at"]),
+             seconds_of(r["completed_at"]))
             for r in rows] == [("stabilized", "membership_change", None, 5, 5.2)]
     assert [s["state"] for s in Timeline("g", events).states] == ["PreparingRebalance", "Stable"]
 
@@ -431,47 +414,49 @@ def test_client_only_a_rebalance_seen_only_by_its_end_is_found_and_ends_there():
 def test_client_only_state_transitions_open_and_close_a_rebalance_without_join_lines():
     # librdkafka at its default level prints no join line; its join state leaves `steady` and returns to it.
     events = [
-        cl(0, "client_subscribed", "rdkafka", topics="t"),
-        cl(1, "client_member_state_changed", "rdkafka", previous_state="init", state="wait-join"),
-        cl(4, "client_member_state_changed", "rdkafka", previous_state="wait-assign-call", state="steady"),
+        client_line(0, "client_subscribed", "rdkafka", topics="t"),
+        client_line(1, "client_member_state_changed", "rdkafka", previous_state="init", state="wait-join"),
+        client_line(4, "client_member_state_changed", "rdkafka", previous_state="wait-assign-call", state="steady"),
         # a later steady state right after the same rebalance, on another line, opens nothing
-        cl(4.5, "streams_state_changed", "app", previous_state="REBALANCING", state="RUNNING"),
+        client_line(4.5, "streams_state_changed", "app", previous_state="REBALANCING", state="RUNNING"),
     ]
     rows = reconstruct_group("g", events)
-    assert [(r["outcome"], r["cause"], r["cause_detail"], _secs(r["started_at"]), r["duration_ms"])
+    assert [(r["outcome"], r["cause"], r["cause_detail"], seconds_of(r["started_at"]), r["duration_ms"])
             for r in rows] == [("stabilized", "membership_change", "member_join", 1, 3500)]
 
 
 def test_client_only_a_commit_refused_for_its_generation_shows_a_rebalance():
-    events = [cl(0, "client_commit_failed", reason="Broker: Specified group generation id is not valid")]
+    events = [client_line(0, "client_commit_failed", reason="Broker: Specified group generation id is not valid")]
     assert [(r["outcome"], r["cause"]) for r in reconstruct_group("g", events)] == [("open", "membership_change")]
-    assert reconstruct_group("g", [cl(0, "client_commit_failed", reason="Broker: Request timed out")]) == []
+    assert reconstruct_group("g", [client_line(0, "client_commit_failed", reason="Broker: Request timed out")]) == []
 
 
 def test_a_rebalance_whose_preparing_line_is_missing_is_opened_by_the_leave_before_its_end():
     events = [
-        ev(0, "member_joining", member_id="a"),
-        ev(0.1, "rebalance_started", generation=0, reason="Adding new member a"),
-        ev(0.5, "group_stabilized", generation=1, member_count=1), ev(0.6, "assignment_received", generation=1),
-        ev(100, "member_joining", member_id="b"),
-        ev(100.1, "rebalance_started", generation=1, reason="Adding new member b"),
-        ev(100.5, "group_stabilized", generation=2, member_count=2), ev(100.6, "assignment_received", generation=2),
+        event(0, "member_joining", member_id="a"),
+        event(0.1, "rebalance_started", generation=0, reason="Adding new member a"),
+        event(0.5, "group_stabilized", generation=1, member_count=1), event(0.6, "assignment_received", generation=1),
+        event(100, "member_joining", member_id="b"),
+        event(100.1, "rebalance_started", generation=1, reason="Adding new member b"),
+        event(100.5, "group_stabilized", generation=2, member_count=2),
+        event(100.6, "assignment_received", generation=2),
         # b leaves; the coordinator's `Preparing to rebalance` line is missing, its end is there
-        ev(300, "member_left", member_id="b"),
-        ev(300.2, "group_stabilized", generation=3, member_count=1), ev(300.3, "assignment_received", generation=3),
+        event(300, "member_left", member_id="b"),
+        event(300.2, "group_stabilized", generation=3, member_count=1),
+        event(300.3, "assignment_received", generation=3),
     ]
     rows = reconstruct_group("g", events)
     assert [(r["generation_after"], r["outcome"], r["cause"], r["cause_detail"]) for r in rows][-1] == (
         3, "stabilized", "membership_change", "member_leave")
-    assert _secs(rows[-1]["started_at"]) == 300
+    assert seconds_of(rows[-1]["started_at"]) == 300
 
 
 def test_broker_lines_decide_when_present_client_only_rules_stay_out():
     events = [
-        ev(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None"),
-        cl(0.5, "client_poll_timeout"),
-        cl(1, "client_joined", generation=1, member_id="m1"),
-        ev(3, "group_stabilized", generation=1, member_count=1),
+        event(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None"),
+        client_line(0.5, "client_poll_timeout"),
+        client_line(1, "client_joined", generation=1, member_id="m1"),
+        event(3, "group_stabilized", generation=1, member_count=1),
     ]
     rows = reconstruct_group("g", events)
     assert [(r["generation_after"], r["cause"]) for r in rows] == [(1, "membership_change")]
@@ -480,9 +465,9 @@ def test_broker_lines_decide_when_present_client_only_rules_stay_out():
 
 def test_kip848_target_assignment_without_its_epoch_bump_line_is_a_rebalance_of_unknown_cause():
     events = [
-        ev(0, "target_assignment_computed", group="g", target_epoch=4),
-        ev(0.3, "member_epoch_updated", member_id="a", state="STABLE"),
-        ev(5, "member_epoch_updated", member_id="b", state="STABLE"),
+        event(0, "target_assignment_computed", group="g", target_epoch=4),
+        event(0.3, "member_epoch_updated", member_id="a", state="STABLE"),
+        event(5, "member_epoch_updated", member_id="b", state="STABLE"),
     ]
     rows = reconstruct_group("g", events)
     assert [(r["protocol"], r["generation_before"], r["generation_after"], r["cause"], r["outcome"], r["duration_ms"])
@@ -493,12 +478,12 @@ def test_streams_group_epochs_are_rebalances_with_their_causes():
     """KIP-1071 streams groups (4.1+) bump their epoch like consumer groups; a changed assignment configuration or
     topology explains a bump no member event does."""
     events = [
-        ev(0, "member_joining", member_id="S1"),
-        ev(0.01, "group_epoch_bumped", group_epoch=1, member_id="S1"),
-        ev(30, "group_config_changed", member_id="S1", reason="{num.standby.replicas=1}"),
-        ev(30.01, "group_epoch_bumped", group_epoch=2, member_id="S1"),
-        ev(60, "member_fenced", member_id="S1", reason="the member session expired."),
-        ev(60.01, "group_epoch_bumped", group_epoch=3, member_id="S1"),
+        event(0, "member_joining", member_id="S1"),
+        event(0.01, "group_epoch_bumped", group_epoch=1, member_id="S1"),
+        event(30, "group_config_changed", member_id="S1", reason="{num.standby.replicas=1}"),
+        event(30.01, "group_epoch_bumped", group_epoch=2, member_id="S1"),
+        event(60, "member_fenced", member_id="S1", reason="the member session expired."),
+        event(60.01, "group_epoch_bumped", group_epoch=3, member_id="S1"),
     ]
     rows = reconstruct_group("g", events)
     assert [(r["generation_after"], r["cause"], r["cause_detail"]) for r in rows] == [
@@ -512,12 +497,12 @@ def test_share_group_membership_changes_are_never_rebalances():
     """KIP-932 share groups: members join, leave and are fenced (with the consumer groups' own fence wording) without
     stopping the group, so none of it is a rebalance, an incident or a state interval."""
     events = [
-        ev(0, "share_member_joined", member_id="A"),
-        ev(0.5, "share_member_epoch_updated", member_id="A", member_epoch=1, state="STABLE"),
-        ev(10, "share_member_joined", member_id="B"),
-        ev(20, "member_fenced", member_id="B", reason="the member session expired."),
-        ev(20.01, "group_epoch_bumped", group_epoch=3),
-        ev(30, "share_member_left", member_id="A"),
+        event(0, "share_member_joined", member_id="A"),
+        event(0.5, "share_member_epoch_updated", member_id="A", member_epoch=1, state="STABLE"),
+        event(10, "share_member_joined", member_id="B"),
+        event(20, "member_fenced", member_id="B", reason="the member session expired."),
+        event(20.01, "group_epoch_bumped", group_epoch=3),
+        event(30, "share_member_left", member_id="A"),
     ]
     timeline = Timeline("g", events)
     assert timeline.rebalances == [] and timeline.states == []
@@ -527,24 +512,24 @@ def test_group_type_and_client_kind_come_from_the_lines_each_process_prints():
     from pipelines.gold.kinds import client_kinds, group_type
 
     events = [
-        ev(0, "member_joining", member_id="rdkafka-0f4b7bc9-a0b2-4f58-a2f9-37d4e5d0c4a1"),
-        ev(0.1, "member_joining", member_id="app-1-StreamThread-1-consumer-1c4d7bc9-a0b2-4f58-a2f9-37d4e5d0c4a1"),
-        ev(0.2, "rebalance_started", generation=0,
-           reason="Adding new member rdkafka-0f4b7bc9-a0b2-4f58-a2f9-37d4e5d0c4a1 with group instance id None"),
-        ev(0.5, "group_stabilized", generation=1, member_count=2),
-        cl(0.3, "client_joined", "app-1-StreamThread-1-consumer", "app-1", template_id="c_joined_gen",
-           member_id="app-1-StreamThread-1-consumer-1c4d7bc9-a0b2-4f58-a2f9-37d4e5d0c4a1", generation=1),
-        cl(0.6, "streams_state_changed", "app-1-StreamThread-1", "app-1", template_id="s_thread_state"),
+        event(0, "member_joining", member_id="rdkafka-0f4b7bc9-a0b2-4f58-a2f9-37d4e5d0c4a1"),
+        event(0.1, "member_joining", member_id="app-1-StreamThread-1-consumer-1c4d7bc9-a0b2-4f58-a2f9-37d4e5d0c4a1"),
+        event(0.2, "rebalance_started", generation=0,
+              reason="Adding new member rdkafka-0f4b7bc9-a0b2-4f58-a2f9-37d4e5d0c4a1 with group instance id None"),
+        event(0.5, "group_stabilized", generation=1, member_count=2),
+        client_line(0.3, "client_joined", "app-1-StreamThread-1-consumer", "app-1", template_id="c_joined_gen",
+                    member_id="app-1-StreamThread-1-consumer-1c4d7bc9-a0b2-4f58-a2f9-37d4e5d0c4a1", generation=1),
+        client_line(0.6, "streams_state_changed", "app-1-StreamThread-1", "app-1", template_id="s_thread_state"),
     ]
     timeline = Timeline("g", events)
     assert {r["group_type"] for r in timeline.rebalances} == {"streams"}
     kinds = {s["member_id"].split("-")[0]: s["client_kind"] for s in timeline.sessions.values()}
     # the Streams process's own lines win over its embedded consumer's; a default librdkafka id tells its client
     assert kinds == {"rdkafka": "librdkafka", "app": "streams"}
-    assert group_type([ev(0, "member_joining", member_id="m")]) == "consumer"
-    assert group_type([cl(0, "connect_rebalance_started", template_id="w_rebalance_started")]) == "connect"
-    assert group_type([ev(0, "share_member_joined", member_id="m")]) == "share"
-    assert client_kinds([cl(0, "client_poll_timeout", template_id="r_maxpoll")]) == {"app-0": "librdkafka"}
+    assert group_type([event(0, "member_joining", member_id="m")]) == "consumer"
+    assert group_type([client_line(0, "connect_rebalance_started", template_id="w_rebalance_started")]) == "connect"
+    assert group_type([event(0, "share_member_joined", member_id="m")]) == "share"
+    assert client_kinds([client_line(0, "client_poll_timeout", template_id="r_maxpoll")]) == {"app-0": "librdkafka"}
 
 
 @pytest.mark.parametrize(("prefix", "cause"), [("c_", "session_timeout"), ("r_", "membership_change")])
@@ -552,16 +537,16 @@ def test_client_only_a_silent_member_dropped_by_the_leader_expired_only_if_its_c
     # Java logs its LeaveGroup at INFO, so a dropped member whose log says nothing crashed or froze; librdkafka
     # logs its leave only at debug level, so its silence tells nothing.
     events = [
-        cl(0, "client_joined", "a", "app-a", member_id="a", generation=28, template_id=f"{prefix}joined"),
-        cl(0.1, "client_assignment_computed", "b", "app-b", generation=28, template_id="c_assignment",
-           members="{a=Assignment(partitions=[t-0]), b=Assignment(partitions=[t-1])}"),
-        cl(0.2, "client_joined", "b", "app-b", member_id="b", generation=28, template_id="c_joined"),
-        cl(1, "client_heartbeat", "a", "app-a", template_id=f"{prefix}heartbeat"),
-        cl(200, "client_heartbeat_failed", "b", "app-b", template_id="c_hb"),
-        cl(200.1, "client_joining", "b", "app-b", template_id="c_joining"),
-        cl(200.3, "client_assignment_computed", "b", "app-b", generation=29, template_id="c_assignment",
-           members="{b=Assignment(partitions=[t-0, t-1])}"),
-        cl(200.4, "client_joined", "b", "app-b", member_id="b", generation=29, template_id="c_joined"),
+        client_line(0, "client_joined", "a", "app-a", member_id="a", generation=28, template_id=f"{prefix}joined"),
+        client_line(0.1, "client_assignment_computed", "b", "app-b", generation=28, template_id="c_assignment",
+                    members="{a=Assignment(partitions=[t-0]), b=Assignment(partitions=[t-1])}"),
+        client_line(0.2, "client_joined", "b", "app-b", member_id="b", generation=28, template_id="c_joined"),
+        client_line(1, "client_heartbeat", "a", "app-a", template_id=f"{prefix}heartbeat"),
+        client_line(200, "client_heartbeat_failed", "b", "app-b", template_id="c_hb"),
+        client_line(200.1, "client_joining", "b", "app-b", template_id="c_joining"),
+        client_line(200.3, "client_assignment_computed", "b", "app-b", generation=29, template_id="c_assignment",
+                    members="{b=Assignment(partitions=[t-0, t-1])}"),
+        client_line(200.4, "client_joined", "b", "app-b", member_id="b", generation=29, template_id="c_joined"),
     ]
     rows = reconstruct_group("g", events)
     assert [(r["generation_after"], r["cause"], r["trigger_member_id"]) for r in rows][-1] == (29, cause, "a")
@@ -571,10 +556,10 @@ def test_a_group_first_seen_loading_at_a_later_generation_has_just_moved_here():
     # The broker took the group over (its old coordinator's lines are not here); a member that never reached it
     # expires ten seconds later.
     events = [
-        ev(0, "group_loaded", generation=56, broker_id=0),
-        ev(10, "member_failed", member_id="m1", broker_id=0),
-        ev(10, "rebalance_started", generation=56, broker_id=0, reason="removing member m1 on heartbeat expiration"),
-        ev(10.5, "group_emptied", generation=57, broker_id=0),
+        event(0, "group_loaded", generation=56, broker_id=0),
+        event(10, "member_failed", member_id="m1", broker_id=0),
+        event(10, "rebalance_started", generation=56, broker_id=0, reason="removing member m1 on heartbeat expiration"),
+        event(10.5, "group_emptied", generation=57, broker_id=0),
     ]
     [row] = reconstruct_group("g", events)
     assert (row["cause"], row["cause_detail"]) == ("coordinator_change", "coordinator_failover")
@@ -590,10 +575,10 @@ def test_a_new_member_right_after_the_group_had_no_coordinator_is_coordinator_fa
     # soon as it finds the coordinator. A join long after the load is an ordinary join.
     def events(join_at: float) -> list[dict]:
         return [
-            ev(0, "group_unloaded", generation=5051, broker_id=0),
-            ev(209, "group_loaded", generation=5052, broker_id=0),
-            ev(join_at, "rebalance_started", generation=5052, broker_id=0,
-               reason="Adding new member m9 with group instance id None"),
+            event(0, "group_unloaded", generation=5051, broker_id=0),
+            event(209, "group_loaded", generation=5052, broker_id=0),
+            event(join_at, "rebalance_started", generation=5052, broker_id=0,
+                  reason="Adding new member m9 with group instance id None"),
         ]
 
     [row] = reconstruct_group("g", events(209.7))
@@ -605,19 +590,17 @@ def test_a_new_member_right_after_the_group_had_no_coordinator_is_coordinator_fa
 
 def _gc_expiry(settings_json):
     # m1 (process app-0) is paused by GC from 0 s to 16 s; its session expires at 20 s, 4 s after the pause ended.
-    pause = {"event_id": "p1", "event_ts": T0, "event_type": "gc_pause", "source_kind": "gc", "group_id": "g",
-             "instance": "app-0", "pause_end_ts": T0 + pd.Timedelta(seconds=16), "pause_ms": 16000.0,
-             "source_file": "gc.log", "line_no": 1}
+    pause = gc_pause(0, 16000, "app-0", group_id="g", source_file="gc.log")
     events = [
-        cl(-60, "client_config", "c1", "app-0", settings_json=settings_json),
-        cl(-50, "client_joined", "c1", "app-0", member_id="m1", generation=1),
+        client_line(-60, "client_config", "c1", "app-0", settings_json=settings_json),
+        client_line(-50, "client_joined", "c1", "app-0", member_id="m1", generation=1),
         pause,
-        ev(20, "member_failed", member_id="m1"),
-        ev(20, "rebalance_started", generation=1, reason="removing member m1 on heartbeat expiration"),
-        ev(20.5, "group_emptied", generation=2),
+        event(20, "member_failed", member_id="m1"),
+        event(20, "rebalance_started", generation=1, reason="removing member m1 on heartbeat expiration"),
+        event(20.5, "group_emptied", generation=2),
     ]
     rows = reconstruct_group("g", sorted(events, key=lambda e: e["event_ts"]))
-    return next(r for r in rows if r["trigger_member_id"] == "m1" and _secs(r["started_at"]) == 20)
+    return next(r for r in rows if r["trigger_member_id"] == "m1" and seconds_of(r["started_at"]) == 20)
 
 
 def test_a_members_own_heartbeat_interval_decides_whether_a_gc_pause_explains_its_expiry():
@@ -633,7 +616,7 @@ def test_a_members_own_heartbeat_interval_decides_whether_a_gc_pause_explains_it
 def test_kip848_targets_without_epoch_bumps_name_the_member_they_drop_or_add():
     def target(seconds, epoch, members):
         assignment = ", ".join(f"{m}=MemberAssignment(partitions={{t:[0]}})" for m in members)
-        return ev(seconds, "target_assignment_computed", target_epoch=epoch, members="{" + assignment + "}")
+        return event(seconds, "target_assignment_computed", target_epoch=epoch, members="{" + assignment + "}")
 
     rows = reconstruct_group("g", [target(0, 4, ["a", "b"]), target(60, 5, ["b"]), target(75, 6, ["b", "c"])])
     assert [(r["generation_after"], r["cause"], r["cause_detail"], r["trigger_member_id"]) for r in rows] == [
@@ -646,20 +629,20 @@ def test_a_cooperative_followup_to_revoke_carries_the_cause_of_the_rebalance_bef
     rejoins at once with `need to revoke partitions and re-join`. That second round finishes the first one's work,
     so it takes its cause and incident, and no member joins or leaves for it."""
     events = [
-        ev(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None"),
-        ev(1, "group_stabilized", generation=1, member_count=1),
-        ev(1.1, "assignment_received", generation=1, member_id="m1"),
-        ev(10, "rebalance_started", generation=1, reason="Adding new member m2 with group instance id None"),
-        ev(11, "group_stabilized", generation=2, member_count=2),
-        ev(11.1, "assignment_received", generation=2, member_id="m1"),
-        ev(11.2, "rebalance_started", generation=2, reason="Leader m1 re-joining group during Stable",
-           client_reason="need to revoke partitions and re-join"),
-        ev(11.4, "group_stabilized", generation=3, member_count=2),
-        ev(11.5, "assignment_received", generation=3, member_id="m1"),
+        event(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None"),
+        event(1, "group_stabilized", generation=1, member_count=1),
+        event(1.1, "assignment_received", generation=1, member_id="m1"),
+        event(10, "rebalance_started", generation=1, reason="Adding new member m2 with group instance id None"),
+        event(11, "group_stabilized", generation=2, member_count=2),
+        event(11.1, "assignment_received", generation=2, member_id="m1"),
+        event(11.2, "rebalance_started", generation=2, reason="Leader m1 re-joining group during Stable",
+              client_reason="need to revoke partitions and re-join"),
+        event(11.4, "group_stabilized", generation=3, member_count=2),
+        event(11.5, "assignment_received", generation=3, member_id="m1"),
         # The same wording long after any rebalance is no follow-up: the broker's own reason decides.
-        ev(300, "rebalance_started", generation=3, reason="Leader m1 re-joining group during Stable",
-           client_reason="need to revoke partitions and re-join"),
-        ev(300.2, "group_stabilized", generation=4, member_count=2),
+        event(300, "rebalance_started", generation=3, reason="Leader m1 re-joining group during Stable",
+              client_reason="need to revoke partitions and re-join"),
+        event(300.2, "group_stabilized", generation=4, member_count=2),
     ]
     rows = reconstruct_group("g", events)
     assert [(r["generation_after"], r["cause"], r["cause_detail"]) for r in rows] == [
@@ -679,18 +662,19 @@ def test_a_group_less_librdkafka_warning_is_tied_to_the_member_the_coordinator_r
     moment, where the client id ties it to that member; a group with no line near it does not get it."""
     from pipelines.gold.rebalances import timeline_input
 
-    maxpoll = client(9.999, "client_poll_timeout", "app-2", group_id=None, client_id="rdkafka#consumer-1")
+    maxpoll = client_line(9.999, "client_poll_timeout", instance="app-2", group_id=None, client_id="rdkafka#consumer-1")
     events = [
-        ev(0, "rebalance_started", generation=0, reason="Adding new member rdkafka-11111111-2222-3333-4444-555555555555"
-           " with group instance id None"),
-        ev(1, "group_stabilized", generation=1, member_count=1),
-        ev(1.1, "assignment_received", generation=1, member_id="rdkafka-11111111-2222-3333-4444-555555555555"),
-        ev(10, "rebalance_started", generation=1,
-           reason="Removing member rdkafka-11111111-2222-3333-4444-555555555555 on LeaveGroup",
-           client_reason="not provided"),
-        ev(10.1, "group_emptied", generation=2),
-        ev(500, "rebalance_started", group_id="other", generation=0,
-           reason="Adding new member m9 with group instance id None"),
+        event(0, "rebalance_started", generation=0,
+              reason="Adding new member rdkafka-11111111-2222-3333-4444-555555555555"
+              " with group instance id None"),
+        event(1, "group_stabilized", generation=1, member_count=1),
+        event(1.1, "assignment_received", generation=1, member_id="rdkafka-11111111-2222-3333-4444-555555555555"),
+        event(10, "rebalance_started", generation=1,
+              reason="Removing member rdkafka-11111111-2222-3333-4444-555555555555 on LeaveGroup",
+              client_reason="not provided"),
+        event(10.1, "group_emptied", generation=2),
+        event(500, "rebalance_started", group_id="other", generation=0,
+              reason="Adding new member m9 with group instance id None"),
         maxpoll,
     ]
     columns = ("event_id string, event_ts timestamp, event_type string, source_kind string, group_id string, "
@@ -715,17 +699,17 @@ def test_a_connect_leader_rejoin_names_the_connector_change_that_caused_it():
     """A Connect worker logs the connector or task config it wrote or removed; the leader rejoins moments later to
     hand the change out. Without such a line the broker's own reason stands."""
     def events(with_change: bool) -> list[dict]:
-        change = [client(19.9, "connect_connector_changed", "w1", client_id="connect-1",
-                         message="Connector file-source config updated")] if with_change else []
+        change = [client_line(19.9, "connect_connector_changed", instance="w1", client_id="connect-1",
+                              message="Connector file-source config updated")] if with_change else []
         return [
-            ev(0, "rebalance_started", generation=0,
-               reason="Adding new member connect-1-a with group instance id None"),
-            ev(1, "group_stabilized", generation=1, member_count=1),
-            ev(1.1, "assignment_received", generation=1, member_id="connect-1-a"),
+            event(0, "rebalance_started", generation=0,
+                  reason="Adding new member connect-1-a with group instance id None"),
+            event(1, "group_stabilized", generation=1, member_count=1),
+            event(1.1, "assignment_received", generation=1, member_id="connect-1-a"),
             *change,
-            ev(20, "rebalance_started", generation=1, reason="Leader connect-1-a re-joining group during Stable",
-               client_reason=""),
-            ev(20.1, "group_stabilized", generation=2, member_count=1),
+            event(20, "rebalance_started", generation=1, reason="Leader connect-1-a re-joining group during Stable",
+                  client_reason=""),
+            event(20.1, "group_stabilized", generation=2, member_count=1),
         ]
 
     last = reconstruct_group("g", events(True))[-1]
@@ -739,16 +723,16 @@ def test_client_only_a_starting_processs_metadata_rejoin_is_its_first_join():
     process that has just subscribed and was never assigned, that is its way into the group, not a change of the
     group's metadata. The same request from a member that had joined before is a metadata change."""
     start = [
-        cl(0, "client_subscribed", "rdkafka#consumer-1", topics="t"),
-        cl(0.1, "client_coordinator_discovered", "rdkafka#consumer-1"),
-        cl(0.2, "client_rejoin_requested", "rdkafka#consumer-1",
-           reason="subscription updated from metadata change: rejoining group"),
-        cl(3, "client_joined", "rdkafka#consumer-1", generation=1, member_id="rdkafka-1-a"),
+        client_line(0, "client_subscribed", "rdkafka#consumer-1", topics="t"),
+        client_line(0.1, "client_coordinator_discovered", "rdkafka#consumer-1"),
+        client_line(0.2, "client_rejoin_requested", "rdkafka#consumer-1",
+                    reason="subscription updated from metadata change: rejoining group"),
+        client_line(3, "client_joined", "rdkafka#consumer-1", generation=1, member_id="rdkafka-1-a"),
     ]
     rows = reconstruct_group("g", start)
     assert [(r["cause"], r["cause_detail"], r["cause_rule"]) for r in rows] == [
         ("membership_change", "member_join", "client_new_member")]
-    later = [*start, cl(600, "client_rejoin_requested", "rdkafka#consumer-1",
-                        reason="subscription updated from metadata change: rejoining group"),
-             cl(603, "client_joined", "rdkafka#consumer-1", generation=2, member_id="rdkafka-1-a")]
+    later = [*start, client_line(600, "client_rejoin_requested", "rdkafka#consumer-1",
+                                 reason="subscription updated from metadata change: rejoining group"),
+             client_line(603, "client_joined", "rdkafka#consumer-1", generation=2, member_id="rdkafka-1-a")]
     assert [r["cause"] for r in reconstruct_group("g", later)] == ["membership_change", "metadata_change"]

@@ -7,7 +7,6 @@ import ast
 import re
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from pipelines.gold.explain import explain, rule_steps
@@ -16,6 +15,7 @@ from pipelines.gold.rules_data import CONFIGURED, WINDOWS
 from pipelines.gold.timeline import Timeline
 from pipelines.quality.rules import event_types
 from pipelines.settings.config import Thresholds
+from tests.builders import at, client_line, event, gc_pause
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / "pipelines" / "gold"
@@ -94,34 +94,22 @@ def test_a_rule_that_carries_its_cause_over_needs_one():
     assert decide("rejoin_after_removal", "m", "x", cause="gc_pause").detail == "rejoin"
 
 
-T0 = pd.Timestamp("2026-11-20 10:00:00")
-
-
-def ev(seconds: float, event_type: str, **fields) -> dict:
-    base = {"event_id": f"e{seconds}-{event_type}", "event_ts": T0 + pd.Timedelta(seconds=seconds),
-            "event_type": event_type, "source_kind": "broker", "source_file": "server.log", "line_no": 1}
-    return {**base, **fields}
-
-
 def gc_expiry_events() -> list[dict]:
     """A member expires while its JVM is paused 12 s by GC; its process's client log ties it to the GC log."""
     member = "c-1-00000000-0000-0000-0000-000000000001"
     return [
-        ev(-60, "client_joined", source_kind="client", instance="app-1", member_id=member, generation=1,
-           client_id="c-1", group_id="g"),
-        ev(-30, "rebalance_started", group_id="g", generation=0, broker_id=1,
-           reason=f"Adding new member {member} with group instance id None"),
-        ev(-29, "group_stabilized", group_id="g", generation=1, member_count=1, broker_id=1),
-        ev(-2, "gc_pause", source_kind="gc", instance="app-1", pause_end_ts=T0 + pd.Timedelta(seconds=10),
-           pause_ms=12000.0),
-        ev(0, "rebalance_started", group_id="g", generation=1, broker_id=1,
-           reason=f"removing member {member} on heartbeat expiration"),
-        ev(3, "group_emptied", group_id="g", generation=2, broker_id=1),
+        client_line(-60, "client_joined", "c-1", "app-1", member_id=member, generation=1),
+        event(-30, "rebalance_started", generation=0, reason=f"Adding new member {member} with group instance id None"),
+        event(-29, "group_stabilized", generation=1, member_count=1),
+        gc_pause(-2, 12000, "app-1"),
+        event(0, "rebalance_started", generation=1, reason=f"removing member {member} on heartbeat expiration"),
+        event(3, "group_emptied", generation=2),
     ]
 
 
 def test_a_traced_replay_names_its_deciding_rule_and_follows_the_book():
-    timeline = Timeline("g", sorted(gc_expiry_events(), key=lambda e: e["event_ts"]), trace=True)
+    events = gc_expiry_events()
+    timeline = Timeline("g", sorted(events, key=lambda e: e["event_ts"]), trace=True)
     expiry = [r for r in timeline.rebalances if r["cause"] == "gc_pause"]
     assert len(expiry) == 1, timeline.rebalances
     row = expiry[0]
@@ -134,14 +122,13 @@ def test_a_traced_replay_names_its_deciding_rule_and_follows_the_book():
     decided = [s for s in found["rules"] if s["status"] == "decided"]
     assert [s["rule"] for s in decided] == ["expiry_during_gc_pause"]
     assert {t["name"] for t in found["thresholds"]} == {"heartbeat_tolerance_s", "gc_pause_min_ms"}
-    assert "e-2-gc_pause" in found["event_ids"]
+    assert events[3]["event_type"] == "gc_pause" and events[3]["event_id"] in found["event_ids"]
 
 
 def test_why_not_says_how_far_the_evidence_missed():
     events = gc_expiry_events()
     # The pause ends 8 s before the expiry: outside the default 3 s heartbeat tolerance.
-    events[3] = dict(events[3], pause_end_ts=T0 - pd.Timedelta(seconds=8), pause_ms=2000.0,
-                     event_ts=T0 - pd.Timedelta(seconds=10))
+    events[3] = dict(events[3], pause_end_ts=at(-8), pause_ms=2000.0, event_ts=at(-10))
     timeline = Timeline("g", sorted(events, key=lambda e: e["event_ts"]), trace=True)
     row = next(r for r in timeline.rebalances if r["cause"] == "session_timeout")
     assert row["cause_rule"] == "plain_session_expiry"
@@ -191,8 +178,7 @@ def test_an_expiry_with_no_gc_log_read_keeps_the_gc_pause_open():
 
 def test_an_expiry_whose_gc_log_was_read_has_no_alternative():
     events = gc_expiry_events()
-    events[3] = dict(events[3], pause_end_ts=T0 - pd.Timedelta(seconds=8), pause_ms=2000.0,
-                     event_ts=T0 - pd.Timedelta(seconds=10))
+    events[3] = dict(events[3], pause_end_ts=at(-8), pause_ms=2000.0, event_ts=at(-10))
     assert _expiry(events)["cause_alternatives"] is None
 
 
@@ -200,16 +186,13 @@ def test_an_expiry_whose_gc_log_was_read_has_no_alternative():
 def test_a_leave_without_a_client_reason_leaves_a_poll_timeout_open_until_the_members_log_is_read(client_log):
     member = "c-1-00000000-0000-0000-0000-000000000001"
     events = [
-        ev(-30, "rebalance_started", group_id="g", generation=0, broker_id=1,
-           reason=f"Adding new member {member} with group instance id None"),
-        ev(-29, "group_stabilized", group_id="g", generation=1, member_count=1, broker_id=1),
-        ev(0, "rebalance_started", group_id="g", generation=1, broker_id=1, reason=f"removing member {member} on "
-           "LeaveGroup"),
-        ev(3, "group_emptied", group_id="g", generation=2, broker_id=1),
+        event(-30, "rebalance_started", generation=0, reason=f"Adding new member {member} with group instance id None"),
+        event(-29, "group_stabilized", generation=1, member_count=1),
+        event(0, "rebalance_started", generation=1, reason=f"removing member {member} on LeaveGroup"),
+        event(3, "group_emptied", generation=2),
     ]
     if client_log:
-        events.append(ev(-29, "client_joined", source_kind="client", instance="app-1", member_id=member,
-                         generation=1, client_id="c-1", group_id="g"))
+        events.append(client_line(-29, "client_joined", "c-1", "app-1", member_id=member, generation=1))
     timeline = Timeline("g", sorted(events, key=lambda e: e["event_ts"]))
     leave = next(r for r in timeline.rebalances if r["cause_detail"] == "member_leave")
     assert leave["cause_rule"] == "reason_leave_group"

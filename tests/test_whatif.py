@@ -5,40 +5,19 @@ The lab corpora give the same verdicts on real clients' histories (tests/test_ka
 
 from __future__ import annotations
 
-import json
-
-import pandas as pd
 import pytest
 
 from pipelines.gold.context import GroupContext
 from pipelines.gold.whatif import Change, WhatIf, parse_change, standard_changes, whatif_rows
 from pipelines.settings.config import Thresholds
-
-T0 = pd.Timestamp("2026-11-27 10:00:00")
-
-
-def at(seconds: float) -> pd.Timestamp:
-    return T0 + pd.Timedelta(seconds=seconds)
-
-
-def client(seconds: float, event_type: str, instance: str, **fields: object) -> dict[str, object]:
-    return {"event_id": f"{instance}-{seconds}", "event_ts": at(seconds), "event_type": event_type,
-            "source_kind": "client", "instance": instance, **fields}
-
-
-def config(instance: str, **settings: str) -> dict[str, object]:
-    return client(0, "client_config", instance, settings_json=json.dumps(settings))
-
-
-def pause(seconds: float, ms: float, instance: str) -> dict[str, object]:
-    return {"event_id": f"gc-{seconds}", "event_ts": at(seconds), "event_type": "gc_pause", "source_kind": "gc",
-            "instance": instance, "pause_ms": ms, "pause_end_ts": at(seconds + ms / 1000)}
+from tests.builders import client_config, client_line, gc_pause
+from tests.builders import rebalance as stored
 
 
 def rebalance(rebalance_id: str, start: float, cause: str, detail: str, trigger: str,
               duration_ms: int = 1000) -> dict[str, object]:
-    return {"rebalance_id": rebalance_id, "started_at": at(start), "completed_at": at(start + duration_ms / 1000),
-            "duration_ms": duration_ms, "cause": cause, "cause_detail": detail, "trigger_member_id": trigger}
+    return stored(rebalance_id, start, start + duration_ms / 1000, cause=cause, cause_detail=detail,
+                  trigger_member_id=trigger)
 
 
 def weigh(events, rebalances, spec: str, churn=()) -> dict[str, dict[str, object]]:
@@ -48,10 +27,10 @@ def weigh(events, rebalances, spec: str, churn=()) -> dict[str, dict[str, object
 
 
 GC_EVENTS = [
-    config("c1", **{"session.timeout.ms": "10000", "heartbeat.interval.ms": "3000"}),
-    client(1, "client_joining", "c1", member_id="m1"),
-    pause(50, 12000, "c1"),
-    client(62.5, "client_rejoin_requested", "c1", member_id="m1"),
+    client_config("c1", **{"session.timeout.ms": "10000", "heartbeat.interval.ms": "3000"}),
+    client_line(1, "client_joining", instance="c1", member_id="m1"),
+    gc_pause(50, 12000, "c1"),
+    client_line(62.5, "client_rejoin_requested", instance="c1", member_id="m1"),
 ]
 GC_REBALANCES = [rebalance("expiry", 60, "gc_pause", "heartbeat_expiration", "m1", 800),
                  rebalance("back", 63, "gc_pause", "rejoin", "m1", 900)]
@@ -71,7 +50,7 @@ def test_a_session_timeout_below_the_pause_changes_nothing():
 
 
 def test_a_longer_session_timeout_detects_a_dead_member_later():
-    events = [client(1, "client_joining", "c1", member_id="m1")]  # it never speaks again: killed
+    events = [client_line(1, "client_joining", instance="c1", member_id="m1")]  # it never speaks again: killed
     rows = weigh(events, [rebalance("expiry", 46, "session_timeout", "heartbeat_expiration", "m1")],
                  "session.timeout.ms=60000")
     assert (rows["expiry"]["verdict"], rows["expiry"]["delay_ms"]) == ("later", 15000)  # the 45 s default before
@@ -79,10 +58,10 @@ def test_a_longer_session_timeout_detects_a_dead_member_later():
 
 def test_a_poll_interval_above_the_gap_avoids_the_leave():
     events = [
-        config("c1", **{"max.poll.interval.ms": "6000"}),
-        client(1, "client_joining", "c1", member_id="m1"),
-        client(20, "client_poll_timeout", "c1", member_id="m1"),
-        client(26, "client_joining", "c1", member_id="m1"),
+        client_config("c1", **{"max.poll.interval.ms": "6000"}),
+        client_line(1, "client_joining", instance="c1", member_id="m1"),
+        client_line(20, "client_poll_timeout", instance="c1", member_id="m1"),
+        client_line(26, "client_joining", instance="c1", member_id="m1"),
     ]
     rebalances = [rebalance("leave", 20.1, "poll_timeout", "member_leave", "m1"),
                   rebalance("back", 26.1, "poll_timeout", "rejoin", "m1")]
@@ -94,10 +73,10 @@ def test_a_poll_interval_above_the_gap_avoids_the_leave():
 
 def test_static_members_restarting_within_their_session_make_no_rebalance_and_leaving_for_good_one_later():
     events = [
-        config("c1", **{"session.timeout.ms": "30000"}),
-        client(1, "client_joining", "c1", member_id="m1"),
-        client(40, "client_joining", "c1", member_id="m1b"),
-        client(41, "client_joining", "c2", member_id="m2"),
+        client_config("c1", **{"session.timeout.ms": "30000"}),
+        client_line(1, "client_joining", instance="c1", member_id="m1"),
+        client_line(40, "client_joining", instance="c1", member_id="m1b"),
+        client_line(41, "client_joining", instance="c2", member_id="m2"),
     ]
     rebalances = [rebalance("restart-leave", 30, "membership_change", "member_leave", "m1"),
                   rebalance("restart-join", 40, "membership_change", "member_join", "m1b"),
