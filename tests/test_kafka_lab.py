@@ -216,6 +216,8 @@ def test_lab_causes_match_the_truth(spark, tmp_path, version):
         converted = states.filter(F.col("group_id") == CONVERTED_GROUP).orderBy(*state_time_order()).collect()
         share_sessions = tables["gold_member_sessions"].filter(F.col("group_id") == SHARE_GROUP).collect()
         churn = tables["gold_partition_churn"].collect()
+        static = {r.instance for r in tables["gold_member_sessions"].filter(F.col("group_instance_id").isNotNull())
+                  .select("instance").distinct().collect()}
         groups = {r.group_id for r in truth.select("group_id").distinct().collect()}
         for original, (advised, setting) in WHATIF_PAIRS.items():
             if {original, advised} <= groups:
@@ -266,8 +268,12 @@ def test_lab_causes_match_the_truth(spark, tmp_path, version):
             counted[(row.instance, kind)] += row[kind]
     assert +counted == logged_moves(root / "landing")
     assert {r.rebalance_id for r in churn} - {None} <= rebalance_ids
-    attributed = [r for r in churn if r.rebalance_id is not None]
-    assert len(attributed) >= 0.95 * len(churn), [(r.member, r.first_event_at) for r in churn if not r.rebalance_id]
+    # A static member restarting within its session timeout gets its partitions back with no rebalance (KIP-345):
+    # its revoke and assign cycles belong to none. Every other member's cycles are tied to a rebalance.
+    dynamic = [r for r in churn if r.instance not in static]
+    attributed = [r for r in dynamic if r.rebalance_id is not None]
+    assert len(attributed) >= 0.95 * len(dynamic), [(r.member, r.first_event_at) for r in dynamic
+                                                     if not r.rebalance_id]
     # KIP-848 groups (4.x) have their own states; classic groups of the same broker keep the classic machine.
     assert kinds >= ({"Assigning", "Stable"} if version.startswith("4.") else set())
 
