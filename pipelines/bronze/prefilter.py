@@ -62,6 +62,13 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     "partition assignor", "partition count changed",
     # aiokafka's lines that name neither group nor coordinator, in a layout without the logger name.
     "Metadata for topic has changed", "commit on finallization",
+    # ruby-kafka's lines that name no group (its tag `[[<group>] {..}:] ` is not always there).
+    "Partitions assigned", "committing offsets", "final offsets commit", "Kicked out of",
+    # Frameworks' own lines (wordings/client_callbacks.yml): Karafka's poll errors, KafkaFlow's, Streamiz's prefixes
+    # and listener lines, Spring's container.
+    "Data polling error", "Max Poll Interval", "stream-thread[", "stream-application[", "revocation took",
+    "Partitions lost", "Consumer stopped", "has been fenced", "stopping container", "Enforced rebalance",
+    "could not be committed", "Rebalance callback", "Recreating consumer",
     *GC_LITERALS,
 )
 

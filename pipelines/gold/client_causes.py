@@ -27,8 +27,8 @@ _EXPIRY_ANSWERS = ("client_heartbeat_failed", "client_join_failed", "client_sync
 # member_id was not recognized`), or what it sees itself when its own
 # session runs out (librdkafka's SESSTMOUT, the Java client's `session timed out without receiving a heartbeat
 # response`).
-_EXPIRED = re.compile(r"UNKNOWN_MEMBER_ID|unknown member|member id .* is not valid|is not aware of this member"
-                      r"|session timed out|member_id was not recognized", re.I)
+_EXPIRED = re.compile(r"UNKNOWN_MEMBER_ID|unknown member|UnknownMemberId|member id .* is not valid"
+                      r"|is not aware of this member|session timed out|member_id was not recognized", re.I)
 # What a member hears when its coordinator moved or is gone: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a load.
 _COORDINATOR_GONE = re.compile(r"NOT_COORDINATOR|not coordinator|not the correct coordinator|NotCoordinator"
                                r"|COORDINATOR_NOT_AVAILABLE|coordinator not available|coordinator load in progress",

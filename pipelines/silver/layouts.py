@@ -95,6 +95,13 @@ LAYOUTS: tuple[Layout, ...] = (
     ),
     # librdkafka before 1.0 printed no thread: `%7|<epoch>|FAC|name| msg`, and .NET's `7|<time>|name|FAC| msg`.
     Layout("librdkafka_bare", rf"^(?P<pre>.*?\|[A-Z][A-Z_]{{2,}}\|(?:[^|]*\|)?) {_RDKAFKA_BROKER}(?P<msg>.*)$"),
+    # Ruby's default Logger formatter (ruby-kafka, Karafka): `I, [2019-08-09T07:47:21.123456 #1234]  INFO -- app: msg`.
+    # After the librdkafka layouts: the librdkafka lines Karafka and rdkafka-ruby forward (`rdkafka: [thrd:main]: ..`)
+    # are theirs.
+    Layout(
+        "ruby_logger",
+        rf"^[DIWEFA], \[(?P<ts>{_ISO}) #\d+\] +(?P<level>[A-Z]+) -- (?P<logger>[^:]*): (?P<msg>.*)$",
+    ),
     # Anything else: the whole line is the message.
     Layout("plain", r"^(?P<msg>[\s\S]*)$"),
 )

@@ -24,14 +24,17 @@ from pipelines.silver.timestamps import event_time, find_level, find_time
 
 # The Kafka prefixes of a message: broker coordinators (classic and new) and the Java client's LogContext
 # (consumers; Kafka Connect workers and Confluent Schema Registry's leader election use the same group code, each
-# under its own LogContext: SchemaRegistryCoordinator's is `[Schema registry clientId=.., groupId=..] `).
+# under its own LogContext: SchemaRegistryCoordinator's is `[Schema registry clientId=.., groupId=..] `), and
+# ruby-kafka's tag of its consumer's group.
 KAFKA_PREFIX = (
     r"^(?:\[GroupCoordinator (?:id=)?(\d+)(?: topic=\S+ partition=(\d+))?\]:? "
     r"|\[GroupMetadataManager brokerId=(\d+)\] "
     r"|\[Group Metadata Manager on Broker (\d+)\]: "
     r"|(?:\[[^\]\s|]+\|(?:task-\d+|worker)\] )?"  # Kafka Connect's connector context (`[my-sink|task-0] `)
     r"\[(?:Consumer|ShareConsumer|Worker|Schema registry) (?:instanceId=([^,\]]*), )?clientId=([^,\]]*), "
-    r"groupId=([^\]]*)\] )?"
+    r"groupId=([^\]]*)\] "
+    # ruby-kafka 0.7.6+ tags a consumer's lines with its group and assignment: `[[<group>] {<topic>: 0, 1}:] `.
+    r"|\[\[([^\]\n]+)\] \{[^}\n]*\}:\] )?"
     r"([\s\S]*)$"
 )
 # A line no template knows is quarantined (not dropped as noise) when it looks like it is about groups.
@@ -101,7 +104,7 @@ def _with_record(lines: DataFrame) -> DataFrame:
 
 def _with_prefix(parsed: DataFrame) -> DataFrame:
     """Add the Kafka prefix's fields, `body` (the message after it) and `continued` (later lines of the record)."""
-    slots = [[1, 3, 4], [2], [5], [6], [7], [8]]  # broker id, partition, instance id, client id, group id, body
+    slots = [[1, 3, 4], [2], [5], [6], [7, 8], [9]]  # broker id, partition, instance id, client id, group id, body
     parsed = parsed.withColumn("_prefix", pack_all(F.col("msg"), KAFKA_PREFIX, slots))
     prefix, rest, log4j = F.col("_prefix"), F.col("_rest"), F.col("layout") == "kafka_log4j"
     trailing_logger = F.nullif(F.regexp_extract(rest, _TRAILING_LOGGER, 1), F.lit(""))

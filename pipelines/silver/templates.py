@@ -64,7 +64,8 @@ EVENT_FIELDS = tuple(sorted({FIELD_COLUMNS.get(f, f) for f in FIELD_PATTERNS if 
 # Component files, in match order (first matching row wins across all of them).
 COMPONENTS = ("broker_classic", "broker_new", "broker_groups_4x", "client_classic", "client_kip848",
               "client_librdkafka", "client_streams", "client_connect", "client_kafka_python", "client_aiokafka",
-              "client_kafkajs", "client_kafka_go", "client_sarama", "client_franz_go", "client_callbacks")
+              "client_kafkajs", "client_kafka_go", "client_sarama", "client_franz_go", "client_ruby_kafka",
+              "client_callbacks")
 # After a template: an optional final period, trailing blanks, and any later lines of the record (a stack trace).
 TAIL = r"\.?\s*(?:\n[\s\S]*)?$"
 

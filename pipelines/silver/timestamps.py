@@ -23,7 +23,8 @@ SHAPES: tuple[str, ...] = (
     rf"[A-Z][a-z]{{2}} +\d{{1,2}} \d\d:\d\d:\d\d{_FRACTION}",  # syslog, journald (no year)
     r"(?<![\d.])1\d{9}\.\d{3,6}(?![\d.])",  # epoch seconds with a fraction (librdkafka)
     r"(?<![\d.])1\d{12}(?![\d.])",  # epoch milliseconds (log platforms)
-    rf"(?<![\d:.])\d\d:\d\d:\d\d{_FRACTION}(?![\d:])",  # time of day
+    # Time of day; not a duration printed with its unit (a .NET TimeSpan: `took 00:00:00.0123456 ms`).
+    rf"(?<![\d:.])\d\d:\d\d:\d\d(?![.,]?\d*\s*ms(?![\w-])){_FRACTION}(?![\d:])",
 )
 _ANY_SHAPE = "(" + "|".join(SHAPES) + ")"
 
