@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import shutil
 import signal
@@ -38,6 +39,20 @@ def parse_with(bronze, cfg: Config | None = None):
     from pipelines.silver.build import parse_records
 
     return parse_records(bronze, resolve_sources(cfg or load_config()))
+
+
+def parse_file_lines(spark, lines: list[str], *, instance: str, file_name: str = "consumer.log",
+                     modified: dt.datetime = dt.datetime(2024, 5, 14, 12)) -> dict[int, dict]:
+    """`lines` as one landed file of `instance`, parsed with the default sources; line number -> its silver row."""
+    from pyspark.sql import functions as F
+
+    bronze = spark.createDataFrame(
+        [(f"{instance}-{i}", f"file:/landing/{instance}/{file_name}", instance, file_name, modified, i, line,
+          len(line), 0) for i, line in enumerate(lines, start=1)],
+        "line_id string, source_file string, instance string, file_name string, file_modified_at timestamp, "
+        "line_no long, value string, line_length long, batch_id long",
+    ).withColumn("ingested_at", F.current_timestamp())
+    return {r["line_no"]: r.asDict() for r in parse_with(bronze).collect()}
 
 
 # The local session of the tests (`make_config`'s `spark` settings).
@@ -170,3 +185,32 @@ def estate(spark, tmp_path_factory):
         yield {"cfg": cfg, "sim": sim, "receiver": receiver, "summary": summary, "run_ts": run_ts}
     finally:
         receiver.close()
+
+
+# The run time of the small estate's runs (a fixed clock, so that the runs compared carry the same one).
+SMALL_RUN_TS = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)
+
+
+@pytest.fixture(scope="session")
+def small_sim(tmp_path_factory):
+    """A small simulated estate (two groups, one hour, Kafka 3.6 wordings): the landing files the connect and
+    cluster tiers each run elsewhere and compare with `small_run`."""
+    from simulator import simulate
+
+    return simulate(tmp_path_factory.mktemp("small-estate") / "sim", seed=21, groups=2, hours=1.0,
+                    kafka_version="3.6")
+
+
+@pytest.fixture(scope="session")
+def small_run(spark, small_sim, tmp_path_factory) -> dict:
+    """`small_sim` run once by this session (at SMALL_RUN_TS) with its report: the classic local run that the
+    Spark Connect run and the standalone cluster's run must equal."""
+    from jobs.commands import write_report
+    from pipelines.flow.run import run
+
+    root = tmp_path_factory.mktemp("small-run")
+    shutil.copytree(small_sim.landing_dir, root / "landing")
+    cfg = make_config(root, landing=root / "landing")
+    summary = run(spark, cfg, run_ts=SMALL_RUN_TS)
+    write_report(spark, cfg, root / "report.html")
+    return {"cfg": cfg, "summary": summary, "report": root / "report.html"}

@@ -9,13 +9,12 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
-from pyspark.sql import functions as F
 
 from pipelines.bronze.prefilter import PREFILTER_LITERALS
 from pipelines.gold.causes import CLIENT_REASONS
 from pipelines.gold.kinds import client_kinds
 from pipelines.silver.templates import load_rows
-from tests.conftest import parse_with
+from tests.conftest import parse_file_lines
 
 EXCERPT_705 = (Path(__file__).parent / "data" / "real-excerpts"
                / "705-aiokafka-bracket-time-colon-level-unknown-member-session-expired-loop" / "consumer.log")
@@ -130,20 +129,10 @@ def _layouts(level: str, logger: str, message: str) -> list[str]:
     return [f"{level}:{logger}:{message}", f"2024-05-14 10:21:07,482 {level} {logger} {message}"]
 
 
-def _parse(spark, lines: list[str]) -> dict[int, dict]:
-    """The lines as one client file of instance orders-svc-0, parsed; line number -> its silver row."""
-    bronze = spark.createDataFrame(
-        [(f"a{i}", "file:/landing/orders-svc-0/consumer.log", "orders-svc-0", "consumer.log",
-          dt.datetime(2024, 5, 14, 12), i, line, len(line), 0) for i, line in enumerate(lines, start=1)],
-        "line_id string, source_file string, instance string, file_name string, file_modified_at timestamp, "
-        "line_no long, value string, line_length long, batch_id long",
-    ).withColumn("ingested_at", F.current_timestamp())
-    return {r["line_no"]: r.asDict() for r in parse_with(bronze).collect()}
-
-
 @pytest.fixture(scope="module")
 def parsed(spark):
-    return _parse(spark, [line for _, level, logger, message, _ in LINES for line in _layouts(level, logger, message)])
+    return parse_file_lines(spark, [line for _, level, logger, message, _ in LINES
+                                    for line in _layouts(level, logger, message)], instance="orders-svc-0")
 
 
 def test_every_row_of_the_file_has_a_line_here():
@@ -173,7 +162,8 @@ def test_an_aiokafka_process_is_told_from_a_kafka_python_one():
 
 
 def test_the_real_aiokafka_excerpt_reads_as_an_aiokafka_process(spark):
-    rows = list(_parse(spark, EXCERPT_705.read_text(encoding="utf-8").splitlines()).values())
+    rows = list(parse_file_lines(spark, EXCERPT_705.read_text(encoding="utf-8").splitlines(),
+                                 instance="orders-svc-0").values())
     assert [r["template_id"] for r in sorted(rows, key=lambda r: r["line_no"])] == [
         "a_hb_unknown_member", "p_session_expired_1_0", "a_coordinator_dead", "a_hb_unknown_member",
         "a_coordinator_dead"]

@@ -6,7 +6,6 @@ from that virtualenv prints what it prints from the checkout."""
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import io
 import json
 import shutil
@@ -18,7 +17,6 @@ import yaml
 from pyspark.testing import assertDataFrameEqual
 
 from jobs.cli import main as cli
-from pipelines.flow.run import run
 from pipelines.storage import lake
 from schemas.tables import TABLES
 from tests import cluster
@@ -28,7 +26,6 @@ pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(cluster.java_missing(), reason="no Java runtime on PATH for the Spark cluster")]
 
 RUN_TIMEOUT_S = 900
-RUN_TS = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)
 # Tables whose rows hold the wall clock of the run that wrote them (quality results, alert deliveries) or depend on
 # it (an alert opened by a condition that lasts until "now"): compared on the replay's tables only.
 RUN_CLOCK = {"gold_quality_results", "gold_alert_deliveries", "gold_alerts"}
@@ -45,18 +42,12 @@ def shipped(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def two_runs(spark, shipped, tmp_path_factory):
-    """One small simulated estate run from the same landing files by this session (local[*], the checkout) and by
-    the wheel's `rebalance run` as the driver of a standalone cluster."""
-    from simulator import simulate
-
+def two_runs(small_sim, small_run, shipped, tmp_path_factory):
+    """The small estate run by the wheel's `rebalance run` as the driver of a standalone cluster, beside this
+    session's local run of the same landing files (`small_run`: local[*], the checkout)."""
     base = tmp_path_factory.mktemp("cluster-estate")
-    sim = simulate(base / "sim", seed=21, groups=2, hours=1.0, kafka_version="3.6")
-    local, remote = base / "local", base / "cluster"
-    for root in (local, remote):
-        shutil.copytree(sim.landing_dir, root / "landing")
-    cfg = make_config(local, landing=local / "landing")
-    run(spark, cfg, run_ts=RUN_TS)
+    remote = base / "cluster"
+    shutil.copytree(small_sim.landing_dir, remote / "landing")
 
     with cluster.standalone_cluster(shipped["python"], base) as spark_cluster:
         conf = remote / "cluster.yml"
@@ -72,8 +63,8 @@ def two_runs(spark, shipped, tmp_path_factory):
         print(f"cluster run: {time.monotonic() - started:.0f} s")
         executors = sorted(spark_cluster.logs.parent.glob("worker-*/app-*/*/stderr"))
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
-    return {"local": cfg, "cluster": make_config(remote, landing=remote / "landing"), "stdout": result.stdout,
-            "executors": executors, "sim": sim}
+    return {"local": small_run["cfg"], "cluster": make_config(remote, landing=remote / "landing"),
+            "stdout": result.stdout, "executors": executors, "sim": small_sim}
 
 
 def test_the_cluster_ran_the_work_on_both_workers(two_runs):

@@ -5,7 +5,6 @@ of `--remote` when the client packages are missing or the server is unreachable.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import io
 import shutil
 import subprocess
@@ -17,16 +16,13 @@ import pytest
 from pyspark.testing import assertDataFrameEqual
 
 from jobs.cli import main as cli
-from jobs.commands import write_report
-from pipelines.flow.run import run
 from pipelines.storage import lake
 from schemas.tables import TABLES
 from tests import connect_server
-from tests.conftest import make_config
+from tests.conftest import SMALL_RUN_TS, make_config
 from tests.connect_client import SQL
 
 ROOT = Path(__file__).resolve().parents[1]
-RUN_TS = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)
 CLIENT_TIMEOUT_S = 600
 # Columns that hold the wall clock of the run, not its results.
 WALL_CLOCK = {"gold_alert_deliveries": ["delivered_at"]}
@@ -50,31 +46,25 @@ def connect_url(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def two_runs(spark, connect_url, tmp_path_factory):
-    """One small simulated estate run twice from the same landing files: by the classic session of this process,
-    and by a client process through the Spark Connect server."""
-    from simulator import simulate
-
+def two_runs(connect_url, small_sim, request, tmp_path_factory):
+    """The small estate run by a client process through the Spark Connect server, beside the classic session's run
+    of the same landing files (`small_run`)."""
     base = tmp_path_factory.mktemp("connect-estate")
-    sim = simulate(base / "sim", seed=21, groups=2, hours=1.0, kafka_version="3.6")
-    classic, remote = base / "classic", base / "connect"
-    for root in (classic, remote):
-        shutil.copytree(sim.landing_dir, root / "landing")
-    parse_file = next(p for p in sorted(sim.landing_dir.glob("*/*")) if "server" in p.name)
+    remote = base / "connect"
+    shutil.copytree(small_sim.landing_dir, remote / "landing")
+    parse_file = next(p for p in sorted(small_sim.landing_dir.glob("*/*")) if "server" in p.name)
 
-    # The two runs overlap: each spends much of its time waiting on its driver, so together they take less time.
+    # The two runs overlap when the classic one is not made yet: each spends much of its time waiting on its
+    # driver, so together they take less time.
     started = time.monotonic()
     log = base / "client.log"
     with log.open("w") as out:  # a file, not a pipe that nobody reads while the classic run goes on
         client = subprocess.Popen(
-            [sys.executable, "-m", "tests.connect_client", connect_url, str(remote), RUN_TS.isoformat(),
+            [sys.executable, "-m", "tests.connect_client", connect_url, str(remote), SMALL_RUN_TS.isoformat(),
              str(parse_file)], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True,
         )
     try:
-        cfg = make_config(classic, landing=classic / "landing")
-        summary = run(spark, cfg, run_ts=RUN_TS)
-        write_report(spark, cfg, classic / "report.html")
-        print(f"classic run: {time.monotonic() - started:.0f} s; {summary.line()}")
+        classic = request.getfixturevalue("small_run")
         client.wait(timeout=CLIENT_TIMEOUT_S)
     finally:
         if client.poll() is None:
@@ -84,8 +74,8 @@ def two_runs(spark, connect_url, tmp_path_factory):
     assert client.returncode == 0, output[-3000:]
     summary_lines = [line for line in output.splitlines() if line.startswith("run: ")]
     print(f"connect run: {time.monotonic() - started:.0f} s; {summary_lines}")
-    return {"classic": cfg, "connect": make_config(remote, landing=remote / "landing"), "client": output,
-            "parse_file": parse_file, "summary": summary}
+    return {"classic": classic["cfg"], "classic_report": classic["report"], "summary": classic["summary"],
+            "connect": make_config(remote, landing=remote / "landing"), "client": output, "parse_file": parse_file}
 
 
 @pytest.mark.connect
@@ -111,9 +101,9 @@ def test_every_stream_and_step_wrote_through_spark_connect(spark, two_runs):
 
 @pytest.mark.connect
 def test_report_and_commands_are_the_same_through_spark_connect(spark, two_runs):
-    classic, remote = two_runs["classic"].lakehouse.parent, two_runs["connect"].lakehouse.parent
-    assert (remote / "report.html").read_text() == (classic / "report.html").read_text()
-    code, out, _ = _cli(["sql", SQL, "--lakehouse", str(classic / "lakehouse"), "--format", "json"])
+    remote = two_runs["connect"].lakehouse.parent
+    assert (remote / "report.html").read_text() == two_runs["classic_report"].read_text()
+    code, out, _ = _cli(["sql", SQL, "--lakehouse", str(two_runs["classic"].lakehouse), "--format", "json"])
     assert code == 0 and out
     assert (remote / "cli" / "sql.jsonl").read_text() == out
     code, out, _ = _cli(["parse", str(two_runs["parse_file"])])

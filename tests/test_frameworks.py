@@ -7,11 +7,10 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from pyspark.sql import functions as F
 
 from pipelines.bronze.prefilter import PREFILTER_LITERALS
 from pipelines.silver.templates import load_rows
-from tests.conftest import parse_with
+from tests.conftest import parse_file_lines
 
 RUBY = "I, [2025-02-01T10:00:00.123456 #4242]  INFO -- : "
 RUBY_ERROR = "E, [2025-02-01T10:05:00.000000 #4242] ERROR -- : "
@@ -75,13 +74,8 @@ LINES = [
 
 @pytest.fixture(scope="module")
 def parsed(spark):
-    bronze = spark.createDataFrame(
-        [(f"f{i}", "file:/landing/svc-0/app.log", "svc-0", "app.log", dt.datetime(2025, 2, 1, 12), i, line,
-          len(line), 0) for i, (_, line, _) in enumerate(LINES, start=1)],
-        "line_id string, source_file string, instance string, file_name string, file_modified_at timestamp, "
-        "line_no long, value string, line_length long, batch_id long",
-    ).withColumn("ingested_at", F.current_timestamp())
-    return {r["line_no"]: r.asDict() for r in parse_with(bronze).collect()}
+    return parse_file_lines(spark, [line for _, line, _ in LINES], instance="svc-0", file_name="app.log",
+                            modified=dt.datetime(2025, 2, 1, 12))
 
 
 def test_every_new_framework_row_has_a_line_here():

@@ -215,6 +215,9 @@ def test_offsets_lost_to_retention_are_one_counted_record(spark, broker, tmp_pat
     assert lake.read_table(spark, cfg, "bronze_files").agg(F.sum("lines_read")).first()[0] == 16
 
 
+# The slow tier: about nine minutes of fresh driver processes on two cores. The default tier keeps the file source's
+# kill loop (tests/test_survival.py) and this source's restart above, which resumes from the same offsets.
+@pytest.mark.slow
 def test_driver_killed_while_reading_a_topic_loses_and_doubles_nothing(spark, broker, estate, files_run, tmp_path):
     """`kill -9` of `rebalance run --source kafka` (the Python driver and its JVM) at random moments while records
     keep arriving, then a clean run: every record is read once and the tables are the landing-files run's."""

@@ -10,13 +10,12 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from pyspark.sql import functions as F
 
 from pipelines.bronze.prefilter import PREFILTER_LITERALS
 from pipelines.gold.client_causes import _COORDINATOR_GONE, _EXPIRED
 from pipelines.gold.kinds import client_kinds
 from pipelines.silver.templates import load_rows
-from tests.conftest import parse_with
+from tests.conftest import parse_file_lines
 
 GROUP = "orders-app"
 MEMBER = "orders-worker-3c1d5a9e-7b2f-4e11-9a0c-5d8e2f6b1a47"
@@ -65,20 +64,10 @@ def _ruby(level: str, message: str) -> str:
     return f"{level[0]}, [2024-05-14T10:21:07.482113 #4242] {level:>5} -- : {message}"
 
 
-def _parse(spark, lines: list[str]) -> dict[int, dict]:
-    """The lines as one client file of instance orders-worker-0, parsed; line number -> its silver row."""
-    bronze = spark.createDataFrame(
-        [(f"y{i}", "file:/landing/orders-worker-0/consumer.log", "orders-worker-0", "consumer.log",
-          dt.datetime(2024, 5, 14, 12), i, line, len(line), 0) for i, line in enumerate(lines, start=1)],
-        "line_id string, source_file string, instance string, file_name string, file_modified_at timestamp, "
-        "line_no long, value string, line_length long, batch_id long",
-    ).withColumn("ingested_at", F.current_timestamp())
-    return {r["line_no"]: r.asDict() for r in parse_with(bronze).collect()}
-
-
 @pytest.fixture(scope="module")
 def parsed(spark):
-    return _parse(spark, [_ruby(level, prefix + message) for _, level, message, _ in LINES for prefix in ("", TAG)])
+    return parse_file_lines(spark, [_ruby(level, prefix + message) for _, level, message, _ in LINES
+                                    for prefix in ("", TAG)], instance="orders-worker-0")
 
 
 def test_every_row_of_the_file_has_a_line_here():
