@@ -55,6 +55,8 @@ def parse_file_lines(spark, lines: list[str], *, instance: str, file_name: str =
     return {r["line_no"]: r.asDict() for r in parse_with(bronze).collect()}
 
 
+# The run time of the shared estates' runs (a fixed clock, so that the runs compared carry the same one).
+RUN_TS = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)
 # The local session of the tests (`make_config`'s `spark` settings).
 SPARK_SETTINGS = {"master": "local[2]", "shuffle_partitions": 2, "driver_memory": "6g"}
 
@@ -164,9 +166,6 @@ class Receiver:
 def estate(spark, tmp_path_factory):
     """One simulated estate (Kafka 3.6 wording, every cause, a storm) run through the whole pipeline once, with
     alerts delivered to a local webhook that fails twice before it recovers."""
-    import datetime as dt
-    import os
-
     from pipelines.flow.run import run
     from simulator import simulate
 
@@ -174,7 +173,7 @@ def estate(spark, tmp_path_factory):
     sim = simulate(root, seed=21, groups=3, hours=2.0, kafka_version="3.6")
     cfg = make_config(root, landing=sim.landing_dir, alerts={"webhook_backoff_s": 0.01})
     receiver = Receiver(failures=2)
-    run_ts = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)
+    run_ts = RUN_TS
     # The webhook is configured for this run only, so that other tests' runs never post to this receiver.
     os.environ[cfg.alerts.webhook_url_env] = receiver.url
     try:
@@ -185,10 +184,6 @@ def estate(spark, tmp_path_factory):
         yield {"cfg": cfg, "sim": sim, "receiver": receiver, "summary": summary, "run_ts": run_ts}
     finally:
         receiver.close()
-
-
-# The run time of the small estate's runs (a fixed clock, so that the runs compared carry the same one).
-SMALL_RUN_TS = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)
 
 
 @pytest.fixture(scope="session")
@@ -203,7 +198,7 @@ def small_sim(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def small_run(spark, small_sim, tmp_path_factory) -> dict:
-    """`small_sim` run once by this session (at SMALL_RUN_TS) with its report: the classic local run that the
+    """`small_sim` run once by this session (at RUN_TS) with its report: the classic local run that the
     Spark Connect run and the standalone cluster's run must equal."""
     from jobs.commands import write_report
     from pipelines.flow.run import run
@@ -211,6 +206,6 @@ def small_run(spark, small_sim, tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("small-run")
     shutil.copytree(small_sim.landing_dir, root / "landing")
     cfg = make_config(root, landing=root / "landing")
-    summary = run(spark, cfg, run_ts=SMALL_RUN_TS)
+    summary = run(spark, cfg, run_ts=RUN_TS)
     write_report(spark, cfg, root / "report.html")
     return {"cfg": cfg, "summary": summary, "report": root / "report.html"}

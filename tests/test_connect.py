@@ -19,7 +19,7 @@ from jobs.cli import main as cli
 from pipelines.storage import lake
 from schemas.tables import TABLES
 from tests import connect_server
-from tests.conftest import SMALL_RUN_TS, make_config
+from tests.conftest import RUN_TS, make_config
 from tests.connect_client import SQL
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,7 +60,7 @@ def two_runs(connect_url, small_sim, request, tmp_path_factory):
     log = base / "client.log"
     with log.open("w") as out:  # a file, not a pipe that nobody reads while the classic run goes on
         client = subprocess.Popen(
-            [sys.executable, "-m", "tests.connect_client", connect_url, str(remote), SMALL_RUN_TS.isoformat(),
+            [sys.executable, "-m", "tests.connect_client", connect_url, str(remote), RUN_TS.isoformat(),
              str(parse_file)], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True,
         )
     try:
