@@ -15,6 +15,7 @@ version); tests/test_accuracy.py runs the same check on small estates.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
@@ -59,19 +60,22 @@ def confusion_table(confusion: dict[tuple[str, str], int]) -> list[str]:
 
 
 def evaluate_version(spark, version: str, root: Path, *, seed: int, groups: int, hours: float,
-                     lines: int | None, group_protocol: str = "classic") -> dict:
+                     lines: int | None, group_protocol: str = "classic", broker_stalls: int = 0) -> dict:
     """Simulate one estate, run the batch pipeline, match the truth: counts, confusion, mismatches, timings."""
     from pyspark.sql import functions as F
 
     from pipelines.flow.batch import batch_tables
     from pipelines.settings.config import load_config
     from simulator import simulate
-    from simulator.evaluate import accuracy, match_truth
+    from simulator.evaluate import accuracy, match_estates, match_truth
 
     t0 = time.monotonic()
     extra: dict[str, Any] = {} if group_protocol == "classic" else {"group_protocol": group_protocol}
     sim = simulate(root / version, seed=seed, groups=groups, hours=hours, lines=lines, kafka_version=version,
-                   **extra)
+                   broker_stalls=broker_stalls, **extra)
+    estate_truth_file = sim.truth_file.parent / "estate_incidents.jsonl"
+    estate_truth = ([json.loads(line) for line in estate_truth_file.read_text().splitlines()]
+                    if estate_truth_file.exists() else [])
     t_sim = time.monotonic() - t0
     cfg = load_config(None, {"landing": sim.landing_dir, "lakehouse": root / version / "lakehouse"})
     t1 = time.monotonic()
@@ -82,6 +86,7 @@ def evaluate_version(spark, version: str, root: Path, *, seed: int, groups: int,
         wrong = (matched.filter(~F.col("cause").eqNullSafe(F.col("true_cause")))
                  .select("group_id", "generation_after", "true_cause", "true_cause_detail", "cause", "cause_detail")
                  .orderBy("group_id", "generation_after").collect())
+        estates = match_estates([r.asDict() for r in tables["gold_estate_incidents"].collect()], estate_truth)
         total = rebalances.count()
         no_generation = rebalances.filter(F.col("generation_after").isNull()).count()
         matched.unpersist()
@@ -90,7 +95,7 @@ def evaluate_version(spark, version: str, root: Path, *, seed: int, groups: int,
             "groups": len(sim.groups),
             "truth_by_cause": sim.by_cause, "result": result, "wrong": [r.asDict() for r in wrong],
             "rebalance_rows": total, "rows_without_generation": no_generation,
-            "simulate_s": t_sim, "pipeline_s": t_pipe}
+            "simulate_s": t_sim, "pipeline_s": t_pipe, "estates": estates}
 
 
 def markdown(runs: list[dict], command: str, started: datetime, elapsed: float) -> str:
@@ -121,6 +126,8 @@ def markdown(runs: list[dict], command: str, started: datetime, elapsed: float) 
     for run in runs:
         r = run["result"]
         out += ["", f"## Kafka {run['version']} ({run['protocol']} groups)", "", r.line() + ".", "",
+                run["estates"].line() + (f"; missed: {'; '.join(run['estates'].misses)}" if run["estates"].misses
+                                         else "") + ".", "",
                 f"Truth by cause: {', '.join(f'{k} {v}' for k, v in run['truth_by_cause'].items())}. "
                 f"gold_rebalances rows: {run['rebalance_rows']} ({run['rows_without_generation']} without a "
                 "generation_after: open at the end of the logs, not matched).", "", *confusion_table(r.confusion)]
@@ -141,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, help="scratch directory (default: a temp dir, removed at the end)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
     parser.add_argument("--min-accuracy", type=float, default=0.98)
+    parser.add_argument("--broker-stalls", type=int, default=0,
+                        help="estate events per estate: broker stalls that expire members of several groups at once "
+                             "(truth/estate_incidents.jsonl; default 0, the estates of earlier reports)")
     parser.add_argument("--group-protocol", choices=("classic", "consumer", "mixed"), default="mixed",
                         help="group protocol of the 4.x estates (older versions are always classic; default: mixed, "
                              "every other group a KIP-848 consumer group)")
@@ -163,8 +173,9 @@ def main(argv: list[str] | None = None) -> int:
             # a different seed per version, so each estate plays its own incidents
             protocol = args.group_protocol if int(version.split(".")[0]) >= 4 else "classic"
             run = evaluate_version(spark, version, work, seed=args.seed + index, groups=args.groups,
-                                   hours=args.hours, lines=args.lines, group_protocol=protocol)
-            print(f"  {run['lines']:,} lines: {run['result'].line()} "
+                                   hours=args.hours, lines=args.lines, group_protocol=protocol,
+                                   broker_stalls=args.broker_stalls)
+            print(f"  {run['lines']:,} lines: {run['result'].line()}; {run['estates'].line()} "
                   f"({run['simulate_s']:.0f} s simulate, {run['pipeline_s']:.0f} s pipeline)", file=sys.stderr,
                   flush=True)
             runs.append(run)
@@ -179,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     path.write_text(report, encoding="utf-8")
     print(report)
     print(f"written: {path}", file=sys.stderr)
-    ok = all(r["result"].found == r["result"].truth and r["result"].invented == 0
+    ok = all(r["result"].found == r["result"].truth and r["result"].invented == 0 and r["estates"].invented == 0
+             and r["estates"].found >= 0.95 * r["estates"].truth
              and r["result"].cause_accuracy >= args.min_accuracy for r in runs)
     return 0 if ok else 1
 

@@ -82,6 +82,17 @@ def raw_lines(spark: Any, timeline: Any, event_ids: list[str]) -> list[dict[str,
             for f, n in dict.fromkeys(places) if (f, n) in found]
 
 
+def estate_incident_of(spark: Any, estate_incident_id: str | None) -> dict[str, Any] | None:
+    """The gold_estate_incidents row a rebalance belongs to (None outside any, or before the table existed)."""
+    from pyspark.sql import functions as F
+
+    if not estate_incident_id:
+        return None
+    rows = spark.table("gold_estate_incidents").filter(
+        F.col("estate_incident_id") == estate_incident_id).limit(1).collect()
+    return rows[0].asDict(recursive=True) if rows else None
+
+
 def run_explain(args: argparse.Namespace, *, progress: Any) -> int:
     """Print why one rebalance got its cause (text, or one JSON object with --format json)."""
     from jobs.commands import _json_value, _open_lakehouse
@@ -99,6 +110,7 @@ def run_explain(args: argparse.Namespace, *, progress: Any) -> int:
                           "(the tables were written by another release or other settings: run `rebalance run "
                           f"--rebuild`); {_how_to_list(stored['group_id'])}") from None
     lines = raw_lines(spark, timeline, found["event_ids"])
+    found["estate_incident"] = estate_incident_of(spark, stored.get("estate_incident_id"))
     differs = [k for k in ("cause", "cause_detail") if stored.get(k) != found["rebalance"].get(k)]
     if args.format == "json":
         print(json.dumps({**found, "lines": lines, "stored_differs": differs}, default=_json_value))

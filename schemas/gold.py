@@ -97,6 +97,15 @@ GOLD_WHATIF = _schema(
     ("delay_ms", L, True), ("observed_ms", L, True), ("detail", S, False),
 )
 
+# Added in 0.7.0: rebalances of different groups tied by one root event (pipelines/gold/estate.py): a coordinator
+# that stalled or moved, one process hosting members of several groups, a deploy wave, or a burst with nothing shared.
+GOLD_ESTATE_INCIDENTS = _schema(
+    ("estate_incident_id", S, False), ("root_kind", S, False), ("root_instance", S, True), ("started_at", T, False),
+    ("ended_at", T, True), ("groups", ArrayType(S), False), ("groups_unaffected", ArrayType(S), True),
+    ("rebalance_ids", ArrayType(S), False), ("unavailable_group_ms", L, True), ("cause_rule", S, False),
+    ("evidence", ArrayType(_schema(("event_id", S, True), ("explanation", S, True))), True), ("summary", S, False),
+)
+
 GOLD_ALERTS = _schema(
     ("alert_id", S, False), ("rule", S, False), ("severity", S, False), ("group_id", S, False),
     ("opened_at", T, False), ("closed_at", T, True), ("summary", S, False), ("rebalance_ids", ArrayType(S), True),
@@ -123,6 +132,7 @@ GOLD_TABLES: dict[str, StructType] = {
     "gold_rebalance_stats_hourly": GOLD_REBALANCE_STATS_HOURLY,
     "gold_partition_churn": GOLD_PARTITION_CHURN,
     "gold_whatif": GOLD_WHATIF,
+    "gold_estate_incidents": GOLD_ESTATE_INCIDENTS,
     "gold_alerts": GOLD_ALERTS,
     "gold_alert_deliveries": GOLD_ALERT_DELIVERIES,
     "gold_quality_results": GOLD_QUALITY_RESULTS,

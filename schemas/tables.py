@@ -98,6 +98,8 @@ GOLD_REBALANCES = _schema(
     # Added in 0.6.0: causes the evidence does not rule out, each with the line that would decide it.
     ("cause_alternatives", ArrayType(_schema(("cause", S, True), ("confidence", D, True), ("decided_by", S, True))),
      True),
+    # Added in 0.7.0: the estate incident (gold_estate_incidents) the rebalance belongs to, else null.
+    ("estate_incident_id", S, True),
 )
 
 Layer = Literal["bronze", "silver", "gold"]
@@ -137,6 +139,7 @@ REGISTRY: dict[str, Table] = {t.name: t for t in (
           ("hour", "group_id", "cause")),
     Table("gold_partition_churn", "gold", GOLD_TABLES["gold_partition_churn"], ("churn_id",)),
     Table("gold_whatif", "gold", GOLD_TABLES["gold_whatif"], ("whatif_id",)),
+    Table("gold_estate_incidents", "gold", GOLD_TABLES["gold_estate_incidents"], ("estate_incident_id",)),
     Table("gold_alerts", "gold", GOLD_TABLES["gold_alerts"], ("alert_id",)),
     Table("gold_alert_deliveries", "gold", GOLD_TABLES["gold_alert_deliveries"], ("alert_id", "sink")),
     Table("gold_quality_results", "gold", GOLD_TABLES["gold_quality_results"], ("run_ts", "table_name", "rule")),

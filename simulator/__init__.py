@@ -43,13 +43,23 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from simulator.consumer import Consumers
+from simulator.estate import BrokerStalls
 from simulator.javautil import offsets_partition
 from simulator.kip848 import ConsumerGroupCoord
 from simulator.model import GroupCoord, GroupSpec, Instance, World
 from simulator.noise import EXTRA_TOPICS, BrokerNoise, app_noise, gc_events
 from simulator.render import GROUP_METADATA_MANAGER, GROUP_PROTOCOLS, Wording
 from simulator.scenarios import MINUTE, Incidents
-from simulator.writer import HOUR, Clock, Output, write_brokers, write_clients, write_gc, write_truth
+from simulator.writer import (
+    HOUR,
+    Clock,
+    Output,
+    write_brokers,
+    write_clients,
+    write_estate_truth,
+    write_gc,
+    write_truth,
+)
 
 __all__ = ["SimulationSummary", "check_group_protocol", "simulate"]
 
@@ -127,7 +137,8 @@ def _structured_per_hour(specs: list[GroupSpec]) -> float:
 def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.0, lines: int | None = None,
              kafka_version: str = "3.6", brokers: int = 3, start: datetime | None = None, gzip_files: bool = False,
              progress: Callable[[str], None] | None = None, group_protocol: str = "classic",
-             noise_density: float | None = None, cycle_every_hours: float = 2.0) -> SimulationSummary:
+             noise_density: float | None = None, cycle_every_hours: float = 2.0,
+             broker_stalls: int = 0) -> SimulationSummary:
     """Simulate `groups` consumer groups on `brokers` brokers; write landing/ logs and truth/rebalances.jsonl.
 
     With `lines`, the span grows and broker noise fills up to that many lines (±10%); otherwise `hours` is the span.
@@ -136,7 +147,9 @@ def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.
     of a busy estate's, leaving the group activity whole: a long span (weeks of history) at a size one machine can
     process in minutes. One cycle of incidents (every kind once, spread over the groups) is planned per
     `cycle_every_hours` of span; above the default 2 h, each group's incidents are spread evenly over the span
-    instead of at most 30 minutes apart, so that a long quiet history has activity to its end.
+    instead of at most 30 minutes apart, so that a long quiet history has activity to its end. `broker_stalls`
+    estate events (simulator/estate.py) are spread over the span; those that expired members of two or more groups
+    are written to truth/estate_incidents.jsonl.
     """
     if groups < 1 or brokers < 1 or hours <= 0 or (lines is not None and lines < 1):
         raise ValueError("groups and brokers must be >= 1, hours > 0 and lines (when given) >= 1")
@@ -174,6 +187,8 @@ def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.
     incidents = Incidents(world, consumers, cycles=max(1, round(hours / cycle_every_hours)),
                           max_gap_ms=30 * MINUTE if cycle_every_hours <= 2 else None)
     incidents.plan()
+    stalls = BrokerStalls(world, consumers, incidents, seed=seed, count=broker_stalls)
+    stalls.plan()
     world.run(until)
     # the Scala coordinator's offset expiration pass; the new coordinator (4.x) logs its cleanup only at DEBUG
     for broker in range(1, brokers + 1 if not wording.new_coordinator else 1):
@@ -211,6 +226,8 @@ def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.
     write_gc(out, world, clock, gc)
     truth_file = out_dir / "truth" / "rebalances.jsonl"
     write_truth(truth_file, world.truth)
+    if stalls.truth:
+        write_estate_truth(out_dir / "truth" / "estate_incidents.jsonl", stalls.truth)
     by_cause = dict(sorted(Counter(row["cause"] for row in world.truth).items()))
     say(f"done: {out.lines:,} lines in {out.files} files, {len(world.truth)} rebalances")
     return SimulationSummary(landing_dir=landing, truth_file=truth_file, files=out.files, lines=out.lines,

@@ -67,3 +67,34 @@ def accuracy(matched: DataFrame) -> Accuracy:
     invented = sum(n for (t, o), n in confusion.items() if t == "-")
     right = sum(n for (t, o), n in confusion.items() if t == o and t != "-")
     return Accuracy(truth=truth, found=found, invented=invented, cause_right=right, confusion=confusion)
+
+
+@dataclass(frozen=True)
+class EstateAccuracy:
+    """How the pipeline's estate incidents compare with truth/estate_incidents.jsonl: a true incident is found when
+    one row has its root kind and exactly its groups; `overlapping` counts true incidents some row of the same root
+    kind shares a group with (found with other groups); rows matching no true incident are invented."""
+
+    truth: int
+    found: int
+    overlapping: int
+    invented: int
+    misses: tuple[str, ...] = ()
+
+    def line(self) -> str:
+        return (f"estate incidents: {self.found}/{self.truth} found with their root kind and groups "
+                f"({self.overlapping} more with other groups), {self.invented} not in the truth")
+
+
+def match_estates(found: list[dict], truth: list[dict]) -> EstateAccuracy:
+    """Match gold_estate_incidents rows to truth rows on (root_kind, set of groups), as the contract says."""
+    def key(r: dict) -> tuple[str, frozenset[str]]:
+        return r["root_kind"], frozenset(r["groups"])
+
+    ours = {key(r) for r in found}
+    theirs = {key(t) for t in truth}
+    exact = ours & theirs
+    overlapping = [t for t in theirs - exact if any(k == t[0] and g & t[1] for k, g in ours)]
+    misses = tuple(sorted(f"{k} {sorted(g)}" for k, g in theirs - exact))
+    return EstateAccuracy(truth=len(theirs), found=len(exact), overlapping=len(overlapping),
+                          invented=len(ours - theirs), misses=misses)

@@ -211,3 +211,11 @@ def write_truth(path: Path, rows: list[dict[str, Any]]) -> None:
     with path.open("w", encoding="utf-8") as fh:
         for row in ordered:
             fh.write(json.dumps({**row, "started_at": iso_utc(row["started_at"])}) + "\n")
+
+
+def write_estate_truth(path: Path, rows: list[dict[str, Any]]) -> None:
+    """truth/estate_incidents.jsonl sorted by started_at."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        for row in sorted(rows, key=lambda r: r["started_at"]):
+            fh.write(json.dumps({**row, "started_at": iso_utc(row["started_at"])}) + "\n")

@@ -19,7 +19,7 @@ from tests.conftest import make_config
 # Every table the gold build makes; the oracle must return each one (checked in _same_as_oracle).
 GOLD_TABLES = ["gold_rebalances", "gold_group_states", "gold_member_sessions", "gold_incidents", "gold_config_advice",
                "gold_rebalance_stats_hourly", "gold_group_health", "gold_partition_churn",
-               "gold_whatif"]
+               "gold_whatif", "gold_estate_incidents"]
 
 
 def _same_as_oracle(spark, cfg) -> None:

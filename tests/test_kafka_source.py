@@ -29,7 +29,7 @@ RUN_TS = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)
 # from how it was read, so every column (ids and evidence included) must equal the files run's.
 GOLD_OUTPUTS = ("gold_rebalances", "gold_group_states", "gold_member_sessions", "gold_incidents",
                 "gold_config_advice", "gold_group_health", "gold_rebalance_stats_hourly", "gold_partition_churn",
-                "gold_whatif")
+                "gold_whatif", "gold_estate_incidents")
 
 
 @pytest.fixture(scope="module")

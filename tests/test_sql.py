@@ -14,7 +14,7 @@ from tests.conftest import make_config
 # The tables of the architecture page (/work/shared/design/ARCHITECTURE.md, "Flow").
 ARCHITECTURE = ["bronze_log_lines", "silver_events", "silver_gc_pauses", "silver_quarantine", "gold_group_states",
                 "gold_rebalances", "gold_member_sessions", "gold_incidents", "gold_config_advice", "gold_group_health",
-                "gold_rebalance_stats_hourly", "gold_alerts"]
+                "gold_rebalance_stats_hourly", "gold_alerts", "gold_estate_incidents"]
 # The project's additions: file fingerprints, line accounting, the alert delivery log, quality verdicts, partition
 # churn, what-if.
 EXTRA = ["bronze_files", "silver_accounting", "gold_alert_deliveries", "gold_quality_results", "gold_partition_churn",

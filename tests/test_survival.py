@@ -30,7 +30,7 @@ from tests.conftest import DATA, Receiver, land, make_config, run_cli_killed_aft
 # oracle's single batch cannot know.
 COMPARED = ["silver_events", "silver_gc_pauses", "gold_rebalances", "gold_group_states", "gold_member_sessions",
             "gold_incidents", "gold_config_advice", "gold_rebalance_stats_hourly", "gold_group_health",
-            "gold_partition_churn", "gold_whatif"]
+            "gold_partition_churn", "gold_whatif", "gold_estate_incidents"]
 
 
 def _same_as_oracle(spark, cfg, *, line_ids="content") -> None:

@@ -222,11 +222,35 @@ def input_alerts(violations: DataFrame) -> DataFrame:
     ))
 
 
+def estate_alerts(estate: DataFrame, rebalances: DataFrame, *, settings: AlertSettings) -> DataFrame:
+    """An estate incident with a shared root (not a mere burst) whose first `estate_groups` groups all started
+    rebalancing within `estate_window_s`: one alert per estate incident, naming its root. `group_id` is `*`: the
+    alert is about several groups, which its summary names."""
+    firsts = rebalances.filter(F.col("estate_incident_id").isNotNull()).groupBy("estate_incident_id", "group_id").agg(
+        F.min("started_at").alias("first_at"))
+    order = Window.partitionBy("estate_incident_id").orderBy("first_at", "group_id")
+    nth = F.lead("first_at", settings.estate_groups - 1).over(order)
+    reached = firsts.withColumn("_nth", nth).filter(
+        F.col("_nth").isNotNull()
+        & (F.col("_nth").cast("double") - F.col("first_at").cast("double") <= settings.estate_window_s)
+    ).select("estate_incident_id").distinct()
+    shared = estate.filter(F.col("root_kind") != "correlated_burst").join(reached, "estate_incident_id")
+    summary = F.concat(F.lit("Estate incident: "), F.col("summary"), F.lit("; tied by "), F.col("cause_rule"))
+    return _shape(shared.select(
+        _alert_id(F.lit("estate_incident"), "estate_incident_id").alias("alert_id"),
+        F.lit("estate_incident").alias("rule"), F.lit("critical").alias("severity"), F.lit("*").alias("group_id"),
+        F.col("started_at").alias("opened_at"), F.col("ended_at").alias("closed_at"), summary.alias("summary"),
+        "rebalance_ids", F.lit(None).cast("string").alias("incident_id"),
+    ))
+
+
 def all_alerts(rebalances: DataFrame, states: DataFrame, sessions: DataFrame, *, settings: AlertSettings,
                run_ts: dt.datetime, quality: DataFrame | None = None,
-               input_rules: Collection[tuple[str, str]] = (), violations: DataFrame | None = None) -> DataFrame:
+               input_rules: Collection[tuple[str, str]] = (), violations: DataFrame | None = None,
+               estate: DataFrame | None = None) -> DataFrame:
     """Every rule's alerts, one row per alert id (`quality`: gold_quality_results, for the quality rule, whose
-    `input_rules` are reported by `violations` instead, rows breaking them, for the inconsistent_input rule)."""
+    `input_rules` are reported by `violations` instead, rows breaking them, for the inconsistent_input rule;
+    `estate`: gold_estate_incidents, for the estate_incident rule)."""
     parts = [
         storm_alerts(rebalances, settings=settings),
         long_rebalance_alerts(rebalances, settings=settings),
@@ -238,6 +262,8 @@ def all_alerts(rebalances: DataFrame, states: DataFrame, sessions: DataFrame, *,
         parts.append(quality_alerts(quality, input_rules=input_rules))
     if violations is not None:
         parts.append(input_alerts(violations))
+    if estate is not None:
+        parts.append(estate_alerts(estate, rebalances, settings=settings))
     result = parts[0]
     for part in parts[1:]:
         result = result.unionByName(part)

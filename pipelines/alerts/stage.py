@@ -70,6 +70,7 @@ def run_alerts(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
             lake.read_table(spark, cfg, "gold_member_sessions"), settings=settings, run_ts=run_ts,
             quality=quality, input_rules=input_rules,
             violations=input_violations(spark, cfg, rules=_found(quality, input_rules)),
+            estate=lake.read_table(spark, cfg, "gold_estate_incidents"),
         ))
         stored = lake.read_table(spark, cfg, "gold_alerts")
         changed = alerts.join(stored.select("alert_id", *[F.col(c).alias(f"_{c}") for c in _CONTENT]), "alert_id",
@@ -94,6 +95,7 @@ def _inputs() -> set[str]:
     """Every table the rules read: gold tables, the quality verdicts, and the checked tables (inconsistent input)."""
     checked = {c.table for c in checks()}
     return {"gold_rebalances", "gold_group_states", "gold_member_sessions", "gold_quality_results", "silver_events",
+            "gold_estate_incidents",
             *checked, *OWN}
 
 

@@ -10,7 +10,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.flow.found import FOUND_COLUMNS, Found, changed_rows
-from pipelines.gold.build import CROSS_GROUP, build_gold, cross_group_tables
+from pipelines.gold.build import ESTATE_OWNED, build_gold, cross_group_tables
+from pipelines.gold.estate_frames import estate_ids
 from pipelines.gold.rebalances import orphan_lines, route_orphans, rules_from
 from pipelines.session.caching import PinnedFrames, pin, unpin
 from pipelines.session.together import run_together
@@ -36,7 +37,7 @@ def touched_groups(files: DataFrame, events: DataFrame) -> DataFrame:
 
 
 def _merger(spark: SparkSession, cfg: Config, name: str, df: DataFrame, *, scope: str, groups: list[str],
-            found: Found | None) -> Callable[[], int]:
+            found: Found | None, keep: tuple[str, ...] = ()) -> Callable[[], int]:
     """The MERGE of one gold table's rebuilt rows over `scope`, as a task for `run_together`; returns the rows.
     With `found`, the rows of a reported table that the MERGE adds or changes are recorded there first."""
     def merge() -> int:
@@ -47,7 +48,7 @@ def _merger(spark: SparkSession, cfg: Config, name: str, df: DataFrame, *, scope
             if found is not None and name in FOUND_COLUMNS:
                 stored = lake.read_table(spark, cfg, name).filter(F.col("group_id").isin(groups))
                 found.add_rows(name, changed_rows(rows, stored, FOUND_COLUMNS[name]))
-            writes.replace_keys(spark, rows, cfg, name, keys=GOLD_KEYS[name], scope=scope)
+            writes.replace_keys(spark, rows, cfg, name, keys=GOLD_KEYS[name], scope=scope, keep=keep)
             return count
         finally:
             unpin(rows)
@@ -68,17 +69,39 @@ def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame, found: Fou
     # Pinned, not persisted: the frames read several times (the replay and three timeline tables) then stand for
     # their rows alone, so the eight MERGEs below do not each analyse the whole build's plan again.
     with PinnedFrames() as pinned:
-        tables = build_gold(events, pauses, rules_from(cfg.thresholds), persist=pinned)
-        # The per-group tables do not depend on one another: their MERGEs run side by side (`run_together`).
+        tables = build_gold(events, pauses, rules_from(cfg.thresholds), persist=pinned, whole_estate=False)
+        # The per-group tables do not depend on one another: their MERGEs run side by side (`run_together`). The
+        # rebalances' estate incident ids are the estate step's below, so their MERGE leaves them as stored.
         counts = run_together(spark, {name: _merger(spark, cfg, name, df, scope=in_groups, groups=names,
-                                                    found=found)
-                                      for name, df in tables.items() if name not in CROSS_GROUP})
-        # Health compares every group with the newest rebalance of all groups, so it is rebuilt whole.
-        merged = cross_group_tables(lake.read_table(spark, cfg, "gold_rebalances"),
-                                    lake.read_table(spark, cfg, "gold_group_states"))
-        for name, df in merged.items():
-            writes.replace_keys(spark, df, cfg, name, keys=GOLD_KEYS[name], scope="true")
+                                                    found=found,
+                                                    keep=(ESTATE_OWNED,) if name == "gold_rebalances" else ())
+                                      for name, df in tables.items()})
+    # Health and the estate incidents compare every group with all the others, so they are rebuilt whole.
+    gold = {name: lake.read_table(spark, cfg, name)
+            for name in ("gold_rebalances", "gold_group_states", "gold_member_sessions")}
+    merged = cross_group_tables(gold["gold_rebalances"], gold["gold_group_states"], gold["gold_member_sessions"],
+                                silver, pauses, rules_from(cfg.thresholds))
+    for name, df in merged.items():
+        writes.replace_keys(spark, df, cfg, name, keys=GOLD_KEYS[name], scope="true")
+    counts["gold_estate_incidents"] = set_estate_ids(spark, cfg, merged["gold_estate_incidents"])
     return counts
+
+
+def set_estate_ids(spark: SparkSession, cfg: Config, estate: DataFrame) -> int:
+    """Make gold_rebalances.estate_incident_id what `estate` (every gold_estate_incidents row) says, touching only
+    the rebalances whose id changes; returns the number of estate incidents."""
+    stored = lake.read_table(spark, cfg, "gold_rebalances").select("rebalance_id", ESTATE_OWNED)
+    wanted = stored.select("rebalance_id").join(estate_ids(estate), "rebalance_id", "left")
+    changed = wanted.alias("w").join(stored.alias("s"), "rebalance_id").filter(
+        ~F.col(f"w.{ESTATE_OWNED}").eqNullSafe(F.col(f"s.{ESTATE_OWNED}"))).select("rebalance_id", f"w.{ESTATE_OWNED}")
+    rows = pin(changed)
+    try:
+        if rows.count():
+            writes.merge(spark, rows, cfg, "gold_rebalances", keys=["rebalance_id"], update=[ESTATE_OWNED],
+                         insert=False)
+        return estate.count()
+    finally:
+        unpin(rows)
 
 
 def make_reconstruct_batch(

@@ -155,6 +155,21 @@ def _span(ms: Any) -> str:
     return f"{seconds:.1f} s" if seconds < 120 else f"{int(seconds // 60)} min {seconds % 60:.0f} s"
 
 
+def estate_lines(estate: dict[str, Any] | None) -> list[str]:
+    """What `rebalance explain` says of the estate incident a rebalance belongs to (nothing outside any)."""
+    if not estate:
+        return []
+    from pipelines.gold.estate_rules import ESTATE_BY_ID
+
+    rule_entry = ESTATE_BY_ID.get(estate["cause_rule"])
+    out = ["", f"part of estate incident {estate['estate_incident_id']}: {estate['summary']}",
+           f"  tied by rule {estate['cause_rule']}: {rule_entry.question if rule_entry else '?'}"]
+    if estate.get("groups_unaffected"):
+        out.append(f"  in its blast radius but not rebalanced: {', '.join(estate['groups_unaffected'])}")
+    out += [f"  {e['explanation']}" for e in (estate.get("evidence") or [])[:8]]
+    return out
+
+
 def render_text(found: dict[str, Any], lines: list[dict[str, Any]]) -> str:
     """`found` (from `explain`) and the raw `lines` it rests on as the text `rebalance explain` prints."""
     r = found["rebalance"]
@@ -174,6 +189,7 @@ def render_text(found: dict[str, Any], lines: list[dict[str, Any]]) -> str:
     if alternatives:
         out.append("not ruled out by the lines read (land the log named to decide):")
         out += [f"  {a['cause']} ({a['confidence']:.2f}): {a['decided_by']}" for a in alternatives]
+    out += estate_lines(found.get("estate_incident"))
     out += ["", "group states around it:"]
     for s in found["states"]:
         mark = "  <- this rebalance" if s["this"] else ""

@@ -143,6 +143,7 @@ def docs_text() -> str:
             "|---|---|---|---|"]
     out += [f"| `{entry.id}` | {a.cause} | {a.confidence:g} | {a.needs} log: {a.decided_by} |"
             for entry in RULES for a in entry.alternatives]
+    out += estate_docs()
     out += ["", "## Paths", ""] + [f"- `{k}`: {v}" for k, v in _PATH_TITLES.items()]
     out += ["", "## Windows", "", "Fixed in the rule book:", "", "| window | seconds | what it bounds |",
             "|---|---|---|"]
@@ -150,6 +151,26 @@ def docs_text() -> str:
     out += ["", "Configured (`thresholds:` in the configuration, defaults in `pipelines/settings/config.py`): "
             + ", ".join(f"`{name}`" for name in CONFIGURED) + ".", ""]
     return "\n".join(out)
+
+
+def estate_docs() -> list[str]:
+    """The estate rules' section of docs/causes.md."""
+    from pipelines.gold.estate_rules import ESTATE_RULES, ESTATE_WINDOWS
+
+    out = ["", "## Estate incidents: what ties rebalances of different groups", "",
+           "After every group's rebalances have their causes, these rules tie rebalances of different groups that "
+           "share a root event into one row of `gold_estate_incidents` (`gold_rebalances.estate_incident_id` names "
+           "it; `rebalance explain` prints it). They are tried in this order, and a rebalance belongs to at most one "
+           "estate incident. Rebalances of groups whose lines print no time, and an empty group's fresh start, are "
+           "never tied.", "", "| # | rule | root kind | question | basis | windows |", "|---|---|---|---|---|---|"]
+    out += [f"| {i + 1} | `{r.id}` | {r.root_kind} | {r.question} | {r.basis} | "
+            f"{', '.join(f'`{w}`' for w in r.windows)} |" for i, r in enumerate(ESTATE_RULES)]
+    out += ["", "| window | seconds | what it bounds |", "|---|---|---|"]
+    out += [f"| `{name}` | {value:g} | {text} |" for name, (value, text) in ESTATE_WINDOWS.items()]
+    out += ["", "Configured: `thresholds.estate_window_s` (rebalances of different groups this close can share a "
+            "root), `thresholds.estate_min_groups` (a shared root ties at least this many groups; a deploy wave or a "
+            "burst needs one more), `thresholds.coordinator_move_window_s`."]
+    return out
 
 
 if __name__ == "__main__":

@@ -129,17 +129,20 @@ def merge(
 
 
 def replace_keys(
-    spark: SparkSession, df: DataFrame, cfg: Config, name: str, *, keys: list[str], scope: str
+    spark: SparkSession, df: DataFrame, cfg: Config, name: str, *, keys: list[str], scope: str,
+    keep: tuple[str, ...] = (),
 ) -> None:
     """Make the rows of a table that fall in `scope` exactly `df`, in one MERGE on `keys`.
 
     Rows of `df` are updated (only when they changed) or inserted; rows of the table in `scope` that `df` no longer
-    has are deleted. `scope` is a SQL condition that refers to the table as `t`.
+    has are deleted. `scope` is a SQL condition that refers to the table as `t`. Columns in `keep` belong to another
+    writer: a matched row keeps its stored value, and a change there alone is no change.
     """
     columns = [c.name for c in TABLES[name].fields]
+    owned = [c for c in columns if c not in keep]
     changed = " OR ".join(
-        f"NOT (t.{q} <=> s.{q})" for q in (delta_sql.quote_name(c) for c in columns if c not in keys)
+        f"NOT (t.{q} <=> s.{q})" for q in (delta_sql.quote_name(c) for c in owned if c not in keys)
     )
-    merge(spark, df.select(columns), cfg, name, keys=keys, update=columns, update_when=changed,
+    merge(spark, df.select(columns), cfg, name, keys=keys, update=owned, update_when=changed,
           delete_unmatched_when=scope)
 

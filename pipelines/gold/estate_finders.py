@@ -1,0 +1,195 @@
+"""The estate rules, one function each, in the order pipelines/gold/estate.py tries them (pipelines/gold/estate_rules.py
+says what each asks and rests on)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+import pandas as pd
+
+from pipelines.gold.estate_model import (
+    LEAVING,
+    RESTART_DETAILS,
+    EstateFacts,
+    EstateParams,
+    Found,
+    Row,
+    at_text,
+    chains,
+    follow_ups,
+    groups_of,
+    is_removal,
+    line_of,
+    secs,
+)
+from pipelines.gold.estate_rules import estate_window
+
+
+def shared_process(pool: list[Row], facts: EstateFacts, params: EstateParams) -> list[Found]:
+    """Members of several groups removed from one process folder within the window."""
+    by_folder: dict[str, list[Row]] = defaultdict(list)
+    for r in pool:
+        if r.get("trigger_instance") and is_removal(r):
+            by_folder[r["trigger_instance"]].append(r)
+    found = []
+    for folder, rows in sorted(by_folder.items()):
+        for seed in chains(rows, params.window_s):
+            if len(groups_of(seed)) >= params.min_groups:
+                evidence = [line_of(r, f"{r['cause']} of member {r.get('trigger_member_id')} from {folder}")
+                            for r in seed]
+                evidence += _pauses(facts, folder, seed[0]["started_at"], params.window_s)
+                found.append(Found("estate_shared_process", folder, follow_ups(seed, pool, params.window_s),
+                                   evidence))
+    return found
+
+
+def _pauses(facts: EstateFacts, folder: str | None, at: pd.Timestamp, window_s: float) -> list[Row]:
+    """The GC pauses of `folder` ending from `window_s` before `at` to just after it."""
+    out = []
+    for p in facts.broker_pauses:
+        if p.get("instance") == folder and -window_s <= secs(p["ended_at"] - at) <= estate_window("estate_instant_s"):
+            out.append({"event_id": p.get("pause_id"),
+                        "explanation": f"{folder}: JVM paused {float(p['duration_ms']) / 1000:.1f} s, until "
+                                       f"{at_text(p['ended_at'])}"})
+    return out
+
+
+def _coordinated_at(facts: EstateFacts, broker: str, at: pd.Timestamp) -> set[str]:
+    """Groups whose states show `broker` as their coordinator at `at`."""
+    groups = set()
+    for c in facts.coordinated:
+        ended = c.get("ended_at")
+        if c.get("coordinator") == broker and c["started_at"] <= at and (ended is None or pd.isna(ended)
+                                                                          or ended >= at):
+            groups.add(c["group_id"])
+    return groups
+
+
+def coordinator_stall(pool: list[Row], facts: EstateFacts, params: EstateParams) -> list[Found]:
+    """Members of several groups expired by one coordinator in one instant."""
+    by_broker: dict[str, list[Row]] = defaultdict(list)
+    for r in pool:
+        if r.get("coordinator") and is_removal(r) and r.get("cause") != "poll_timeout":
+            by_broker[str(r["coordinator"])].append(r)
+    found = []
+    for broker, rows in sorted(by_broker.items()):
+        for seed in chains(rows, estate_window("estate_instant_s")):
+            if len(groups_of(seed)) < params.min_groups:
+                continue
+            folder = facts.broker_folders.get(broker)
+            at = seed[0]["started_at"]
+            evidence = [line_of(r, f"coordinator {broker} expired member {r.get('trigger_member_id')}") for r in seed]
+            evidence += _pauses(facts, folder, at, params.window_s)
+            rows_in = follow_ups(seed, pool, params.window_s)
+            found.append(Found("estate_coordinator_stall", folder or f"broker {broker}", rows_in, evidence,
+                               _coordinated_at(facts, broker, at) - groups_of(rows_in)))
+    return found
+
+
+def _moved_by(r: Row, groups: set[str], after_s: float, params: EstateParams) -> bool:
+    """Whether a rebalance `after_s` after a broker's lifecycle lines is theirs: one its group's replay already blames
+    on a coordinator change (within the move window), or, for a group whose partition moved, a member's missed
+    session or a cause not known (within the estate window). A member joining or leaving is a deploy's, not a
+    move's."""
+    if r.get("cause") == "coordinator_change":
+        return after_s <= params.move_window_s
+    return (r["group_id"] in groups and r.get("cause") in ("session_timeout", "unknown")
+            and after_s <= params.window_s)
+
+
+def coordinator_moved(pool: list[Row], facts: EstateFacts, params: EstateParams) -> list[Found]:
+    """Several groups rebalancing right after one broker resigned, unloaded or loaded their partitions; or several
+    groups whose members lost their coordinator together."""
+    by_broker: dict[str, list[Row]] = defaultdict(list)
+    for e in facts.lifecycle:
+        key = e.get("broker") or e.get("instance")
+        if key:
+            by_broker[str(key)].append(e)
+    episodes = [(broker, chain) for broker, events in by_broker.items()
+                for chain in chains(events, params.window_s, at="event_ts")]
+    # The broker that let go of the partitions is the root; the loads elsewhere that follow are its consequence.
+    episodes.sort(key=lambda bc: (bc[1][0]["event_ts"], not any(e["event_type"] in LEAVING for e in bc[1])))
+    taken: set[str] = set()
+    found = []
+    for broker, events in episodes:
+        partitions = {e["offsets_partition"] for e in events if e.get("offsets_partition") is not None}
+        groups = {e["group_id"] for e in events if e.get("group_id")}
+        groups |= {g for g, p in facts.group_partitions.items() if p in partitions}
+        first, last = events[0]["event_ts"], events[-1]["event_ts"]
+        rows = [r for r in pool if r["rebalance_id"] not in taken and first <= r["started_at"]
+                and _moved_by(r, groups, secs(r["started_at"] - last), params)]
+        if len(groups_of(rows)) < params.min_groups:
+            continue
+        folder = facts.broker_folders.get(broker, broker)
+        evidence = [{"event_id": e.get("event_id"), "explanation": _lifecycle_text(folder, e)} for e in events[:20]]
+        taken |= {r["rebalance_id"] for r in rows}
+        found.append(Found("estate_coordinator_moved", folder, rows, evidence, groups - groups_of(rows)))
+    rest = [r for r in pool if r["rebalance_id"] not in taken and r.get("cause") == "coordinator_change"
+            and r.get("cause_detail") != "rejoin"]
+    for seed in chains(rest, params.window_s):
+        if len(groups_of(seed)) >= params.min_groups:
+            named = {str(r["coordinator"]) for r in seed if r.get("coordinator")}
+            root = facts.broker_folders.get(next(iter(named)), next(iter(named))) if len(named) == 1 else None
+            found.append(Found("estate_coordinator_moved", root, seed,
+                               [line_of(r, "members lost their coordinator") for r in seed]))
+    return found
+
+
+def _lifecycle_text(folder: str, e: Row) -> str:
+    what = [folder + ":", e["event_type"], e.get("group_id") or ""]
+    if e.get("offsets_partition") is not None:
+        what.append(f"__consumer_offsets-{e['offsets_partition']}")
+    return " ".join(w for w in what if w) + f" at {at_text(e['event_ts'])}"
+
+
+def _restarted(rows: list[Row]) -> bool:
+    """Whether a group's membership changes include a restart: a member leaving and then one joining, or a static
+    member replaced by its new process."""
+    left = None
+    for r in sorted(rows, key=lambda x: (x["started_at"], x["rebalance_id"])):
+        if r.get("cause_detail") == "static_member_replaced" or (left is not None
+                                                                 and r.get("cause_detail") == "member_join"):
+            return True
+        if r.get("cause_detail") == "member_leave":
+            left = r
+    return False
+
+
+def deploy_wave(pool: list[Row], facts: EstateFacts, params: EstateParams) -> list[Found]:
+    """Processes of several groups restarting (a member leaves, a new one joins) in one rolling window."""
+    changes = [r for r in pool if r.get("cause") == "membership_change" and r.get("cause_detail") in RESTART_DETAILS]
+    found = []
+    for chain in chains(changes, estate_window("estate_wave_gap_s")):
+        by_group: dict[str, list[Row]] = defaultdict(list)
+        for r in chain:
+            by_group[r["group_id"]].append(r)
+        seed = [r for rows in by_group.values() if _restarted(rows) for r in rows]
+        processes = {r.get("trigger_instance") or r.get("trigger_member_id") for r in seed} - {None}
+        if len(groups_of(seed)) >= params.burst_min_groups and len(processes) >= 2:
+            found.append(Found("estate_deploy_wave", None, sorted(seed, key=lambda r: r["started_at"]),
+                               [line_of(r, f"{r['cause_detail']} of {r.get('trigger_instance') or 'a member'}")
+                                for r in seed]))
+    return found
+
+
+def windows(rows: Iterable[Row], span_s: float) -> list[list[Row]]:
+    """`rows` in time order, cut into windows of at most `span_s` from each window's first start (unlike `chains`,
+    a steady trickle never grows into one window)."""
+    out: list[list[Row]] = []
+    for r in sorted(rows, key=lambda x: (x["started_at"], x["rebalance_id"])):
+        if out and secs(r["started_at"] - out[-1][0]["started_at"]) <= span_s:
+            out[-1].append(r)
+        else:
+            out.append([r])
+    return out
+
+
+def correlated_burst(pool: list[Row], facts: EstateFacts, params: EstateParams) -> list[Found]:
+    """Several groups starting to rebalance within a few seconds with nothing shared."""
+    return [Found("estate_correlated_burst", None, seed, [line_of(r, str(r.get("cause"))) for r in seed])
+            for seed in windows(pool, estate_window("estate_burst_s"))
+            if len(groups_of(seed)) >= params.burst_min_groups]
+
+
+# Rules without evidence shared by the groups: coincidence needs one group more.

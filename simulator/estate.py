@@ -1,0 +1,100 @@
+"""Estate events: one broker stall that rebalances several groups at once (truth/estate_incidents.jsonl).
+
+Modelled on what the lab measured on real brokers (3.9.2 and 4.2.2, lab/estate_scenarios.py): a broker frozen past
+its members' session timeout leaves every client logging that its coordinator is unavailable (`session timed out
+without receiving a heartbeat response`) and finding it again after the thaw; on waking, the broker expires the
+members of some of its groups (those whose queued heartbeats lost the race with its expiry timers) and not others.
+Opt-in (`simulate(..., estate_events=True)`) with a random stream of its own, so estates simulated without it stay
+as they were.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from simulator.consumer import SESSION_EXPIRED_CAUSE, Consumers
+from simulator.model import GroupSpec, Tag, World
+from simulator.render import HB
+from simulator.scenarios import MINUTE, Incidents
+
+EXPIRY = Tag("session_timeout", "heartbeat_expiration", "broker_stall")
+REJOIN = Tag("session_timeout", "rejoin", "broker_stall")
+
+
+class BrokerStalls:
+    """Plans `count` broker stalls spread over the span; each waits until at least three groups of one broker are
+    idle, holds them, freezes the broker and records the estate incident it made."""
+
+    def __init__(self, world: World, consumers: Consumers, incidents: Incidents, *, seed: int, count: int) -> None:
+        self.world, self.c, self.incidents = world, consumers, incidents
+        self.rng = random.Random(f"{seed}:estate")
+        self.count = count
+        self.truth: list[dict[str, Any]] = []
+
+    def plan(self) -> None:
+        if self.world.w.new_coordinator or self.world.brokers < 2:
+            return  # the new coordinator's (4.x) partition handling is not simulated, as for coordinator moves
+        span = self.world.end - self.world.start
+        for i in range(self.count):
+            self.world.at(self.world.start + span * (i + 1) // (self.count + 1), self.stall, 0)
+
+    def _idle_groups(self, broker: int) -> list[GroupSpec]:
+        return [g for g in self.world.groups if g.protocol == "classic" and g.coord is not None
+                and g.coord.broker == broker and not g.busy and not g.hold and self.incidents.idle(g)]
+
+    def stall(self, t: int, attempt: int) -> None:
+        """Freeze a broker with at least three idle groups, or try again a minute later."""
+        ready = [b for b in range(1, self.world.brokers + 1) if len(self._idle_groups(b)) >= 3]
+        best = self.rng.choice(ready) if ready else 0
+        groups = self._idle_groups(best) if ready else []
+        if len(groups) < 3:
+            if attempt < 30 and t + 10 * MINUTE < self.world.end:
+                self.world.at(t + MINUTE, self.stall, attempt + 1)
+            return
+        duration = self.rng.randint(12_000, 20_000)
+        for g in groups:
+            g.hold = True
+        thaw = t + duration
+        for g in groups:
+            for proc in self.incidents.running(g):
+                if g.session_ms < duration:
+                    # Its client gives up the coordinator a session after its last answered heartbeat, finds it
+                    # again after the thaw.
+                    t_lost = proc.last_heartbeat(t) + g.session_ms + self.rng.randint(1, 40)
+                    self.c.log(proc, t_lost, self.c.w.coordinator_unavailable(best, SESSION_EXPIRED_CAUSE, False))
+                    self.c.log(proc, thaw + self.rng.randint(20, 200), [self.c.w.discovered(best, HB)])
+        expirable = [g for g in groups if g.session_ms < duration]
+        chosen = self.rng.sample(expirable, self.rng.randint(2, len(expirable))) if len(expirable) >= 2 else []
+        self.world.at(thaw, self._thaw, best, groups, chosen)
+
+    def _thaw(self, t: int, broker: int, groups: list[GroupSpec], chosen: list[GroupSpec]) -> None:
+        """On waking, the broker expires one member of each chosen group at once; they rejoin after their next
+        heartbeat is refused."""
+        expired = []
+        for g in sorted(chosen, key=lambda x: x.group_id):
+            procs = self.incidents.running(g)
+            if not procs or g.coord is None:
+                continue
+            proc = procs[self.rng.randrange(len(procs))]
+            member = g.coord.members.get(proc.member_id)
+            if member is None or member.joined:
+                continue
+            proc.silent_tag = EXPIRY
+            g.coord.expire(t + self.rng.randint(0, 40), proc.member_id, member.token)
+            self.world.at(t + self.rng.randint(300, 2_000), self._rejoin, proc)
+            expired.append(g.group_id)
+        if len(expired) >= 2:
+            self.truth.append({"root_kind": "coordinator_event", "root_instance": f"broker-{broker}",
+                               "groups": expired, "groups_unaffected": sorted(
+                                   g.group_id for g in groups if g.group_id not in expired),
+                               "started_at": t, "scenario": "broker_stall"})
+        self.world.at(t + 2 * MINUTE, self._release, groups)
+
+    def _rejoin(self, t: int, proc: Any) -> None:
+        proc.silent_tag = None
+        self.c.evicted_on_heartbeat(t, proc, REJOIN)
+
+    def _release(self, t: int, groups: list[GroupSpec]) -> None:
+        for g in groups:
+            g.hold = False

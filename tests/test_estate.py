@@ -1,0 +1,127 @@
+"""The estate rules (pipelines/gold/estate.py) on hand-made rebalances: each root kind found with its groups, its
+root and its unaffected groups; nothing tied without a reason; the same rows whatever the input order."""
+
+from __future__ import annotations
+
+import random
+
+import pandas as pd
+
+from pipelines.gold.estate import EstateFacts, EstateParams, find_estate_incidents
+from pipelines.gold.estate_rules import ESTATE_BY_ID, ESTATE_RULES
+
+T0 = pd.Timestamp("2026-11-20 08:00:00")
+PARAMS = EstateParams()
+
+
+def _r(rid: str, group: str, at_s: float, cause: str, detail: str | None = None, *, coordinator: str | None = "1",
+       members_before: int | None = 3, folder: str | None = None, duration_s: float = 4.0) -> dict:
+    started = T0 + pd.Timedelta(seconds=at_s)
+    return {"rebalance_id": rid, "group_id": group, "started_at": started,
+            "completed_at": started + pd.Timedelta(seconds=duration_s), "duration_ms": duration_s * 1000,
+            "coordinator": coordinator, "cause": cause, "cause_detail": detail, "members_before": members_before,
+            "trigger_member_id": f"m-{rid}", "trigger_instance": folder, "start_event_id": f"e-{rid}"}
+
+
+def _find(rows: list[dict], facts: EstateFacts | None = None) -> list[dict]:
+    return find_estate_incidents(rows, facts or EstateFacts(), PARAMS)
+
+
+def test_a_stalled_coordinator_expiring_members_of_three_groups_at_once_is_one_coordinator_event():
+    rows = [_r(f"r{i}", f"g{i}", 60 + i * 0.3, "session_timeout", "heartbeat_expiration", folder=f"app-{i}")
+            for i in range(3)]
+    rows += [_r("rejoin0", "g0", 70, "session_timeout", "rejoin", folder="app-0"),
+             _r("later-leave", "g1", 75, "membership_change", "member_leave", folder="app-1")]
+    facts = EstateFacts(broker_folders={"1": "broker-1"},
+                        broker_pauses=[{"pause_id": "p1", "instance": "broker-1", "duration_ms": 55_000.0,
+                                        "started_at": T0 + pd.Timedelta(seconds=5),
+                                        "ended_at": T0 + pd.Timedelta(seconds=60)}],
+                        coordinated=[{"group_id": g, "coordinator": "1", "started_at": T0, "ended_at": None}
+                                     for g in ("g0", "g1", "g2", "quiet")])
+    [found] = _find(rows, facts)
+    assert (found["root_kind"], found["cause_rule"], found["root_instance"]) == (
+        "coordinator_event", "estate_coordinator_stall", "broker-1")
+    assert found["groups"] == ["g0", "g1", "g2"] and "rejoin0" in found["rebalance_ids"]
+    assert "later-leave" not in found["rebalance_ids"]  # a member leaving afterwards is not the stall's
+    assert found["groups_unaffected"] == ["quiet"]
+    assert any(e["event_id"] == "p1" for e in found["evidence"])  # the broker's own pause is named
+    assert found["unavailable_group_ms"] == 16_000
+
+
+def test_one_process_hosting_members_of_two_groups_is_a_shared_process():
+    rows = [_r("a", "orders", 100, "gc_pause", "heartbeat_expiration", coordinator="1", folder="billing-svc"),
+            _r("b", "payments", 112, "gc_pause", "heartbeat_expiration", coordinator="2", folder="billing-svc")]
+    [found] = _find(rows)
+    assert (found["root_kind"], found["root_instance"], found["groups"]) == (
+        "shared_process", "billing-svc", ["orders", "payments"])
+
+
+def test_groups_rebalancing_after_their_broker_unloaded_them_are_a_coordinator_move():
+    unload = [{"event_id": f"u{p}", "event_ts": T0 + pd.Timedelta(seconds=10 + p / 10), "event_type": "group_unloaded",
+               "group_id": None, "offsets_partition": p, "instance": "broker-2", "broker": "2"} for p in (7, 9)]
+    rows = [_r("a", "g7", 25, "coordinator_change", "coordinator_failover", coordinator="3", folder="x"),
+            _r("b", "g9", 31, "unknown", None, coordinator="3", folder="y"),
+            _r("deploy", "g9b", 20, "membership_change", "member_join", coordinator="3", folder="z")]
+    facts = EstateFacts(broker_folders={"2": "broker-2"}, lifecycle=unload,
+                        group_partitions={"g7": 7, "g9": 9, "g9b": 9, "elsewhere": 4})
+    [found] = _find(rows, facts)
+    assert (found["cause_rule"], found["root_instance"], found["groups"], found["groups_unaffected"]) == (
+        "estate_coordinator_moved", "broker-2", ["g7", "g9"], ["g9b"])
+
+
+def test_restarts_walking_through_three_groups_are_a_deploy_wave():
+    rows = []
+    for i, group in enumerate(("a", "b", "c")):
+        rows.append(_r(f"{group}-leave", group, i * 90, "membership_change", "member_leave", folder=f"{group}-1"))
+        rows.append(_r(f"{group}-join", group, i * 90 + 20, "membership_change", "member_join", folder=f"{group}-2"))
+    [found] = _find(rows)
+    assert (found["root_kind"], found["groups"], len(found["rebalance_ids"])) == ("deploy_wave", ["a", "b", "c"], 6)
+
+
+def test_nothing_is_tied_without_a_reason():
+    two_coincide = [_r("a", "g1", 0, "membership_change", "member_join", coordinator="1"),
+                    _r("b", "g2", 3, "poll_timeout", "leave_on_poll_timeout", coordinator="2", folder="other")]
+    starts = [_r(f"s{i}", f"new{i}", i, "membership_change", "member_join", members_before=0) for i in range(10)]
+    pasted = [_r(f"p{i}", f"pasted{i}", 0.001 * i, "session_timeout", "heartbeat_expiration") for i in range(4)]
+    apart = [_r(f"x{i}", f"h{i}", 1000 + 400 * i, "session_timeout", "heartbeat_expiration") for i in range(4)]
+    facts = EstateFacts(line_order_groups={f"pasted{i}" for i in range(4)})
+    assert _find(two_coincide + starts + pasted + apart, facts) == []
+
+
+def test_three_groups_within_seconds_with_nothing_shared_are_said_to_be_a_burst():
+    rows = [_r("a", "g1", 0, "membership_change", "member_join", coordinator="1", folder="f1"),
+            _r("b", "g2", 2, "poll_timeout", "leave_on_poll_timeout", coordinator="2", folder="f2"),
+            _r("c", "g3", 4, "metadata_change", None, coordinator="3", folder="f3")]
+    # A trickle (a group every 4 s, as steps of a script) is no burst, however long it goes on.
+    trickle = [_r(f"t{i}", f"tr{i}", 100 + 4 * i, "membership_change", "member_join", coordinator=str(i),
+                  folder=f"x{i}") for i in range(10)]
+    [found] = _find(rows + trickle)
+    assert (found["root_kind"], found["root_instance"], found["groups"]) == ("correlated_burst", None,
+                                                                              ["g1", "g2", "g3"])
+
+
+def test_the_rows_do_not_depend_on_the_input_order():
+    rows = [_r(f"r{i}", f"g{i % 5}", i * 0.5, "session_timeout", "heartbeat_expiration", coordinator=str(i % 2),
+               folder=f"app-{i % 3}") for i in range(30)]
+    first = _find(rows)
+    shuffled = rows[:]
+    random.Random(3).shuffle(shuffled)
+    assert first and _find(shuffled) == first
+    ids = [r for f in first for r in f["rebalance_ids"]]
+    assert len(ids) == len(set(ids))  # a rebalance belongs to one estate incident at most
+
+
+def test_every_rule_names_a_root_kind_of_the_contract():
+    assert {r.root_kind for r in ESTATE_RULES} == {"coordinator_event", "shared_process", "deploy_wave",
+                                                   "correlated_burst"}
+    assert set(ESTATE_BY_ID) == {r.id for r in ESTATE_RULES}
+
+
+def test_explain_names_the_estate_incident_and_its_rule():
+    from pipelines.gold.explain import estate_lines
+
+    [found] = _find([_r("a", "orders", 100, "gc_pause", "heartbeat_expiration", folder="billing-svc"),
+                     _r("b", "payments", 105, "session_timeout", "heartbeat_expiration", folder="billing-svc")])
+    text = "\n".join(estate_lines(found))
+    assert found["estate_incident_id"] in text and "estate_shared_process" in text
+    assert "billing-svc" in text and estate_lines(None) == []
