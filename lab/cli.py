@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "list":
-            from lab.scenarios import SCENARIOS
+            from lab.catalog import SCENARIOS
 
             for s in SCENARIOS:
                 majors = ",".join(f"{m}.x" for m in s.majors)

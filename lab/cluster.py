@@ -37,6 +37,9 @@ COMMON = {
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.min.isr": "1",
     "group.initial.rebalance.delay.ms": "0",
+    # A broker stalled past its members' session timeouts (the estate_stall scenario) keeps its partitions: the
+    # controller fences a broker only after this long without its heartbeat (9 s by default).
+    "broker.session.timeout.ms": "30000",
     "group.min.session.timeout.ms": "500",
     "group.max.session.timeout.ms": "60000",
     # The coordinator deletes an empty group with no committed offsets at its periodic cleanup (every 10 min by

@@ -110,7 +110,9 @@ def commit_corpus(run: Path, dest: Path) -> int:
             text = "".join(line + "\n" for line in trim(text.splitlines()))
         target.write_text(text, encoding="utf-8")
         total += target.stat().st_size
-    for name in ("truth/rebalances.jsonl", "lab-run.json"):
+    for name in ("truth/rebalances.jsonl", "truth/estate_incidents.jsonl", "lab-run.json"):
+        if not (run / name).exists():
+            continue  # a run without estate incidents has no estate truth
         target = dest / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(run / name, target)
@@ -167,6 +169,10 @@ def merge_corpus(run: Path, dest: Path) -> int:
         row.setdefault("group_type", "consumer")
     rows = sorted(old + new, key=lambda r: (r["started_at"], r["group_id"], r["generation_after"]))
     (dest / "truth" / "rebalances.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    estates = _rows(dest / "truth" / "estate_incidents.jsonl") + _rows(run / "truth" / "estate_incidents.jsonl")
+    if estates:
+        estates.sort(key=lambda r: (r["started_at"], r["root_kind"]))
+        (dest / "truth" / "estate_incidents.jsonl").write_text("".join(json.dumps(r) + "\n" for r in estates))
     meta = json.loads((dest / "lab-run.json").read_text())
     added = json.loads((run / "lab-run.json").read_text())
     added.pop("out", None)

@@ -59,6 +59,7 @@ class Lab:
         self.logs = BrokerLogs({b: cluster.server_log(b) for b in BROKER_IDS})
         self.progress = progress
         self.truth: list[dict[str, Any]] = []
+        self.estate_truth: list[dict[str, Any]] = []  # truth/estate_incidents.jsonl rows
         self.members: list[Member] = []
         self.scenario = ""
         self.groups: dict[str, str] = {}  # group -> protocol
@@ -82,32 +83,41 @@ class Lab:
     def step(self, group: str, expects: list[Expect], action: Callable[[], object], *, timeout: float = 90.0,
              settle: float = 3.0, title: str = "") -> list[Rebalance]:
         """Run `action`, wait for the rebalances `expects` describes, confirm them and record their truth rows."""
+        return self.step_groups({group: expects}, action, timeout=timeout, settle=settle, title=title)[group]
+
+    def step_groups(self, expects: dict[str, list[Expect]], action: Callable[[], object], *, timeout: float = 90.0,
+                    settle: float = 3.0, title: str = "") -> dict[str, list[Rebalance]]:
+        """`step` for one action that rebalances several groups (a broker stall, one process hosting members of
+        several groups): each group's rebalances are waited for, confirmed and recorded as `expects` says."""
         self.logs.refresh()
-        before = len(self.logs.rebalances(group))
+        before = {g: len(self.logs.rebalances(g)) for g in expects}
         t0 = time.time()
         action()
-        need = sum(e.count[0] for e in expects)
-        most = sum(e.count[1] for e in expects)
         deadline = t0 + timeout
         quiet_since = time.time()
-        seen = 0
+        seen = -1
         while True:
             self.logs.refresh()
-            new = self.logs.rebalances(group)[before:]
-            if len(new) != seen:
-                seen, quiet_since = len(new), time.time()
-            settled = not self.logs.has_open_rebalance(group) and time.time() - quiet_since >= settle
-            if len(new) >= need and settled:
+            new = {g: self.logs.rebalances(g)[before[g]:] for g in expects}
+            count = sum(len(v) for v in new.values())
+            if count != seen:
+                seen, quiet_since = count, time.time()
+            settled = (not any(self.logs.has_open_rebalance(g) for g in expects)
+                       and time.time() - quiet_since >= settle)
+            short = {g: len(new[g]) for g, exp in expects.items() if len(new[g]) < sum(e.count[0] for e in exp)}
+            if not short and settled:
                 break
             if time.time() > deadline:
-                raise LabError(f"{title or group}: {len(new)} rebalance(s) after {timeout:.0f} s, expected {need}"
-                               f"..{most}; broker reasons: {[r.reasons for r in new]}")
+                raise LabError(f"{title or ', '.join(expects)}: after {timeout:.0f} s too few rebalances in "
+                               f"{short or 'none'} (or still open); broker reasons: "
+                               f"{ {g: [r.reasons for r in v] for g, v in new.items()} }")
             time.sleep(0.25)
-        rows = self._confirm(group, expects, new, title)
-        self.truth.extend(rows)
-        for row in rows:
-            self.progress(f"  {group} {'epoch' if row.get('group_epoch') else 'generation'} "
-                          f"{row['generation_after']}: {row['cause']}/{row['cause_detail']}")
+        for group, group_expects in expects.items():
+            rows = self._confirm(group, group_expects, new[group], title)
+            self.truth.extend(rows)
+            for row in rows:
+                self.progress(f"  {group} {'epoch' if row.get('group_epoch') else 'generation'} "
+                              f"{row['generation_after']}: {row['cause']}/{row['cause_detail']}")
         return new
 
     def _confirm(self, group: str, expects: list[Expect], new: list[Rebalance], title: str) -> list[dict[str, Any]]:
@@ -208,9 +218,10 @@ class Lab:
 
 
 def write_truth(rows: list[dict[str, Any]], path: Path) -> None:
-    """truth/rebalances.jsonl: one JSON object per rebalance, in time order."""
+    """truth/rebalances.jsonl (one JSON object per rebalance) or truth/estate_incidents.jsonl (per estate incident),
+    in time order."""
     import json
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    rows = sorted(rows, key=lambda r: (r["started_at"], r["group_id"], r["generation_after"]))
+    rows = sorted(rows, key=lambda r: (r["started_at"], r.get("group_id") or "", r.get("generation_after") or 0))
     path.write_text("".join(json.dumps(r, sort_keys=False) + "\n" for r in rows))

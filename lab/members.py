@@ -43,6 +43,9 @@ class MemberSpec:
     session_from_gc: float = 0.0
     extra: dict[str, str] = field(default_factory=dict)
     debug: str | None = None  # librdkafka's `debug` contexts (None: its default log level)
+    # The landing folder of a host that runs several consumer processes (each logs to <instance>.log there); None:
+    # the member's own folder, named after its instance.
+    host: str | None = None
 
 
 
@@ -63,7 +66,7 @@ class Member:
     def __init__(self, cluster: Cluster, spec: MemberSpec) -> None:
         self.cluster = cluster
         self.spec = spec
-        self.folder = cluster.landing / spec.instance
+        self.folder = cluster.landing / (spec.host or spec.instance)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.runs = 0
         self.proc: Proc | None = None
@@ -89,6 +92,8 @@ class Member:
     def _client_log(self) -> Path:
         if self.spec.layout == "ttll":  # time of day only: the date goes into the file name, as rotation does
             return self.folder / f"app.{datetime.now(timezone.utc):%Y-%m-%d}.log"
+        if self.spec.host:
+            return self.folder / f"{self.spec.instance}.log"
         return self.folder / ("application.log" if self.spec.layout == "spring" else "consumer.log")
 
     def _argv(self) -> list[str]:

@@ -9,11 +9,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from lab.catalog import SCENARIOS
 from lab.cluster import Cluster
 from lab.engine import Lab, write_truth
 from lab.fetch import fetch
 from lab.procs import REGISTRY, LabError, ScenarioSkipError, UsageError, install_cleanup
-from lab.scenarios import SCENARIOS, Scenario
+from lab.scenarios import Scenario
 
 
 @dataclass
@@ -103,6 +104,8 @@ def run_version(spec: str, *, out: Path, names: list[str] | None = None, short: 
         else:
             shutil.rmtree(work, ignore_errors=True)
     write_truth(lab.truth, target / "truth" / "rebalances.jsonl")
+    if lab.estate_truth:
+        write_truth(lab.estate_truth, target / "truth" / "estate_incidents.jsonl")
     result.truth_rows = len(lab.truth)
     result.seconds = round(time.time() - started, 1)
     (target / "lab-run.json").write_text(json.dumps(asdict(result), indent=2) + "\n")

@@ -197,6 +197,20 @@ def test_lab_corpus_is_parsed_and_truth_is_confirmed(spark, version):
     check_corpus(spark, CORPUS / version)
 
 
+def check_estate_incidents(found: list[dict], truth_file: Path) -> None:
+    """Every true estate incident found (root kind and set of groups), at its root, with its unaffected groups in
+    the blast radius; none invented (a corpus without the truth file has none)."""
+    truth = [json.loads(line) for line in truth_file.read_text().splitlines()] if truth_file.exists() else []
+    key = {(r["root_kind"], tuple(sorted(r["groups"]))): r for r in found}
+    for t in truth:
+        row = key.get((t["root_kind"], tuple(sorted(t["groups"]))))
+        assert row is not None, (t, [(r["root_kind"], r["groups"], r["cause_rule"]) for r in found])
+        assert row["root_instance"] == t["root_instance"], (row, t)
+        assert set(t.get("groups_unaffected", [])) <= set(row["groups_unaffected"] or []), (row, t)
+    invented = set(key) - {(t["root_kind"], tuple(sorted(t["groups"]))) for t in truth}
+    assert not invented, [(key[k]["summary"], key[k]["cause_rule"]) for k in sorted(invented)]
+
+
 @pytest.mark.skipif(not VERSIONS, reason="no lab corpus committed under tests/data/kafka-lab")
 @pytest.mark.parametrize("version", VERSIONS)
 def test_lab_causes_match_the_truth(spark, tmp_path, version):
@@ -228,9 +242,11 @@ def test_lab_causes_match_the_truth(spark, tmp_path, version):
                   tables["gold_rebalances"].select("rebalance_id", "cause", "cause_rule", "group_id").collect()}
         explained = sum(check_explained(replayed(tables, g, cfg, trace=True, orphans=True), stored, cfg.thresholds)
                         for g in sorted({r["group_id"] for r in stored.values()}))
+        estates = [r.asDict() for r in tables["gold_estate_incidents"].collect()]
         states.unpersist()
         matched.unpersist()
     assert explained >= len(stored)
+    check_estate_incidents(estates, root / "truth" / "estate_incidents.jsonl")
     assert result.found == result.truth, result.confusion
     assert result.invented == 0, result.confusion
     assert result.cause_accuracy >= 0.95, (result.line(), result.confusion)

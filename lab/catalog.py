@@ -1,0 +1,12 @@
+"""Every lab scenario in the order a run takes them: the single-group ones (lab/scenarios.py), the estate ones
+(lab/estate_scenarios.py), and last `coordinator`, which stops a broker."""
+
+from __future__ import annotations
+
+from lab.estate_scenarios import estate_host_freeze, estate_stall
+from lab.scenarios import SCENARIOS as SINGLE_GROUP
+from lab.scenarios import Scenario
+
+SCENARIOS: tuple[Scenario, ...] = (*SINGLE_GROUP[:-1], Scenario("estate_stall", estate_stall),
+                                   Scenario("estate_host_freeze", estate_host_freeze), SINGLE_GROUP[-1])
+assert SINGLE_GROUP[-1].name == "coordinator"  # it restarts a broker: nothing may run after it
