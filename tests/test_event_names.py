@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from pipelines.gold import rules_data
+from pipelines.gold.estate_rules import ESTATE_RULES, ESTATE_WINDOWS
 from pipelines.settings.config import Thresholds
 from pipelines.silver.templates import load_templates
 from schemas.tables import TABLES
@@ -38,6 +39,9 @@ def _other_names() -> set[str]:
     names = {field.name for schema in TABLES.values() for field in schema.fields}
     for row in rules_data.RULE_ROWS:
         names |= {row["id"], row["cause"], row["detail"]} - {None}
+    for rule in ESTATE_RULES:  # the estate rules' ids and root kinds (gold_estate_incidents.root_kind)
+        names |= {rule.id, rule.root_kind}
+    names |= set(ESTATE_WINDOWS)
     return names | set(rules_data.WINDOWS) | set(rules_data.CONFIGURED) | set(Thresholds.model_fields) | set(NOT_EVENTS)
 
 
