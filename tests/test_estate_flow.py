@@ -10,7 +10,9 @@ import shutil
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines.flow.batch import batch_tables
+from pipelines.flow.reconstruct import write_estate
 from pipelines.flow.run import STAGES, run
+from pipelines.gold.estate_frames import estate_rows, params_from
 from pipelines.storage import lake
 from simulator import simulate
 from simulator.evaluate import match_estates
@@ -50,3 +52,11 @@ def test_a_broker_stall_landing_in_two_drops_gives_the_batch_result_and_one_aler
                if json.loads(line)["scenario"] == "broker_stall"]
     assert rebalances.filter("estate_incident_id IS NOT NULL").count() == len(found[0]["rebalance_ids"]) == len(
         stalled)
+    # A batch that changes nothing in the estate writes nothing: the rows are compared before any MERGE.
+    tables = {name: lake.read_table(spark, cfg, name) for name in (
+        "gold_rebalances", "gold_member_sessions", "gold_group_states", "silver_events", "silver_gc_pauses")}
+    versions = [lake.table_version(spark, cfg, name) for name in ("gold_estate_incidents", "gold_rebalances")]
+    rows = estate_rows(tables["gold_rebalances"], tables["gold_member_sessions"], tables["gold_group_states"],
+                       tables["silver_events"], tables["silver_gc_pauses"], params_from(cfg.thresholds))
+    assert write_estate(spark, cfg, rows) == 1
+    assert [lake.table_version(spark, cfg, name) for name in ("gold_estate_incidents", "gold_rebalances")] == versions

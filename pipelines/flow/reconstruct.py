@@ -5,13 +5,15 @@ tables' MERGEs side by side)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.flow.found import FOUND_COLUMNS, Found, changed_rows
-from pipelines.gold.build import ESTATE_OWNED, build_gold, cross_group_tables
-from pipelines.gold.estate_frames import estate_ids
+from pipelines.gold.aggregates import health_from
+from pipelines.gold.build import ESTATE_OWNED, build_gold
+from pipelines.gold.estate_frames import canonical, estate_rows, params_from, rows_frame
 from pipelines.gold.rebalances import orphan_lines, route_orphans, rules_from
 from pipelines.session.caching import PinnedFrames, pin, unpin
 from pipelines.session.together import run_together
@@ -79,29 +81,32 @@ def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame, found: Fou
     # Health and the estate incidents compare every group with all the others, so they are rebuilt whole.
     gold = {name: lake.read_table(spark, cfg, name)
             for name in ("gold_rebalances", "gold_group_states", "gold_member_sessions")}
-    merged = cross_group_tables(gold["gold_rebalances"], gold["gold_group_states"], gold["gold_member_sessions"],
-                                silver, pauses, rules_from(cfg.thresholds))
-    for name, df in merged.items():
-        writes.replace_keys(spark, df, cfg, name, keys=GOLD_KEYS[name], scope="true")
-    counts["gold_estate_incidents"] = set_estate_ids(spark, cfg, merged["gold_estate_incidents"])
+    health = health_from(gold["gold_rebalances"], gold["gold_group_states"])
+    writes.replace_keys(spark, health, cfg, "gold_group_health", keys=GOLD_KEYS["gold_group_health"], scope="true")
+    estate = estate_rows(gold["gold_rebalances"], gold["gold_member_sessions"], gold["gold_group_states"], silver,
+                         pauses, params_from(cfg.thresholds))
+    counts["gold_estate_incidents"] = write_estate(spark, cfg, estate)
     return counts
 
 
-def set_estate_ids(spark: SparkSession, cfg: Config, estate: DataFrame) -> int:
-    """Make gold_rebalances.estate_incident_id what `estate` (every gold_estate_incidents row) says, touching only
-    the rebalances whose id changes; returns the number of estate incidents."""
-    stored = lake.read_table(spark, cfg, "gold_rebalances").select("rebalance_id", ESTATE_OWNED)
-    wanted = stored.select("rebalance_id").join(estate_ids(estate), "rebalance_id", "left")
-    changed = wanted.alias("w").join(stored.alias("s"), "rebalance_id").filter(
-        ~F.col(f"w.{ESTATE_OWNED}").eqNullSafe(F.col(f"s.{ESTATE_OWNED}"))).select("rebalance_id", f"w.{ESTATE_OWNED}")
-    rows = pin(changed)
-    try:
-        if rows.count():
-            writes.merge(spark, rows, cfg, "gold_rebalances", keys=["rebalance_id"], update=[ESTATE_OWNED],
-                         insert=False)
-        return estate.count()
-    finally:
-        unpin(rows)
+def write_estate(spark: SparkSession, cfg: Config, rows: list[dict[str, Any]]) -> int:
+    """Make gold_estate_incidents `rows` and gold_rebalances.estate_incident_id what they say, writing nothing when
+    both already are (the usual batch: a few rows compared in Python instead of two MERGEs); returns the rows."""
+    stored = lake.read_table(spark, cfg, "gold_estate_incidents")
+    if canonical(rows) != canonical([r.asDict(recursive=True) for r in stored.select(*[
+            F.unix_micros(c).alias(c) if c in ("started_at", "ended_at") else F.col(c) for c in stored.columns])
+            .collect()]):
+        writes.replace_keys(spark, rows_frame(spark, rows), cfg, "gold_estate_incidents",
+                            keys=GOLD_KEYS["gold_estate_incidents"], scope="true")
+    wanted = {rid: row["estate_incident_id"] for row in rows for rid in row["rebalance_ids"]}
+    held = {r.rebalance_id: r[ESTATE_OWNED] for r in lake.read_table(spark, cfg, "gold_rebalances")
+            .filter(F.col(ESTATE_OWNED).isNotNull()).select("rebalance_id", ESTATE_OWNED).collect()}
+    changed = [(rid, wanted.get(rid)) for rid in sorted(set(wanted) | set(held)) if wanted.get(rid) != held.get(rid)]
+    if changed:
+        schema = f"rebalance_id string, {ESTATE_OWNED} string"
+        writes.merge(spark, spark.createDataFrame(changed, schema), cfg, "gold_rebalances", keys=["rebalance_id"],
+                     update=[ESTATE_OWNED], insert=False)
+    return len(rows)
 
 
 def make_reconstruct_batch(

@@ -4,13 +4,17 @@ narrow reads, handed to pipelines/gold/estate.py, and its rows made a DataFrame;
 
 from __future__ import annotations
 
+import itertools
+import json
 from typing import Any
 
 import pandas as pd
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.gold.estate import LIFECYCLE_EVENTS, EstateFacts, EstateParams, find_estate_incidents
+from pipelines.gold.estate_model import Later, eligible
+from pipelines.gold.estate_rules import estate_window
 from pipelines.settings.limits import Thresholds
 from schemas.gold import GOLD_ESTATE_INCIDENTS
 
@@ -38,9 +42,17 @@ def estate_rebalances(rebalances: DataFrame, sessions: DataFrame) -> list[dict[s
     return _records(narrow.join(folders, ["group_id", "trigger_member_id"], "left"))
 
 
+def _lifecycle_row(e: Any) -> dict[str, Any]:
+    row: dict[str, Any] = e.asDict()
+    row["event_ts"] = pd.Timestamp(row.pop("us"), unit="us")
+    return row
+
+
 def estate_facts(events: DataFrame, pauses: DataFrame, states: DataFrame) -> EstateFacts:
-    """What the estate rules read beside the rebalances, from silver_events, silver_gc_pauses and gold_group_states
-    (one aggregate and one filter over the events)."""
+    """What the estate rules read beside the rebalances: one aggregate over silver_events; the brokers' GC pauses
+    and the groups' coordinators are read only if a rule asks."""
+    lifecycle = F.struct("event_id", F.unix_micros("event_ts").alias("us"), "event_type", "group_id",
+                         "offsets_partition", "instance", F.col("broker_id").cast("string").alias("broker"))
     row = events.agg(
         F.collect_set(F.when(F.col("ts_line_order"), F.col("group_id"))).alias("line_order"),
         F.collect_set(F.when((F.col("source_kind") == "broker") & F.col("broker_id").isNotNull()
@@ -50,34 +62,66 @@ def estate_facts(events: DataFrame, pauses: DataFrame, states: DataFrame) -> Est
         F.collect_set(F.when(F.col("group_id").isNotNull() & F.col("offsets_partition").isNotNull(),
                              F.struct(F.col("group_id").alias("g"), F.col("offsets_partition").alias("p"))))
         .alias("partitions"),
+        F.collect_list(F.when(F.col("event_type").isin(*LIFECYCLE_EVENTS), lifecycle)).alias("lifecycle"),
     ).first()
     assert row is not None  # an aggregate without grouping has one row
     folders = {f["b"]: f["i"] for f in sorted(row["folders"], key=lambda f: (f["b"], f["i"]))}
-    lifecycle = _records(events.filter(F.col("event_type").isin(*LIFECYCLE_EVENTS)).select(
-        "event_id", "event_ts", "event_type", "group_id", "offsets_partition", "instance",
-        F.col("broker_id").cast("string").alias("broker")))
-    broker_pauses: list[dict[str, Any]] = []
-    if folders:
-        broker_pauses = _records(pauses.filter(F.col("instance").isin(*sorted(set(folders.values())))).select(
-            "pause_id", "instance", "started_at", "ended_at", "duration_ms"))
-    coordinated = _records(states.filter(F.col("coordinator").isNotNull()).groupBy("group_id", "coordinator").agg(
-        F.min("started_at").alias("started_at"), F.max(F.coalesce("ended_at", "started_at")).alias("ended_at")))
-    return EstateFacts(line_order_groups=set(row["line_order"]), broker_folders=folders, lifecycle=lifecycle,
-                       group_partitions={p["g"]: p["p"] for p in row["partitions"]}, broker_pauses=broker_pauses,
-                       coordinated=coordinated)
+    return EstateFacts(
+        line_order_groups=set(row["line_order"]), broker_folders=folders,
+        lifecycle=[_lifecycle_row(e) for e in row["lifecycle"]],
+        group_partitions={p["g"]: p["p"] for p in row["partitions"]},
+        broker_pauses=Later(lambda: _records(pauses.filter(F.col("instance").isin(*sorted(set(folders.values()))))
+                                             .select("pause_id", "instance", "started_at", "ended_at",
+                                                     "duration_ms")) if folders else []),
+        coordinated=Later(lambda: _records(states.filter(F.col("coordinator").isNotNull())
+                                           .groupBy("group_id", "coordinator")
+                                           .agg(F.min("started_at").alias("started_at"),
+                                                F.max(F.coalesce("ended_at", "started_at")).alias("ended_at")))),
+    )
+
+
+def estate_rows(rebalances: DataFrame, sessions: DataFrame, states: DataFrame, events: DataFrame,
+                pauses: DataFrame, params: EstateParams) -> list[dict[str, Any]]:
+    """gold_estate_incidents rows of the whole estate (every group's rebalances, sessions and states), as Python
+    rows (naive UTC times)."""
+    weighed = estate_rebalances(rebalances, sessions)
+    if not could_tie(weighed, params):
+        return []  # the usual batch of a quiet estate: no silver read at all
+    return find_estate_incidents(weighed, estate_facts(events, pauses, states), params)
+
+
+def could_tie(rebalances: list[dict[str, Any]], params: EstateParams) -> bool:
+    """Whether two rebalances of different groups (fresh starts aside) start within the widest window any estate rule
+    reads: if not, no rule can tie anything."""
+    widest = max(params.window_s, params.move_window_s, estate_window("estate_wave_gap_s"))
+    ordered = sorted((r for r in rebalances if eligible(r, EstateFacts())), key=lambda r: r["started_at"])
+    return any(b["group_id"] != a["group_id"] and (b["started_at"] - a["started_at"]).total_seconds() <= widest
+               for a, b in itertools.pairwise(ordered))
+
+
+def rows_frame(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
+    """Estate rows as a gold_estate_incidents DataFrame."""
+    utc = []
+    for row in rows:
+        # The session's clock is UTC (toPandas gave naive UTC times); a naive datetime would be read as local time.
+        utc.append({**row, **{name: pd.Timestamp(row[name]).tz_localize("UTC").to_pydatetime()
+                              for name in ("started_at", "ended_at")}})
+    return spark.createDataFrame(utc, GOLD_ESTATE_INCIDENTS)
 
 
 def estate_incidents_from(rebalances: DataFrame, sessions: DataFrame, states: DataFrame, events: DataFrame,
                           pauses: DataFrame, params: EstateParams) -> DataFrame:
     """gold_estate_incidents of the whole estate (every group's rebalances, sessions and states)."""
-    spark = rebalances.sparkSession
-    rows = find_estate_incidents(estate_rebalances(rebalances, sessions), estate_facts(events, pauses, states),
-                                 params)
-    for row in rows:
-        # The session's clock is UTC (toPandas gave naive UTC times); a naive datetime would be read as local time.
-        for name in ("started_at", "ended_at"):
-            row[name] = pd.Timestamp(row[name]).tz_localize("UTC").to_pydatetime()
-    return spark.createDataFrame(rows, GOLD_ESTATE_INCIDENTS)
+    return rows_frame(rebalances.sparkSession, estate_rows(rebalances, sessions, states, events, pauses, params))
+
+
+def canonical(rows: list[dict[str, Any]]) -> set[str]:
+    """Estate rows as comparable text, times as microseconds since the epoch (rows read back from the table with
+    `unix_micros` over their two times compare equal to the rows that wrote them)."""
+    def micros(value: Any) -> Any:
+        return value if value is None or isinstance(value, int) else int(pd.Timestamp(value).value // 1000)
+    return {json.dumps({**r, "started_at": micros(r["started_at"]), "ended_at": micros(r["ended_at"])},
+                       sort_keys=True, default=str) for r in rows}
 
 
 def estate_ids(estate: DataFrame) -> DataFrame:

@@ -4,7 +4,7 @@ pipelines/gold/estate.py runs them in order."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,8 +51,21 @@ class EstateFacts:
     broker_folders: dict[str, str] = field(default_factory=dict)
     lifecycle: list[Row] = field(default_factory=list)
     group_partitions: dict[str, int] = field(default_factory=dict)
-    broker_pauses: list[Row] = field(default_factory=list)
-    coordinated: list[Row] = field(default_factory=list)
+    broker_pauses: Iterable[Row] = field(default_factory=list)
+    coordinated: Iterable[Row] = field(default_factory=list)
+
+
+class Later:
+    """Rows read on first use (`Iterable`): most estates never raise the question they answer."""
+
+    def __init__(self, load: Callable[[], list[Row]]) -> None:
+        self._load = load
+        self._rows: list[Row] | None = None
+
+    def __iter__(self) -> Iterator[Row]:
+        if self._rows is None:
+            self._rows = self._load()
+        return iter(self._rows)
 
 
 def secs(delta: pd.Timedelta) -> float:
