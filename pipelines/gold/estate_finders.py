@@ -98,31 +98,46 @@ def _moved_by(r: Row, groups: set[str], after_s: float, params: EstateParams) ->
             and after_s <= params.window_s)
 
 
-def coordinator_moved(pool: list[Row], facts: EstateFacts, params: EstateParams) -> list[Found]:
-    """Several groups rebalancing right after one broker resigned, unloaded or loaded their partitions; or several
-    groups whose members lost their coordinator together."""
-    by_broker: dict[str, list[Row]] = defaultdict(list)
-    for e in facts.lifecycle:
-        key = e.get("broker") or e.get("instance")
-        if key:
-            by_broker[str(key)].append(e)
-    episodes = [(broker, chain) for broker, events in by_broker.items()
-                for chain in chains(events, params.window_s, at="event_ts")]
-    # The broker that let go of the partitions is the root; the loads elsewhere that follow are its consequence.
-    episodes.sort(key=lambda bc: (bc[1][0]["event_ts"], not any(e["event_type"] in LEAVING for e in bc[1])))
-    taken: set[str] = set()
-    found = []
-    for broker, events in episodes:
+def _episodes(facts: EstateFacts, params: EstateParams) -> list[tuple[str, list[Row], set[str]]]:
+    """The coordinators' lifecycle lines of every broker cut where they pause longer than the window (one move: the
+    old broker resigning and unloading, the new one electing and loading), each with its root broker (the one that let
+    go of partitions, else the one that loaded them) and the groups whose partitions it names."""
+    out = []
+    for events in chains(facts.lifecycle, params.window_s, at="event_ts"):
+        leaving = [e for e in events if e["event_type"] in LEAVING and (e.get("broker") or e.get("instance"))]
+        named = leaving or [e for e in events if e.get("broker") or e.get("instance")]
+        if not named:
+            continue
+        root = str(named[0].get("broker") or named[0].get("instance"))
         partitions = {e["offsets_partition"] for e in events if e.get("offsets_partition") is not None}
         groups = {e["group_id"] for e in events if e.get("group_id")}
         groups |= {g for g, p in facts.group_partitions.items() if p in partitions}
-        first, last = events[0]["event_ts"], events[-1]["event_ts"]
-        rows = [r for r in pool if r["rebalance_id"] not in taken and first <= r["started_at"]
-                and _moved_by(r, groups, secs(r["started_at"] - last), params)]
+        out.append((root, events, groups))
+    return out
+
+
+def coordinator_moved(pool: list[Row], facts: EstateFacts, params: EstateParams) -> list[Found]:
+    """Several groups rebalancing right after the move of their __consumer_offsets partitions (each rebalance goes
+    to the latest move of its group before it); or several groups whose members lost their coordinator together."""
+    episodes = _episodes(facts, params)
+    mine: dict[int, list[Row]] = defaultdict(list)
+    for r in pool:
+        before = [i for i, (_, events, groups) in enumerate(episodes) if events[0]["event_ts"] <= r["started_at"]
+                  and r["group_id"] in groups]
+        if before:
+            i = max(before, key=lambda k: episodes[k][1][-1]["event_ts"])
+            if _moved_by(r, episodes[i][2], secs(r["started_at"] - episodes[i][1][-1]["event_ts"]), params):
+                mine[i].append(r)
+    taken: set[str] = set()
+    found = []
+    for i, rows in sorted(mine.items()):
+        root, events, groups = episodes[i]
         if len(groups_of(rows)) < params.min_groups:
             continue
-        folder = facts.broker_folders.get(broker, broker)
-        evidence = [{"event_id": e.get("event_id"), "explanation": _lifecycle_text(folder, e)} for e in events[:20]]
+        folder = facts.broker_folders.get(root, root)
+        evidence = [{"event_id": e.get("event_id"), "explanation": _lifecycle_text(
+            facts.broker_folders.get(str(e.get("broker")), str(e.get("broker") or e.get("instance"))), e)}
+            for e in events[:20]]
         taken |= {r["rebalance_id"] for r in rows}
         found.append(Found("estate_coordinator_moved", folder, rows, evidence, groups - groups_of(rows)))
     rest = [r for r in pool if r["rebalance_id"] not in taken and r.get("cause") == "coordinator_change"
@@ -130,8 +145,8 @@ def coordinator_moved(pool: list[Row], facts: EstateFacts, params: EstateParams)
     for seed in chains(rest, params.window_s):
         if len(groups_of(seed)) >= params.min_groups:
             named = {str(r["coordinator"]) for r in seed if r.get("coordinator")}
-            root = facts.broker_folders.get(next(iter(named)), next(iter(named))) if len(named) == 1 else None
-            found.append(Found("estate_coordinator_moved", root, seed,
+            where = facts.broker_folders.get(next(iter(named)), next(iter(named))) if len(named) == 1 else None
+            found.append(Found("estate_coordinator_moved", where, seed,
                                [line_of(r, "members lost their coordinator") for r in seed]))
     return found
 

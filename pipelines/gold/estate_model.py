@@ -37,8 +37,9 @@ class EstateParams:
 
     @property
     def burst_min_groups(self) -> int:
-        """Without shared evidence, coincidence needs one group more to be worth naming."""
-        return max(3, self.min_groups + 1)
+        """Without shared evidence, "many groups": independent restarts and rebalances of three groups coincide by
+        chance in a busy estate (the simulator's 40-group estates made such threes), so at least four."""
+        return max(4, self.min_groups + 2)
 
 
 @dataclass

@@ -169,7 +169,7 @@ def estate_docs() -> list[str]:
     out += [f"| `{name}` | {value:g} | {text} |" for name, (value, text) in ESTATE_WINDOWS.items()]
     out += ["", "Configured: `thresholds.estate_window_s` (rebalances of different groups this close can share a "
             "root), `thresholds.estate_min_groups` (a shared root ties at least this many groups; a deploy wave or a "
-            "burst needs one more), `thresholds.coordinator_move_window_s`."]
+            "burst needs two more, and at least four), `thresholds.coordinator_move_window_s`."]
     return out
 
 

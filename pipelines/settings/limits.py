@@ -41,7 +41,7 @@ class Thresholds(FrozenModel):
         default=30, ge=0, description="rebalances of different groups this close can share a root (estate incidents)"
     )
     estate_min_groups: int = Field(default=2, ge=2, description="an estate incident with a shared root ties at "
-                                   "least this many groups (one more without shared evidence)")
+                                   "least this many groups (two more, and at least four, without shared evidence)")
     allowed_lateness_s: float = Field(
         default=900, ge=0,
         description="events older than the newest event already ingested minus this are counted as late "
