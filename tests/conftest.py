@@ -41,6 +41,16 @@ def parse_with(bronze, cfg: Config | None = None):
     return parse_records(bronze, resolve_sources(cfg or load_config()))
 
 
+def land_files(files: list[Path], landing: Path) -> None:
+    """Land `files` (each in its instance folder) the way a shipper should: copied under a hidden name, then renamed,
+    so the file source never sees a half-written file."""
+    for file in files:
+        target = landing / file.parent.name / file.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(file, target.with_name("." + target.name))
+        target.with_name("." + target.name).rename(target)
+
+
 def parse_file_lines(spark, lines: list[str], *, instance: str, file_name: str = "consumer.log",
                      modified: dt.datetime = dt.datetime(2024, 5, 14, 12)) -> dict[int, dict]:
     """`lines` as one landed file of `instance`, parsed with the default sources; line number -> its silver row."""

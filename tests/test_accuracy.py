@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import shutil
 
 import pytest
 from pyspark.sql import functions as F
@@ -14,7 +13,7 @@ from pipelines.flow.run import STAGES, run
 from pipelines.storage import lake
 from simulator import simulate
 from simulator.evaluate import accuracy, match_truth
-from tests.conftest import make_config
+from tests.conftest import land_files, make_config
 
 # Every table the gold build makes; the oracle must return each one (checked in _same_as_oracle).
 GOLD_TABLES = ["gold_rebalances", "gold_group_states", "gold_member_sessions", "gold_incidents", "gold_config_advice",
@@ -67,11 +66,7 @@ def test_shuffled_arrival_gives_the_batch_result(spark, estate, tmp_path):
     cfg = make_config(tmp_path)
     drops = [files[: len(files) // 3], files[len(files) // 3: 2 * len(files) // 3], files[2 * len(files) // 3:]]
     for number, drop in enumerate(drops, 1):
-        for file in drop:
-            target = cfg.landing / file.parent.name / file.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(file, target.with_name("." + target.name))
-            target.with_name("." + target.name).rename(target)
+        land_files(drop, cfg.landing)
         # A partial picture (broker logs not landed yet) may rightly fail a quality rule; the gates run at the end.
         run(spark, cfg, stages=("ingest", "reconstruct") if number < len(drops) else STAGES)
     _same_as_oracle(spark, cfg)

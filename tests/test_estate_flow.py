@@ -5,7 +5,6 @@ estate_incident_id), finds the true incident, and raises one estate_incident ale
 from __future__ import annotations
 
 import json
-import shutil
 
 from pyspark.testing import assertDataFrameEqual
 
@@ -16,7 +15,7 @@ from pipelines.gold.estate_frames import estate_rows, params_from
 from pipelines.storage import lake
 from simulator import simulate
 from simulator.evaluate import match_estates
-from tests.conftest import make_config
+from tests.conftest import land_files, make_config
 
 
 def test_a_broker_stall_landing_in_two_drops_gives_the_batch_result_and_one_alert(spark, tmp_path):
@@ -31,11 +30,7 @@ def test_a_broker_stall_landing_in_two_drops_gives_the_batch_result_and_one_aler
     drops = [[f for f in files if not f.parent.name.startswith("broker-")],
              [f for f in files if f.parent.name.startswith("broker-")]]
     for number, drop in enumerate(drops, 1):
-        for file in drop:
-            target = cfg.landing / file.parent.name / file.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(file, target.with_name("." + target.name))
-            target.with_name("." + target.name).rename(target)
+        land_files(drop, cfg.landing)
         run(spark, cfg, stages=("ingest", "reconstruct") if number < len(drops) else STAGES)
     streamed = lake.read_table(spark, cfg, "gold_estate_incidents")
     rebalances = lake.read_table(spark, cfg, "gold_rebalances").select("rebalance_id", "estate_incident_id")

@@ -10,6 +10,8 @@ from typing import Any
 
 import pandas as pd
 
+from pipelines.gold.estate_rules import estate_window
+
 Row = dict[str, Any]
 
 REMOVALS = ("session_timeout", "gc_pause", "poll_timeout")
@@ -37,9 +39,9 @@ class EstateParams:
 
     @property
     def burst_min_groups(self) -> int:
-        """Without shared evidence, "many groups": independent restarts and rebalances of three groups coincide by
-        chance in a busy estate (the simulator's 40-group estates made such threes), so at least four."""
-        return max(4, self.min_groups + 2)
+        """Without shared evidence, "many groups": the rule book's `estate_unshared_min_groups`, and two more than a
+        shared root needs."""
+        return max(int(estate_window("estate_unshared_min_groups")), self.min_groups + 2)
 
 
 @dataclass

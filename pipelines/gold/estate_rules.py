@@ -1,7 +1,8 @@
 """The estate rules: what ties rebalances of different groups into one estate incident, in the order they are tried.
 
 A rebalance belongs to at most one estate incident: the first rule below whose evidence covers it takes it. The
-windows are the rule book's (ESTATE_WINDOWS here, `thresholds.estate_*` where configured). `docs/causes.md` lists
+numbers are the rule book's (ESTATE_WINDOWS in pipelines/gold/rules_data.py, `thresholds.estate_*` where
+configured). `docs/causes.md` lists
 these rules after the per-rebalance ones.
 """
 
@@ -9,14 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Fixed windows (seconds) of the estate rules and what each one bounds.
-ESTATE_WINDOWS: dict[str, tuple[float, str]] = {
-    "estate_instant_s": (2.0, "expiries on one coordinator this close are one instant (a stalled broker's thaw "
-                              "expires every overdue member at once)"),
-    "estate_burst_s": (5.0, "rebalances of different groups starting within this of the first, with no shared "
-                            "evidence, are one burst"),
-    "estate_wave_gap_s": (120.0, "a deploy wave's next group restarts within this of the previous one"),
-}
+from pipelines.gold.rules_data import ESTATE_WINDOWS
 
 
 @dataclass(frozen=True)
@@ -62,5 +56,5 @@ ESTATE_BY_ID: dict[str, EstateRule] = {r.id: r for r in ESTATE_RULES}
 
 
 def estate_window(name: str) -> float:
-    """A fixed window of the estate rules, in seconds."""
+    """A fixed number of the estate rules (seconds, or a count of groups)."""
     return ESTATE_WINDOWS[name][0]

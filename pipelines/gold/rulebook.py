@@ -155,7 +155,8 @@ def docs_text() -> str:
 
 def estate_docs() -> list[str]:
     """The estate rules' section of docs/causes.md."""
-    from pipelines.gold.estate_rules import ESTATE_RULES, ESTATE_WINDOWS
+    from pipelines.gold.estate_rules import ESTATE_RULES
+    from pipelines.gold.rules_data import ESTATE_WINDOWS
 
     out = ["", "## Estate incidents: what ties rebalances of different groups", "",
            "After every group's rebalances have their causes, these rules tie rebalances of different groups that "
@@ -165,11 +166,12 @@ def estate_docs() -> list[str]:
            "never tied.", "", "| # | rule | root kind | question | basis | windows |", "|---|---|---|---|---|---|"]
     out += [f"| {i + 1} | `{r.id}` | {r.root_kind} | {r.question} | {r.basis} | "
             f"{', '.join(f'`{w}`' for w in r.windows)} |" for i, r in enumerate(ESTATE_RULES)]
-    out += ["", "| window | seconds | what it bounds |", "|---|---|---|"]
+    out += ["", "| number | value (seconds, or groups) | what it bounds, and what it rests on |", "|---|---|---|"]
     out += [f"| `{name}` | {value:g} | {text} |" for name, (value, text) in ESTATE_WINDOWS.items()]
     out += ["", "Configured: `thresholds.estate_window_s` (rebalances of different groups this close can share a "
             "root), `thresholds.estate_min_groups` (a shared root ties at least this many groups; a deploy wave or a "
-            "burst needs two more, and at least four), `thresholds.coordinator_move_window_s`."]
+            "burst needs two more, and at least `estate_unshared_min_groups`), "
+            "`thresholds.coordinator_move_window_s`."]
     return out
 
 
