@@ -21,6 +21,8 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     "roupMetadataManager",
     "Group Metadata Manager",
     "[Consumer ",
+    # The same prefix after text extraction lost its blank (a PDF or an OCR'd screenshot).
+    "[ConsumerClientId=", "[ConsumerclientId=",
     "[Worker ",
     " group",
     "oordinator",
@@ -69,6 +71,11 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     "Data polling error", "Max Poll Interval", "stream-thread[", "stream-application[", "revocation took",
     "Partitions lost", "Consumer stopped", "has been fenced", "stopping container", "Enforced rebalance",
     "could not be committed", "Rebalance callback", "Recreating consumer",
+    # The group errors' texts an application logs on their own (wordings/client_errors.yml) that hold none of the
+    # literals above: librdkafka's `Broker: Unknown member`, Sarama's unknown member and missing offsets topic.
+    "Unknown member", "member is not known", "Offset's topic has not",
+    # SmallRye's connector reporting a failure during a rebalance (client_callbacks.yml).
+    "during a rebalance",
     *GC_LITERALS,
 )
 

@@ -28,11 +28,17 @@ _EXPIRY_ANSWERS = ("client_heartbeat_failed", "client_join_failed", "client_sync
 # session runs out (librdkafka's SESSTMOUT, the Java client's `session timed out without receiving a heartbeat
 # response`).
 _EXPIRED = re.compile(r"UNKNOWN_MEMBER_ID|unknown member|UnknownMemberId|member id .* is not valid"
-                      r"|is not aware of this member|session timed out|member_id was not recognized", re.I)
+                      r"|is not aware of this member|session timed out|member_id was not recognized"
+                      # Sarama's and kafka-go's texts of UNKNOWN_MEMBER_ID (wordings/client_errors.yml).
+                      r"|member is not known in the current generation|member id is not in the current generation",
+                      re.I)
 # What a member hears when its coordinator moved or is gone: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a load.
 _COORDINATOR_GONE = re.compile(r"NOT_COORDINATOR|not coordinator|not the correct coordinator|NotCoordinator"
-                               r"|COORDINATOR_NOT_AVAILABLE|coordinator not available|coordinator load in progress",
-                               re.I)
+                               r"|COORDINATOR_NOT_AVAILABLE|coordinator not available|coordinator load in progress"
+                               # The same errors as Sarama's and kafka-go's texts word them.
+                               r"|not coordinated by this broker"
+                               r"|still loading offsets after a leader change|group load in progress"
+                               r"|offset's topic has not yet been created", re.I)
 _NEW_MEMBER_SIGNS = re.compile(r"need to re-join with the given member-id", re.I)
 # What a verdict from members' lines alone cannot see, said in its explanation.
 _MISSING = "; the coordinator's log is missing, so its own reason is unknown"

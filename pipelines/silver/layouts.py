@@ -27,7 +27,7 @@ _TIME = r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})?"
 _CLOUDWATCH = r"(?:,\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})?"
 _KAFKA_PREFIX_START = (
     r"(?:\[(?:Consumer |ShareConsumer |Worker |Schema registry |GroupCoordinator |GroupMetadataManager "
-    r"|Group Metadata Manager |GroupId )"
+    r"|Group Metadata Manager |GroupId |(?:Share)?Consumer(?=[cC]lientId=))"
     r"|stream-(?:thread|client) \[)"
 )
 # The broker connection a librdkafka line is about (`GroupCoordinator/3: `, `sasl_ssl://b-1:9092/1: `), its node id

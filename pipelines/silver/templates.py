@@ -65,9 +65,13 @@ EVENT_FIELDS = tuple(sorted({FIELD_COLUMNS.get(f, f) for f in FIELD_PATTERNS if 
 COMPONENTS = ("broker_classic", "broker_new", "broker_groups_4x", "client_classic", "client_kip848",
               "client_librdkafka", "client_streams", "client_connect", "client_kafka_python", "client_aiokafka",
               "client_kafkajs", "client_kafka_go", "client_sarama", "client_franz_go", "client_ruby_kafka",
-              "client_callbacks")
+              "client_callbacks", "client_errors")
 # After a template: an optional final period, trailing blanks, and any later lines of the record (a stack trace).
 TAIL = r"\.?\s*(?:\n[\s\S]*)?$"
+# After a template that ends with its own words (not a field): the quote that closed a message an application
+# logged as a string (`"..."`, a `KafkaError{..,str="..."}` repr, a `('...')` argument) and the brackets after it.
+# A field at the end keeps such a quote (a quoted group id is unquoted with the fields).
+CLOSING_QUOTE = r"(?:\.?[\"'][)}\]]*)?"
 
 # Starts a text whose templates may sit anywhere in it (a control character no cleaned line holds).
 SEARCH_MARK = "\u0004"
@@ -144,6 +148,12 @@ def compile_template(template: Template) -> CompiledTemplate:
             literals.append(piece)
             continue
         pattern = FIELD_PATTERNS[piece]
+        if piece == "_" and position == 1 and not pieces[0]:
+            # A row that may sit anywhere in its message (`{_}` first): at the start of the text the prefix spans
+            # what comes before the wording; where the text is searched (a line no layout knows), the row starts
+            # where its wording does, so it competes for the earliest start like a row without the prefix.
+            regex.append(r"(?:^.*?)?")
+            continue
         if piece.startswith("_") or piece in groups:
             regex.append(f"(?:{pattern})")
             continue
@@ -152,6 +162,8 @@ def compile_template(template: Template) -> CompiledTemplate:
         regex.append(f"({pattern})")
     if required_period:
         regex.append(r"\.")
+    elif pieces[-1]:
+        regex.append(CLOSING_QUOTE)
     literal = max(literals, key=len).strip()
     return CompiledTemplate(template=template, pattern="^" + "".join(regex) + TAIL, groups=groups, literal=literal)
 

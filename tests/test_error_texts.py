@@ -1,0 +1,148 @@
+"""Group errors an application logs on their own (pipelines/silver/wordings/client_errors.yml), SmallRye's connector
+lines (client_callbacks.yml), and the damage text extraction does to Java's prefix: each text as its client's
+error table words it (read in the clients' source), inside the wrappings applications give it, through the real
+bronze-to-silver parse; and the client-only verdict a logged error leads to."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from pipelines.bronze.prefilter import PREFILTER_LITERALS
+from pipelines.silver.templates import load_rows, load_templates
+from tests.conftest import parse_file_lines
+
+PY_ERROR = "2024-03-01 10:00:00,123 ERROR consumer: "
+GO_LOG = "2024/03/01 10:00:00 "
+EXCEPTION = "org.apache.kafka.common.errors."
+SMALLRYE = ('{"@timestamp":"2024-03-01T10:00:00.123Z","logger_name":"io.smallrye.reactive.messaging.kafka",'
+            '"level":"INFO","message":"')
+
+# (template id, the line as an application prints it, fields the row must extract).
+LINES = [
+    ("e_java_rebalancing", f"{EXCEPTION}RebalanceInProgressException: The group is rebalancing, so a rejoin is "
+     "needed.", {}),
+    ("e_java_unknown_member", f"Caused by: {EXCEPTION}UnknownMemberIdException: The coordinator is not aware of this "
+     "member.", {}),
+    ("e_java_illegal_generation", f"{EXCEPTION}IllegalGenerationException: Specified group generation id is not "
+     "valid.", {}),
+    ("e_java_not_coordinator", "NOT_COORDINATOR: This is not the correct coordinator.", {}),
+    ("e_java_not_coordinator_0_10", f"{EXCEPTION}NotCoordinatorForGroupException: This is not the correct "
+     "coordinator for this group.", {}),
+    ("e_java_coordinator_unavailable", "[kafkajs] KafkaJSProtocolError: The coordinator is not available", {}),
+    ("e_java_coordinator_unavailable_0_10", f"{EXCEPTION}GroupCoordinatorNotAvailableException: The group "
+     "coordinator is not available.", {}),
+    ("e_java_coordinator_loading", "COORDINATOR_LOAD_IN_PROGRESS: The coordinator is loading and hence can't process "
+     "requests.", {}),
+    ("e_java_coordinator_loading_0_10", f"{EXCEPTION}GroupLoadInProgressException: The coordinator is loading and "
+     "hence can't process requests for this group.", {}),
+    ("e_java_fenced_instance", f"{EXCEPTION}FencedInstanceIdException: The broker rejected this static consumer "
+     "since another consumer with the same group.instance.id has registered with a different member.id.", {}),
+    ("e_java_fenced_epoch", f"{EXCEPTION}FencedMemberEpochException: The member epoch is fenced by the group "
+     "coordinator. The member must abandon all its partitions and rejoin.", {}),
+    # confluent-kafka-python's KafkaError repr, .NET's KafkaException, a Go error, node-rdkafka's message.
+    ("e_rd_rebalancing", 'KafkaError{code=REBALANCE_IN_PROGRESS,val=27,str="Broker: Group rebalance in progress"}',
+     {}),
+    ("e_rd_unknown_member", "Confluent.Kafka.KafkaException: Broker: Unknown member", {}),
+    # librdkafka words ILLEGAL_GENERATION as Java does: the Java row takes it.
+    ("e_java_illegal_generation", f"{GO_LOG}Consumer error: Broker: Specified group generation id is not valid", {}),
+    ("e_rd_not_coordinator", PY_ERROR + "commit failed: Broker: Not coordinator", {}),
+    ("e_rd_not_coordinator_0_9", "Error: Broker: Not coordinator for group", {}),
+    ("e_rd_coordinator_unavailable", PY_ERROR + "KafkaException: Broker: Coordinator not available", {}),
+    ("e_rd_coordinator_loading", "Broker: Group coordinator load in progress", {}),
+    ("e_rd_fenced_instance", "Fatal: Broker: Static consumer fenced by other consumer with same group.instance.id",
+     {}),
+    ("e_rd_fenced_epoch", "KafkaError{code=FENCED_MEMBER_EPOCH,val=110,str=\"Broker: The member epoch is fenced by "
+     "the group coordinator\"}", {}),
+    ("e_sarama_rebalancing", f"{GO_LOG}Error from consumer: kafka server: A rebalance for the group is in progress. "
+     "Please re-join the group", {}),
+    ("e_sarama_unknown_member", f"{GO_LOG}kafka server: The provided member is not known in the current generation.",
+     {}),
+    ("e_sarama_illegal_generation", "kafka server: The provided generation id is not the current generation", {}),
+    ("e_sarama_not_coordinator", f"{GO_LOG}kafka server: Request was for a consumer group that is not coordinated "
+     "by this broker.", {}),
+    ("e_sarama_coordinator_unavailable", "kafka server: Offset's topic has not yet been created", {}),
+    ("e_sarama_coordinator_loading", "kafka server: The broker is still loading offsets after a leader change for "
+     "that offset's topic partition", {}),
+    ("e_go_rebalancing", "[27] Rebalance In Progress: the coordinator has begun rebalancing the group, the client "
+     "should rejoin the group", {}),
+    ("e_go_unknown_member", f"{GO_LOG}read error: [25] Unknown Member Id: the member id is not in the current "
+     "generation", {}),
+    ("e_go_illegal_generation", "Illegal Generation: the generation id provided in the request is not the current "
+     "generation", {}),
+    ("e_go_not_coordinator", "[16] Not Coordinator For Group: the broker returns this error code if it receives an "
+     "offset fetch or commit request for a group that it is not a coordinator for", {}),
+    ("e_go_coordinator_unavailable", "[15] Group Coordinator Not Available: the broker returns this error code for "
+     "group coordinator requests, offset commits, and most group management requests if the offsets topic has not "
+     "yet been created, or if the group coordinator is not active", {}),
+    ("e_go_coordinator_loading", "[14] Group Load In Progress: the broker returns this error code for an offset "
+     "fetch request if it is still loading offsets", {}),
+    # SmallRye Reactive Messaging's Kafka connector, in Quarkus's JSON console layout and its default text layout.
+    ("cb_smallrye_revoking", SMALLRYE + "SRMSG18224: Executing consumer revoked re-balance listener for group "
+     "'orders'\"}", {"group_id": "orders"}),
+    ("cb_smallrye_revoked", "2024-03-01 10:00:00,456 INFO  [io.sma.rea.mes.kafka] (vert.x-eventloop-thread-0) "
+     "SRMSG18226: Executed consumer revoked re-balance listener for group 'orders'", {"group_id": "orders"}),
+    ("cb_smallrye_assigned", SMALLRYE + "SRMSG18225: Executed consumer assigned re-balance listener for group "
+     "'orders'\"}", {"group_id": "orders"}),
+    ("cb_smallrye_revoke_failed", "2024-03-01 10:00:00,456 ERROR [io.sma.rea.mes.kafka] (vert.x-eventloop-thread-0) "
+     "SRMSG18222: Unable to execute consumer revoked re-balance listener for group 'orders'", {"group_id": "orders"}),
+    ("cb_smallrye_reenabled", "2024-03-01 10:00:00,456 WARN  [io.sma.rea.mes.kafka] (vert.x-eventloop-thread-0) "
+     "SRMSG18227: Re-enabling consumer for group 'orders'. This consumer was paused because of a re-balance failure.",
+     {"group_id": "orders"}),
+    ("cb_smallrye_rebalance_failure", "2024-03-01 10:00:00,456 WARN  [io.sma.rea.mes.kafka] (vert.x-eventloop-thread-0"
+     ") SRMSG18242: A failure has been reported during a rebalance - the operation will be retried: '[orders]'", {}),
+    ("cb_smallrye_started", "2024-03-01 10:00:00,456 INFO  [io.sma.rea.mes.kafka] (main) SRMSG18257: Kafka consumer "
+     "kafka-consumer-orders, connected to Kafka brokers 'kafka:9092', belongs to the 'orders' consumer group and is "
+     "configured to poll records from [orders]", {"group_id": "orders", "client_id": "kafka-consumer-orders"}),
+]
+
+# Java's prefix as a PDF or an OCR'd screenshot gives it back: the blank lost, the case changed.
+DAMAGED = [
+    ("[ConsumerClientId=consumer-3, groupId=group1] Setting newly assigned partitions: test-1", "group1"),
+    ("[ConsumerclientId=consumer-2, groupId=group1] Successfully joined group with generation 11", "group1"),
+    ("2020-05-01 10:00:00.123 INFO 1 --- [main] o.a.k.c.c.i.ConsumerCoordinator : [ConsumerClientId=consumer-1, "
+     "groupId=g2] Revoking previously assigned partitions []", "g2"),
+]
+
+
+@pytest.fixture(scope="module")
+def parsed(spark):
+    lines = [line for _, line, _ in LINES] + [line for line, _ in DAMAGED]
+    return parse_file_lines(spark, lines, instance="svc-0", file_name="app.log",
+                            modified=dt.datetime(2024, 3, 1, 12))
+
+
+def test_every_error_row_has_a_line_here():
+    rows = {t.id for t in load_rows("client_errors")} | {
+        t.id for t in load_rows("client_callbacks") if t.id.startswith("cb_smallrye_")}
+    assert rows == {tid for tid, *_ in LINES}
+
+
+@pytest.mark.parametrize("index", range(len(LINES)), ids=[row[0] for row in LINES])
+def test_each_error_line_takes_its_row_and_fields(parsed, index):
+    template_id, line, fields = LINES[index]
+    event = {t.template.id: t.template.event for t in load_templates()}[template_id]
+    row = parsed[index + 1]
+    assert (row["template_id"], row["event_type"]) == (template_id, event), line
+    assert {f: row[f] for f in fields} == fields
+    assert any(literal in line for literal in PREFILTER_LITERALS), "the bronze prefilter would drop it"
+
+
+@pytest.mark.parametrize("index", range(len(DAMAGED)))
+def test_a_damaged_java_prefix_still_names_the_group(parsed, index):
+    row = parsed[len(LINES) + index + 1]
+    assert row["template_id"] is not None, DAMAGED[index][0]
+    assert row["group_id"] == DAMAGED[index][1]
+    assert any(literal in DAMAGED[index][0] for literal in PREFILTER_LITERALS)
+
+
+def test_an_error_quoted_or_wrapped_keeps_its_row(spark):
+    """The closing quote (and brackets) after a wording is not a different message: a quoted MAXPOLL error, a
+    KafkaError repr and a Python `('...')` argument take the row the bare message takes."""
+    maxpoll = "Application maximum poll interval (300000ms) exceeded by 88ms"
+    lines = [maxpoll, f'"{maxpoll}"', f'KafkaError{{code=_MAX_POLL_EXCEEDED,val=-147,str="{maxpoll}"}}',
+             f"cimpl.KafkaException: KafkaError{{code=_MAX_POLL_EXCEEDED,val=-147,str=\"{maxpoll}\"}}",
+             f"consumer error: ('{maxpoll}')"]
+    rows = parse_file_lines(spark, lines, instance="py-0", file_name="app.log")
+    assert [rows[i]["template_id"] for i in range(1, len(lines) + 1)] == ["r_maxpoll_error"] * len(lines)
