@@ -12,7 +12,7 @@ from pyspark.testing import assertDataFrameEqual
 from pipelines.settings.config import ConfigError, load_config
 from pipelines.silver import layouts
 from pipelines.silver.layouts import strip_envelope
-from tests.conftest import parse_with
+from tests.conftest import parse_file_lines, parse_with
 
 PREFIX = "[Consumer clientId=consumer-orders-1, groupId=orders] "
 JOINED = "Successfully joined group with generation Generation{generationId=7, memberId='m-1', protocol='range'}"
@@ -207,3 +207,28 @@ def test_a_pastes_typography_and_padded_levels_keep_the_time_and_level(spark):
     assert [tuple(r) for r in rows] == [
         ("client_poll_timeout", "WARN", dt.datetime(2026, 11, 19, 9, 0, 0, 250000), None),
         ("client_poll_timeout", "WARN", dt.datetime(2026, 11, 19, 9, 0, 1, 500000), None)]
+
+
+def test_a_json_entry_after_a_prefix_is_read_as_json_and_a_trailing_payload_is_not(spark):
+    """A runtime or a paste may put text before a JSON log entry (a compose service with Docker Desktop's time,
+    syslog's time and host, a dev tool's `[service] ` tag): the entry's own message, time and group are read. A line
+    that merely ends with a JSON payload holding no entry's time or level keeps its own layout."""
+    entry = ('{"level":"INFO","timestamp":"2024-07-21T22:00:09.494Z","logger":"kafkajs","message":"[ConsumerGroup] '
+             'Consumer has joined the group","groupId":"orders","memberId":"m-1"}')
+    lines = [f"2024-07-21 22:00:09 orders-consumer-1  | {entry}", f"Jul 21 22:00:09 host-7 node[311]: {entry}",
+             f"[orders-svc] {entry}", 'KafkaFlow: Partitions assigned | Data: {"GroupId":"orders","Partitions":[0]}',
+             '2024-07-21 22:00:09 INFO c.e.Handler - received {"message":"[ConsumerGroup] Consumer has joined"}']
+    rows = parse_file_lines(spark, lines, instance="svc-0", file_name="app.log")
+    for i in (1, 2, 3):
+        assert (rows[i]["layout"], rows[i]["template_id"], rows[i]["group_id"]) == ("json", "j_joined", "orders")
+        assert rows[i]["event_ts"] == dt.datetime(2024, 7, 21, 22, 0, 9, 494000)
+    assert rows[4]["layout"] != "json" and rows[4]["template_id"] == "cb_kafkaflow_assigned"
+    assert rows[5]["layout"] == "logback_dated" and rows[5]["template_id"] is None
+
+
+def test_a_pipe_separated_layout_with_blanks_ends_the_message_at_the_next_column(spark):
+    """`%d | %p | [%t] | %m | %c` (a vendor's broker layout): the message is the column, not the rest of the line."""
+    line = ("2018-05-12 10:58:42,561 | INFO | [executor-Heartbeat] | [GroupCoordinator 2]: Preparing to restabilize "
+            "group DemoConsumer with old generation 119 | kafka.coordinator.GroupCoordinator (Logging.scala:68)")
+    row = parse_file_lines(spark, [line], instance="broker-2", file_name="server.log")[1]
+    assert (row["template_id"], row["group_id"], row["generation"]) == ("b_prep_0_10", "DemoConsumer", 119)

@@ -120,6 +120,8 @@ _PANE = rf"(?m)^[{_PANE_BARS}] ?|[ \t]*[{_PANE_BARS}][ \t]*$"
 # Every match of _CRI, _COMPOSE, _QUOTE or _PANE holds one of these.
 _ENVELOPE_LITERALS = (" stdout ", " stderr ", "| ", ">{", "> {", *_PANE_BARS)
 _DOCKER_START = '{"log":"'
+# A JSON object ending a line after a short prefix with no brace or quote of its own.
+_EMBEDDED_JSON = r'^[^{"]{1,160}?(\{"[^"]+"\s*:[\s\S]*\})\s*$'
 
 
 def strip_envelope(value: Column) -> Column:
@@ -202,15 +204,23 @@ def with_layout(
     Rows where `skip` is true are not matched at all (layout `plain`, empty `msg`): the caller has parsed them."""
     line = F.col(line_col)
     matched = F.lit(True) if skip is None else ~F.coalesce(skip, F.lit(False))
-    json_line = is_json(line) & matched
+    # A JSON log line as it is, or after what a runtime or a paste put before it (a compose service with Docker
+    # Desktop's time, syslog's time and host, a dev tool's `[service] ` tag): then the object that ends the line.
+    embedded = F.when(~is_json(line) & line.contains('{"'), F.nullif(F.regexp_extract(line, _EMBEDDED_JSON, 1),
+                                                                     F.lit("")))
+    df = df.withColumn("_json_text", F.when(matched, F.when(is_json(line), line).otherwise(embedded)))
+    json_text = F.col("_json_text")
+    json_line = json_text.isNotNull()
     alternation = layout_alternation(user_layouts)
     keyed = F.concat(F.coalesce(F.col("instance"), F.lit("")), F.lit("\u0003"), line)
-    df = df.withColumn("_json", F.when(json_line, parse_json(line)))
-    json = json_fields(F.col("_json"), line)
-    # A JSON line whose message sits under a key the JSON layout does not know is read like any other line.
+    df = df.withColumn("_json", F.when(json_line, parse_json(json_text)))
+    json = json_fields(F.col("_json"), json_text)
+    # A JSON line whose message sits under a key the JSON layout does not know is read like any other line; so is
+    # a line that merely ends with a JSON object (a payload, a framework's data) holding no log entry's time or level.
     # A CASE, not an AND: Spark hoists a subexpression that several columns share out of an AND, and evaluates it
     # for every row. Here that was the message's expression, whose fallback runs six regexes over the raw line.
-    json_line = F.when(json_line, json["msg"].isNotNull()).otherwise(F.lit(False))
+    entry = json["msg"].isNotNull() & (is_json(line) | json["ts"].isNotNull() | json["level"].isNotNull())
+    json_line = F.when(json_line, entry).otherwise(F.lit(False))
     df = df.withColumn(
         "_layout_parts", F.when(matched & ~json_line, pack_all(keyed, alternation.pattern, alternation.slots))
     )
@@ -228,7 +238,7 @@ def with_layout(
     level = F.upper(F.trim(fields["level"]))
     layout = F.when(json_line, "json").otherwise(F.coalesce(regex_layout, F.lit("plain")))
     df = df.select(
-        *[c for c in df.columns if c not in ("_layout_parts", "_json")],
+        *[c for c in df.columns if c not in ("_layout_parts", "_json", "_json_text")],
         layout.alias("layout"),
         fields["ts"].alias("ts_text"),
         F.when(level == "WARNING", "WARN").otherwise(level).alias("level"),
@@ -263,10 +273,11 @@ def _read_general(df: DataFrame) -> DataFrame:
     general = F.col("layout").isin(*GENERAL)
     pre, msg = F.coalesce(F.col("_pre"), F.lit("")), F.col("msg")
     # A message that opened a quoted column or JSON string ends at the first unescaped quote; one that opened a
-    # pipe- or tab-separated column, at the next separator.
+    # pipe- or tab-separated column (`a|b`, `a | b`), at the next separator.
     quoted = F.regexp_extract(msg, r'^((?:[^"\\]|\\.)*)"', 1)
     msg = (F.when(pre.endswith('"') & msg.contains('"'), quoted)
            .when(pre.endswith("|"), F.substring_index(msg, "|", 1))
+           .when(pre.endswith("| ") & msg.contains(" | "), F.substring_index(msg, " | ", 1))
            .when(pre.endswith("\t"), F.substring_index(msg, "\t", 1)).otherwise(msg))
     cleaned = F.regexp_replace(msg, MESSAGE_SUFFIX, "")
     logger = F.coalesce(F.nullif(F.regexp_extract(msg, MESSAGE_SUFFIX, 1), F.lit("")),
