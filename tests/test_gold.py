@@ -431,6 +431,18 @@ def test_client_only_a_commit_refused_for_its_generation_shows_a_rebalance():
     assert reconstruct_group("g", [client_line(0, "client_commit_failed", reason="Broker: Request timed out")]) == []
 
 
+def test_client_only_a_commit_refused_after_a_rebalance_leaves_the_slow_poll_loop_open():
+    """CommitFailedException blames the poll loop (max.poll.interval.ms; session.timeout.ms before 0.10.1), but a
+    commit fails the same way when another member joins: the verdict names the slow poll loop as an alternative it
+    cannot rule out, not as the cause (real excerpts 115, a scale-out, and the held-out 1262, a slow loop)."""
+    text = ("org.apache.kafka.clients.consumer.CommitFailedException: Commit cannot be completed since the group has "
+            "already rebalanced and assigned the partitions to another member. This means that the time between "
+            "subsequent calls to poll() was longer than the configured session.timeout.ms")
+    rows = reconstruct_group("g", [client_line(0, "client_commit_failed", message=text)])
+    assert [(r["cause"], r["cause_rule"]) for r in rows] == [("membership_change", "client_seen_rebalancing")]
+    assert "poll_timeout" in {a["cause"] for a in rows[0]["cause_alternatives"]}
+
+
 def test_a_rebalance_whose_preparing_line_is_missing_is_opened_by_the_leave_before_its_end():
     events = [
         event(0, "member_joining", member_id="a"),

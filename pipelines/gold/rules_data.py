@@ -269,6 +269,11 @@ _FROM_BROKER = (("session_timeout", 0.2, "broker", "`removing member ... on hear
                 ("metadata_change", 0.15, "broker", "`Leader ... re-joining group during Stable` or `Updating "
                  "metadata` in the coordinator's log"),
                 ("coordinator_change", 0.1, "broker", "`Loading group metadata` in a coordinator's log just before"))
+# A member that only saw the group rebalance may be the one whose poll loop outran its limit: a CommitFailedException
+# says so in its own text, but it also follows a join or a leave of another member (commits fail during any
+# rebalance), so it leaves the cause open rather than deciding it.
+_SLOW_POLL = ("poll_timeout", 0.2, "client", "`consumer poll timeout has expired` (Java) or MAXPOLL (librdkafka) in a "
+              "member's log; a CommitFailedException blames the poll loop but also follows another member's join")
 _LEAVES = ("reason_leave_group", "reason_explicit_leave", "reason_downgrade_leave", "neighbour_left",
            "epoch_member_left", "client_leave", "client_lone_leave", "client_removed_leave")
 _EXPIRIES = ("reason_heartbeat_expiration", "neighbour_expired", "neighbour_fenced_session", "epoch_fenced_session",
@@ -278,7 +283,7 @@ ALTERNATIVES: dict[str, tuple[tuple[str, float, str, str], ...]] = {
     **dict.fromkeys(_LEAVES, (_POLL_LEAVE,)),
     **dict.fromkeys(_EXPIRIES, (_GC_EXPIRY, _COORDINATOR_EXPIRY)),
     **dict.fromkeys(_JOINS, _REJOIN),
-    **dict.fromkeys(("client_seen_rebalancing", "client_assignment_diff"), _FROM_BROKER),
+    **dict.fromkeys(("client_seen_rebalancing", "client_assignment_diff"), _FROM_BROKER + (_SLOW_POLL,)),
     "client_lost_coordinator": (_FROM_BROKER[1],),
     "client_coordinator_moved": (_FROM_BROKER[1],),
     "no_reason": (("session_timeout", 0.2, "client", "UNKNOWN_MEMBER_ID or `has expired` in a member's log"),

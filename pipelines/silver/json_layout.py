@@ -34,6 +34,18 @@ def is_json(line: Column) -> Column:
     return F.ltrim(line).startswith("{")
 
 
+# A JSON object ending a line after a short prefix with no brace or quote of its own.
+_EMBEDDED_JSON = r'^[^{"]{1,160}?(\{"[^"]+"\s*:[\s\S]*\})\s*$'
+
+
+def json_text(line: Column) -> Column:
+    """The JSON text of a line: the line itself when it starts with `{`, else the object that ends it after what a
+    runtime or a paste put before it (a compose service with Docker Desktop's time, syslog's time and host, a dev
+    tool's `[service] ` tag); null for other lines."""
+    embedded = F.nullif(F.regexp_extract(line, _EMBEDDED_JSON, 1), F.lit(""))
+    return F.when(is_json(line), line).when(line.contains('{"'), embedded)
+
+
 def _unescape(text: Column) -> Column:
     # Enough of JSON's escapes to read a message out of a cut line; from_json handles whole lines exactly.
     for escaped, plain in ((r'\\"', '"'), (r"\\/", "/"), (r"\\t", "\t"), (r"\\n", "\n"), (r"\\\\", "\\")):

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from pipelines.settings.globs import glob_regex
 from pipelines.settings.sources import UserLayout
-from pipelines.silver.json_layout import is_json, json_fields, parse_json
+from pipelines.silver.json_layout import is_json, json_fields, json_text, parse_json
 from pipelines.silver.packing import at, literal_array, pack_all
 from pipelines.silver.timestamps import find_level, find_time
 
@@ -120,8 +120,6 @@ _PANE = rf"(?m)^[{_PANE_BARS}] ?|[ \t]*[{_PANE_BARS}][ \t]*$"
 # Every match of _CRI, _COMPOSE, _QUOTE or _PANE holds one of these.
 _ENVELOPE_LITERALS = (" stdout ", " stderr ", "| ", ">{", "> {", *_PANE_BARS)
 _DOCKER_START = '{"log":"'
-# A JSON object ending a line after a short prefix with no brace or quote of its own.
-_EMBEDDED_JSON = r'^[^{"]{1,160}?(\{"[^"]+"\s*:[\s\S]*\})\s*$'
 
 
 def strip_envelope(value: Column) -> Column:
@@ -204,17 +202,13 @@ def with_layout(
     Rows where `skip` is true are not matched at all (layout `plain`, empty `msg`): the caller has parsed them."""
     line = F.col(line_col)
     matched = F.lit(True) if skip is None else ~F.coalesce(skip, F.lit(False))
-    # A JSON log line as it is, or after what a runtime or a paste put before it (a compose service with Docker
-    # Desktop's time, syslog's time and host, a dev tool's `[service] ` tag): then the object that ends the line.
-    embedded = F.when(~is_json(line) & line.contains('{"'), F.nullif(F.regexp_extract(line, _EMBEDDED_JSON, 1),
-                                                                     F.lit("")))
-    df = df.withColumn("_json_text", F.when(matched, F.when(is_json(line), line).otherwise(embedded)))
-    json_text = F.col("_json_text")
-    json_line = json_text.isNotNull()
+    df = df.withColumn("_json_text", F.when(matched, json_text(line)))
+    text = F.col("_json_text")
+    json_line = text.isNotNull()
     alternation = layout_alternation(user_layouts)
     keyed = F.concat(F.coalesce(F.col("instance"), F.lit("")), F.lit("\u0003"), line)
-    df = df.withColumn("_json", F.when(json_line, parse_json(json_text)))
-    json = json_fields(F.col("_json"), json_text)
+    df = df.withColumn("_json", F.when(json_line, parse_json(text)))
+    json = json_fields(F.col("_json"), text)
     # A JSON line whose message sits under a key the JSON layout does not know is read like any other line; so is
     # a line that merely ends with a JSON object (a payload, a framework's data) holding no log entry's time or level.
     # A CASE, not an AND: Spark hoists a subexpression that several columns share out of an AND, and evaluates it
