@@ -12,6 +12,8 @@ from pipelines.flow.batch import batch_tables
 from pipelines.flow.reconstruct import write_estate
 from pipelines.flow.run import STAGES, run
 from pipelines.gold.estate_frames import estate_rows, params_from
+from pipelines.report.data import collect_fast
+from pipelines.report.render import render
 from pipelines.storage import lake
 from simulator import simulate
 from simulator.evaluate import match_estates
@@ -42,6 +44,9 @@ def test_a_broker_stall_landing_in_two_drops_gives_the_batch_result_and_one_aler
     assert (score.found, score.truth, score.invented) == (1, 1, 0), (score, found)
     alerts = lake.read_table(spark, cfg, "gold_alerts").filter("rule = 'estate_incident'").collect()
     assert len(alerts) == 1 and truth[0]["root_instance"] in alerts[0].summary
+    # The report's estate section, read from the same lakehouse by the engine `rebalance report` uses locally.
+    page = render(collect_fast(cfg))
+    assert 'id="estate"' in page and found[0]["summary"] in page.replace("&#x27;", "'")
     # Tied: the stall's own rebalances (each expiry, and a rejoin that opened one of its own), no other.
     stalled = [json.loads(line) for line in sim.truth_file.read_text().splitlines()
                if json.loads(line)["scenario"] == "broker_stall"]

@@ -139,6 +139,11 @@ def _estate() -> dict:
                           "evidence": [{"event_id": "e" * 24, "explanation": f"Removing member {members[0]} "
                                         "on LeaveGroup; client reason: the consumer is being closed"}]}
                          for r in storm]
+    data["estate"] = [{"estate_incident_id": "x1", "root_kind": "coordinator_stall", "root_instance": "broker-2",
+                       "started_at": T0 + dt.timedelta(minutes=20), "ended_at": T0 + dt.timedelta(minutes=21),
+                       "groups": ["payments-ledger", "orders"], "groups_unaffected": ["shipping-events"],
+                       "unavailable_group_ms": 61000, "cause_rule": "estate_coordinator_stall",
+                       "summary": "broker-2 expired members of 2 groups within 2 s"}]
     data["hourly"] += [{"hour": T0 + dt.timedelta(hours=2), "cause": "membership_change", "rebalances": 12}]
     data["advice"].append({"group_id": "payments-ledger", "rule": "static_membership", "severity": "medium",
                            "observed": "13 rebalances from members joining or leaving",
@@ -147,6 +152,15 @@ def _estate() -> dict:
                                      "session.timeout.ms do not rebalance", "whatif_change": "group.instance.id=static",
                            "avoided_rebalances": 12, "saved_ms": 35225})
     return data
+
+
+def test_the_estate_section_names_the_root_the_groups_it_rebalanced_and_those_it_spared():
+    page = render(_estate())
+    section = page[page.index('id="estate"'):page.index('id="incidents"')]
+    assert "coordinator_stall" in section and "broker-2" in section and "1 min 1 s" in section
+    assert "payments-ledger, orders" in section and "shipping-events" in section
+    assert "broker-2 expired members of 2 groups within 2 s" in section
+    assert "None." in render(_data("orders")).split('id="estate"')[1].split('id="incidents"')[0]
 
 
 def test_durations_read_as_seconds_and_minutes_never_raw_milliseconds():

@@ -98,6 +98,16 @@ def _incident_details(t: Tables, rebalances: str) -> dict[str, Rows]:
     return details
 
 
+def _estate_incidents(t: Tables, groups: list[str] | None) -> Rows:
+    if not t.has("gold_estate_incidents"):
+        return []
+    rows = t.rows("SELECT estate_incident_id, root_kind, root_instance, started_at, ended_at, groups, "
+                  "groups_unaffected, unavailable_group_ms, cause_rule, summary "
+                  f"FROM {t.ref('gold_estate_incidents')} ORDER BY started_at DESC, estate_incident_id "
+                  f"LIMIT {MAX_ROWS}")
+    return rows if groups is None else [r for r in rows if set(r["groups"] or ()) & set(groups)]
+
+
 def collect_from(t: Tables, *, group_types: tuple[str, ...] = ()) -> dict[str, Rows]:
     """Rows for each section of the report, bounded so that the page stays light; with `group_types`, only groups
     of those types (`consumer`, `streams`, `connect`, `share`). A share group is listed with its membership changes
@@ -142,6 +152,9 @@ def collect_from(t: Tables, *, group_types: tuple[str, ...] = ()) -> dict[str, R
                            f"FROM {rebalances} r WHERE incident_id IS NOT NULL ORDER BY started_at, rebalance_id "
                            f"LIMIT {MAX_ROWS * 5}"),
         **_incident_details(t, rebalances),
+        # Estate incidents (one cause that rebalanced several groups at once), the latest first; missing in a
+        # lakehouse no run of 0.7.0 or later has written. With `group_types`, those touching a group in scope.
+        "estate": _estate_incidents(t, groups + share_groups if group_types else None),
         # Each group's advice, the one whose what-if avoids the most rebalances first.
         "advice": t.rows(f"SELECT * FROM {t.ref('gold_config_advice')} WHERE {in_scope} "
                          "ORDER BY group_id, avoided_rebalances DESC NULLS LAST, rule"),

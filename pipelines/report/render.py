@@ -55,6 +55,10 @@ def render(data: dict[str, list[dict[str, Any]]], *, title: str = "Kafka rebalan
                    [("group_id", "group"), ("severity", "severity"), ("observed", "observed"),
                     ("configured", "configured"), ("advice", "advice"), ("benefit", "measured on this history")],
                    "advice")
+    estate = table([{**row, "lost": duration(row.get("unavailable_group_ms"))} for row in data.get("estate", [])],
+                   [("started_at", "started (UTC)"), ("root_kind", "root"), ("root_instance", "root folder"),
+                    ("groups", "groups rebalanced"), ("groups_unaffected", "groups it spared"),
+                    ("lost", "group time without consuming"), ("summary", "summary")], "estate")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -67,6 +71,7 @@ def render(data: dict[str, list[dict[str, Any]]], *, title: str = "Kafka rebalan
                                                                                data.get("memberships"))}</div>
 <h2 id="hourly">Rebalances per hour by cause</h2><div class="chart">{hourly(data["hourly"])}</div>
 <h2 id="lost">Groups that lost the most time</h2>{lost}
+<h2 id="estate">Estate incidents: one cause, several groups</h2>{estate}
 <h2 id="incidents">Incidents</h2>{incidents(data)}
 <h2 id="advice">Configuration advice</h2>{advice}
 <h2 id="alerts">Alerts</h2>{alerts}
