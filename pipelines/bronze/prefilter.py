@@ -48,11 +48,11 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     # The streams rebalance protocol (KIP-1071, 4.2): the client's membership manager and the broker's topic check.
     "stream-client [", "Membership is in", "active tasks", "topic configuration found",
     # Clients without the Java or librdkafka wordings: the group as a JSON field of its own (franz-go's JSON loggers,
-    # KafkaJS's `groupId`),
+    # KafkaJS's `groupId`, and its logger's `[Consumer]` namespace when a layout prints the message without JSON),
     # Sarama's and kafka-go's partition watchers (they name no group), franz-go's short messages (`synced`, `heartbeat
     # errored`, the leader's `balanced`).
-    '"group":"', '"groupId":"', "loop check partition number", "getting partitions", "heartbeat", "synced", "syncing",
-    "joined", "balanced",
+    '"group":"', '"groupId":"', "[Consumer]", "loop check partition number", "getting partitions", "heartbeat",
+    "synced", "syncing", "joined", "balanced",
     # librdkafka's close of a consumer with a group (`Closing consumer`).
     "Closing consumer",
     # What applications print in their rebalance listeners (wordings/client_callbacks.yml): `Revoked partitions`,
