@@ -134,7 +134,7 @@ def test_every_row_renders_a_wording_of_the_catalog():
 NEW_COMPONENTS = {"client_librdkafka": 10, "client_streams": 10, "client_connect": 10, "client_kafka_python": 10,
                   "client_aiokafka": 10, "client_kafkajs": 10, "client_kafka_go": 10, "client_sarama": 5,
                   "client_franz_go": 10, "client_ruby_kafka": 10, "client_callbacks": 10,
-                  "client_errors": 20}
+                  "client_errors": 20, "client_debug": 20}
 
 
 @pytest.mark.parametrize("component", NEW_COMPONENTS)

@@ -32,9 +32,11 @@ _EXPIRED = re.compile(r"UNKNOWN_MEMBER_ID|unknown member|UnknownMemberId|member 
                       # Sarama's and kafka-go's texts of UNKNOWN_MEMBER_ID (wordings/client_errors.yml).
                       r"|member is not known in the current generation|member id is not in the current generation",
                       re.I)
-# What a member hears when its coordinator moved or is gone: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a load.
+# What a member hears when its coordinator moved or is gone: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE (Java's
+# message `The coordinator is not available.` too, as a DEBUG `SyncGroup failed: ..` prints it), a load.
 _COORDINATOR_GONE = re.compile(r"NOT_COORDINATOR|not coordinator|not the correct coordinator|NotCoordinator"
-                               r"|COORDINATOR_NOT_AVAILABLE|coordinator not available|coordinator load in progress"
+                               r"|COORDINATOR_NOT_AVAILABLE|coordinator (?:is )?not available"
+                               r"|coordinator load in progress"
                                # The same errors as Sarama's and kafka-go's texts word them.
                                r"|not coordinated by this broker"
                                r"|still loading offsets after a leader change|group load in progress"

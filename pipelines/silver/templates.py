@@ -62,7 +62,7 @@ FIELD_COLUMNS = {"instance_id": "group_instance_id", "group_name": "group_id"}
 EVENT_FIELDS = tuple(sorted({FIELD_COLUMNS.get(f, f) for f in FIELD_PATTERNS if not f.startswith("_")}))
 
 # Component files, in match order (first matching row wins across all of them).
-COMPONENTS = ("broker_classic", "broker_new", "broker_groups_4x", "client_classic", "client_kip848",
+COMPONENTS = ("broker_classic", "broker_new", "broker_groups_4x", "client_classic", "client_kip848", "client_debug",
               "client_librdkafka", "client_streams", "client_connect", "client_kafka_python", "client_aiokafka",
               "client_kafkajs", "client_kafka_go", "client_sarama", "client_franz_go", "client_ruby_kafka",
               "client_callbacks", "client_errors")
