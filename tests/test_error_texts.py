@@ -1,7 +1,7 @@
-"""Group errors an application logs on their own (pipelines/silver/wordings/client_errors.yml), SmallRye's connector
-lines (client_callbacks.yml), and the damage text extraction does to Java's prefix: each text as its client's
-error table words it (read in the clients' source), inside the wrappings applications give it, through the real
-bronze-to-silver parse; and the client-only verdict a logged error leads to."""
+"""Group errors an application logs on their own or in a failed commit (pipelines/silver/wordings/client_errors.yml),
+SmallRye's connector lines (client_callbacks.yml), and the damage text extraction does to Java's prefix: each text as
+its client's error table words it (read in the clients' source), inside the wrappings applications give it, through
+the real bronze-to-silver parse; and the client-only verdict a logged error leads to."""
 
 from __future__ import annotations
 
@@ -146,3 +146,21 @@ def test_an_error_quoted_or_wrapped_keeps_its_row(spark):
              f"consumer error: ('{maxpoll}')"]
     rows = parse_file_lines(spark, lines, instance="py-0", file_name="app.log")
     assert [rows[i]["template_id"] for i in range(1, len(lines) + 1)] == ["r_maxpoll_error"] * len(lines)
+
+
+def test_a_commit_the_coordinator_refused_for_an_unknown_member_says_the_session_expired(spark):
+    """kafka-python 1.0 logs only its failed commits when its session ran out (real excerpt 2026-12-03/1218): the
+    coordinator's UNKNOWN_MEMBER_ID in a commit answer is the same news as in a heartbeat answer."""
+    from pipelines.gold.timeline import reconstruct_group
+    from tests.builders import client_line
+
+    line = ("2016-02-27 09:11:34,636 - kafka.coordinator.consumer - ERROR - OffsetCommit failed for group logreaders "
+            "due to group error (UnknownMemberIdError - 25 - Returned from group requests (offset commits/fetches, "
+            "heartbeats, etc) when the memberId is not in the current generation.), will rejoin")
+    row = parse_file_lines(spark, [line], instance="py-0", file_name="app.log")[1]
+    assert (row["event_type"], row["group_id"]) == ("client_commit_failed", "logreaders")
+    events = [client_line(0, "client_joined", generation=3),
+              client_line(600, "client_commit_failed", reason=row["reason"]),
+              client_line(601, "client_joining")]
+    verdict = reconstruct_group("logreaders", events)[-1]
+    assert (verdict["cause"], verdict["cause_rule"]) == ("session_timeout", "client_session_expired")

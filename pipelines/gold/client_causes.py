@@ -18,10 +18,11 @@ from pipelines.gold.rulebook import Verdict, decide
 _POLL_TIMEOUT = re.compile(r"poll timeout has expired|maximum poll interval .* exceeded", re.I)
 _POLL_TIMEOUT_EVENTS = ("client_poll_timeout", "connect_poll_timeout")
 _COORDINATOR_LOST = ("client_coordinator_lost",)
-# The lines that carry the coordinator's answer to a member (its error) or the member's own view of its session.
+# The lines that carry the coordinator's answer to a member (its error, also in a refused commit) or the member's own
+# view of its session.
 _EXPIRY_ANSWERS = ("client_heartbeat_failed", "client_join_failed", "client_sync_failed", "client_fenced",
                    "client_coordinator_lost", "client_rejoin_requested", "client_generation_reset",
-                   "client_rebalance_failed")
+                   "client_rebalance_failed", "client_commit_failed")
 # What a member hears when the coordinator no longer knows it: its session expired there (Java's UNKNOWN_MEMBER_ID
 # and `member id ... is not valid`, librdkafka's `Broker: Unknown member`, kafka-python's and aiokafka's `local
 # member_id was not recognized`), or what it sees itself when its own
