@@ -226,6 +226,20 @@ def test_a_json_entry_after_a_prefix_is_read_as_json_and_a_trailing_payload_is_n
     assert rows[5]["layout"] == "logback_dated" and rows[5]["template_id"] is None
 
 
+def test_kafkajs_through_a_text_logger_keeps_its_wording_and_its_group(spark):
+    """KafkaJS through a framework's text logger (NestJS's `[Nest] 1 - <time> LOG [ServerKafka] INFO [Consumer]
+    Stopped {"timestamp":..,"logger":"kafkajs","groupId":..}`): the trailing object of the entry's own fields is not
+    the message, and its `groupId` names the group; a line whose own text ends with a JSON payload keeps it."""
+    extras = '{"timestamp":"2024-11-08T21:58:15.120Z","logger":"kafkajs","groupId":"orders"}'
+    nest = "[Nest] 1  - 11/08/2024, 9:58:15 PM     LOG [ServerKafka] INFO "
+    lines = [f"{nest}[Consumer] Stopped {extras}", f"{nest}[Consumer] Starting {extras}",
+             'Partitions assigned | Data: {"GroupId":"orders","logger":"x"}']
+    rows = parse_file_lines(spark, lines, instance="svc-0", file_name="app.log")
+    assert [(rows[i]["template_id"], rows[i]["group_id"]) for i in (1, 2)] == [("j_stopped", "orders"),
+                                                                              ("j_starting", "orders")]
+    assert (rows[3]["template_id"], rows[3]["group_id"]) == ("cb_kafkaflow_assigned", "orders")
+
+
 def test_a_pipe_separated_layout_with_blanks_ends_the_message_at_the_next_column(spark):
     """`%d | %p | [%t] | %m | %c` (a vendor's broker layout): the message is the column, not the rest of the line."""
     line = ("2018-05-12 10:58:42,561 | INFO | [executor-Heartbeat] | [GroupCoordinator 2]: Preparing to restabilize "

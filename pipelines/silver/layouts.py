@@ -251,11 +251,16 @@ def with_layout(
 
 # What may follow a message found by a general layout: a log4j `(logger)` or `(logger:line)`, then a `[thread]`,
 # then an MDC tail (` - app=kafka, server=0`); Python's `, %(module)s-%(funcName)s-%(lineno)d` after a message, or the
-# `']` of a message logged as a list of its arguments; and quoting, markdown or HTML line breaks left from a paste.
+# `']` of a message logged as a list of its arguments; the entry's own fields as one flat JSON object after the
+# message, opening with its `timestamp` or `logger` (KafkaJS through a text logger: NestJS's, winston's or pino-pretty's
+# `[Consumer] Stopped {"timestamp":..,"logger":"kafkajs","groupId":..}`; the group is read from it beforehand; a
+# payload the message itself prints, such as KafkaFlow's `Data: {..}`, stays); and quoting, markdown or HTML line
+# breaks left from a paste.
 # One separating blank is removed with them, never more: a message may end with an empty field (`partitions `).
 MESSAGE_SUFFIX = (
     r"(?:\s\(([\w$]+(?:\.[\w$]+)+)(?::\d+)?\)(?:\s+\[[^\]]*\])?(?:\s+-\s+[\w.]+=.*)?)?"
-    r"(?:,\s[\w.]+-[\w.<>]+-\d+)?(?:'\])?(?:\s*[*`]+)?(?:\s*<br\s*/?>\s*)*$"
+    r"(?:,\s[\w.]+-[\w.<>]+-\d+)?(?:'\])?(?:\s\{\"(?:timestamp|logger)\"\s*:[^{}\n]*\})?"
+    r"(?:\s*[*`]+)?(?:\s*<br\s*/?>\s*)*$"
 )
 _RDKAFKA_HANDLE = r"([^\s|\[\]:]+#(?:consumer|producer)-\d+)"
 _LOGGER_IN_PREFIX = r"((?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*)"
