@@ -246,3 +246,16 @@ def test_a_pipe_separated_layout_with_blanks_ends_the_message_at_the_next_column
             "group DemoConsumer with old generation 119 | kafka.coordinator.GroupCoordinator (Logging.scala:68)")
     row = parse_file_lines(spark, [line], instance="broker-2", file_name="server.log")[1]
     assert (row["template_id"], row["group_id"], row["generation"]) == ("b_prep_0_10", "DemoConsumer", 119)
+
+
+def test_a_group_id_ending_a_wording_is_not_taken_for_pythons_module_function_and_line(spark):
+    """Python's `, %(module)s-%(funcName)s-%(lineno)d` after a message (`, base-__call__-633`) is dropped; a group id
+    of the same shape ending a wording (kafka-go's `..., Countries-Group-1`) stays the group."""
+    lines = ["2024/11/05 09:47:18 entering loop for consumer group, Countries-Group-1",
+             "2024/11/05 09:47:18 sync group finished for group, orders-group-2",
+             "2024-05-14 10:21:07,482 - kafka.coordinator - INFO - Successfully joined group orders with generation 7"
+             ", base-__call__-633"]
+    rows = parse_file_lines(spark, lines, instance="svc-0", file_name="app.log")
+    assert [(rows[i]["template_id"], rows[i]["group_id"]) for i in (1, 2)] == [
+        ("g_entering_loop", "Countries-Group-1"), ("g_sync_finished", "orders-group-2")]
+    assert rows[3]["group_id"] == "orders" and rows[3]["generation"] == 7

@@ -250,7 +250,8 @@ def with_layout(
 
 
 # What may follow a message found by a general layout: a log4j `(logger)` or `(logger:line)`, then a `[thread]`,
-# then an MDC tail (` - app=kafka, server=0`); Python's `, %(module)s-%(funcName)s-%(lineno)d` after a message, or the
+# then an MDC tail (` - app=kafka, server=0`); Python's `, %(module)s-%(funcName)s-%(lineno)d` after a message (with
+# an underscore in its names, `base-__call__-633`: a group id `orders-group-1` ending a wording has the same shape), the
 # `']` of a message logged as a list of its arguments; the entry's own fields as one flat JSON object after the
 # message, opening with its `timestamp` or `logger` (KafkaJS through a text logger: NestJS's, winston's or pino-pretty's
 # `[Consumer] Stopped {"timestamp":..,"logger":"kafkajs","groupId":..}`; the group is read from it beforehand; a
@@ -259,7 +260,7 @@ def with_layout(
 # One separating blank is removed with them, never more: a message may end with an empty field (`partitions `).
 MESSAGE_SUFFIX = (
     r"(?:\s\(([\w$]+(?:\.[\w$]+)+)(?::\d+)?\)(?:\s+\[[^\]]*\])?(?:\s+-\s+[\w.]+=.*)?)?"
-    r"(?:,\s[\w.]+-[\w.<>]+-\d+)?(?:'\])?(?:\s\{\"(?:timestamp|logger)\"\s*:[^{}\n]*\})?"
+    r"(?:,\s(?=[\w.<>-]*_)[\w.]+-[\w.<>]+-\d+)?(?:'\])?(?:\s\{\"(?:timestamp|logger)\"\s*:[^{}\n]*\})?"
     r"(?:\s*[*`]+)?(?:\s*<br\s*/?>\s*)*$"
 )
 _RDKAFKA_HANDLE = r"([^\s|\[\]:]+#(?:consumer|producer)-\d+)"
