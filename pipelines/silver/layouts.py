@@ -253,10 +253,9 @@ def with_layout(
 # then an MDC tail (` - app=kafka, server=0`); Python's `, %(module)s-%(funcName)s-%(lineno)d` after a message (with
 # an underscore in its names, `base-__call__-633`: a group id `orders-group-1` ending a wording has the same shape), the
 # `']` of a message logged as a list of its arguments; the entry's own fields as one flat JSON object after the
-# message, opening with its `timestamp` or `logger` (KafkaJS through a text logger, as NestJS's prints it:
-# `[Consumer] Stopped {"timestamp":..,"logger":"kafkajs","groupId":..}`; the group is read from it beforehand; a
-# payload the message itself prints, such as KafkaFlow's `Data: {..}`, stays); and quoting, markdown or HTML line
-# breaks left from a paste.
+# message, opening with its `timestamp` or `logger` (KafkaJS through NestJS's text logger: `[Consumer] Stopped
+# {"timestamp":..,"logger":"kafkajs","groupId":..}`, the group read from it beforehand; a payload the message itself
+# prints, such as KafkaFlow's `Data: {..}`, stays); and quoting, markdown or HTML line breaks left from a paste.
 # One separating blank is removed with them, never more: a message may end with an empty field (`partitions `).
 MESSAGE_SUFFIX = (
     r"(?:\s\(([\w$]+(?:\.[\w$]+)+)(?::\d+)?\)(?:\s+\[[^\]]*\])?(?:\s+-\s+[\w.]+=.*)?)?"
