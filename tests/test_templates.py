@@ -60,7 +60,7 @@ def test_component_files_hold_every_row_once_in_match_order():
     assert {t.kind for b in brokers for t in load_rows(b)} == {"broker"}
     clients = ("client_classic", "client_kip848", "client_librdkafka", "client_streams", "client_connect",
                "client_kafka_python", "client_aiokafka", "client_kafkajs", "client_kafka_go", "client_sarama",
-               "client_franz_go", "client_ruby_kafka")
+               "client_sarama_cluster", "client_franz_go", "client_ruby_kafka")
     assert {t.kind for c in clients for t in load_rows(c)} == {"client"}
 
 
@@ -134,7 +134,8 @@ def test_every_row_renders_a_wording_of_the_catalog():
 NEW_COMPONENTS = {"client_librdkafka": 10, "client_streams": 10, "client_connect": 10, "client_kafka_python": 10,
                   "client_aiokafka": 10, "client_kafkajs": 10, "client_kafka_go": 10, "client_sarama": 5,
                   "client_franz_go": 10, "client_ruby_kafka": 10, "client_callbacks": 10,
-                  "client_errors": 20, "client_debug": 20}
+                  "client_errors": 20, "client_debug": 20,
+                  "client_sarama_cluster": 2}
 
 
 @pytest.mark.parametrize("component", NEW_COMPONENTS)

@@ -53,6 +53,8 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     # errored`, the leader's `balanced`).
     '"group":"', '"groupId":"', "[Consumer]", "loop check partition number", "getting partitions", "heartbeat",
     "synced", "syncing", "joined", "balanced",
+    # sarama-cluster's rejoin and partition lines (they name no group) and kafka-go's balancing lines (its leader's).
+    "cluster/consumer ", "found member: ", "found topic/partition", "member/topic/partitions",
     # librdkafka's close of a consumer with a group (`Closing consumer`).
     "Closing consumer",
     # What applications print in their rebalance listeners (wordings/client_callbacks.yml): `Revoked partitions`,

@@ -64,14 +64,17 @@ EVENT_FIELDS = tuple(sorted({FIELD_COLUMNS.get(f, f) for f in FIELD_PATTERNS if 
 # Component files, in match order (first matching row wins across all of them).
 COMPONENTS = ("broker_classic", "broker_new", "broker_groups_4x", "client_classic", "client_kip848", "client_debug",
               "client_librdkafka", "client_streams", "client_connect", "client_kafka_python", "client_aiokafka",
-              "client_kafkajs", "client_kafka_go", "client_sarama", "client_franz_go", "client_ruby_kafka",
-              "client_callbacks", "client_errors")
+              "client_kafkajs", "client_kafka_go", "client_sarama", "client_sarama_cluster", "client_franz_go",
+              "client_ruby_kafka", "client_callbacks", "client_errors")
 # After a template: an optional final period, trailing blanks, and any later lines of the record (a stack trace).
 TAIL = r"\.?\s*(?:\n[\s\S]*)?$"
 # After a template that ends with its own words (not a field): the quote that closed a message an application
 # logged as a string (`"..."`, a `KafkaError{..,str="..."}` repr, a `('...')` argument) and the brackets after it.
 # A field at the end keeps such a quote (a quoted group id is unquoted with the fields).
 CLOSING_QUOTE = r"(?:\.?[\"'][)}\]]*)?"
+# After such a template, too: the error code symbol rdkafka-ruby (Racecar, Karafka) prints after librdkafka's error
+# string, and the client instance after it (`Local: ... exceeded (max_poll_exceeded) [rdkafka#consumer-1]`).
+ERROR_CODE = r"(?: \([a-z][a-z0-9_]*\)(?: \[[^\]\s]*\])?)?"
 
 # Starts a text whose templates may sit anywhere in it (a control character no cleaned line holds).
 SEARCH_MARK = "\u0004"
@@ -163,7 +166,7 @@ def compile_template(template: Template) -> CompiledTemplate:
     if required_period:
         regex.append(r"\.")
     elif pieces[-1]:
-        regex.append(CLOSING_QUOTE)
+        regex.append(ERROR_CODE + CLOSING_QUOTE)
     literal = max(literals, key=len).strip()
     return CompiledTemplate(template=template, pattern="^" + "".join(regex) + TAIL, groups=groups, literal=literal)
 
