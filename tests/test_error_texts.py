@@ -41,6 +41,12 @@ LINES = [
      "since another consumer with the same group.instance.id has registered with a different member.id.", {}),
     ("e_java_fenced_epoch", f"{EXCEPTION}FencedMemberEpochException: The member epoch is fenced by the group "
      "coordinator. The member must abandon all its partitions and rejoin.", {}),
+    # The Java consumer's commit exceptions, their message logged without the class.
+    ("e_java_commit_failed", "2024-03-01 10:00:00.123 ERROR [main] c.e.Listener - Commit cannot be completed since the "
+     "group has already rebalanced and assigned the partitions to another member. This means that the time between "
+     "subsequent calls to poll() was longer than the configured max.poll.interval.ms.", {}),
+    ("e_java_commit_kicked_out", "commit failed: Offset commit cannot be completed since the consumer is not part of "
+     "an active group for auto partition assignment; it is likely that the consumer was kicked out of the group.", {}),
     # confluent-kafka-python's KafkaError repr, .NET's KafkaException, a Go error, node-rdkafka's message.
     ("e_rd_rebalancing", 'KafkaError{code=REBALANCE_IN_PROGRESS,val=27,str="Broker: Group rebalance in progress"}',
      {}),
@@ -146,6 +152,46 @@ def test_an_error_quoted_or_wrapped_keeps_its_row(spark):
              f"consumer error: ('{maxpoll}')"]
     rows = parse_file_lines(spark, lines, instance="py-0", file_name="app.log")
     assert [rows[i]["template_id"] for i in range(1, len(lines) + 1)] == ["r_maxpoll_error"] * len(lines)
+
+
+def test_rdkafka_rubys_error_code_after_the_error_string_keeps_its_row(spark):
+    """rdkafka-ruby (Racecar, Karafka) prints librdkafka's error string, then the code's symbol and the client
+    instance: `Local: ... exceeded (max_poll_exceeded) [rdkafka#consumer-1]` is the MAXPOLL error string."""
+    text = "Local: Maximum application poll interval (max.poll.interval.ms) exceeded"
+    lines = [f"(try 1/10): Error for topic subscription #<struct ...>: {text} (max_poll_exceeded)",
+             f"E, [2024-03-01T10:00:00.123456 #1] ERROR -- : {text} (max_poll_exceeded) [rdkafka#consumer-1]",
+             f"{text} (max poll exceeded)"]
+    rows = parse_file_lines(spark, lines, instance="rb-0", file_name="app.log")
+    assert [rows[i]["template_id"] for i in range(1, 4)] == ["r_maxpoll_error_string"] * 2 + [None]
+
+
+def test_a_commit_refused_after_the_group_moved_on_is_read_as_the_poll_loop_unless_a_member_came_or_went():
+    """A lone CommitFailedException (the group rebalanced without the member) is Kafka's own poll-loop diagnosis; a
+    leader's assignment that adds a member still decides the rebalance was that member's join."""
+    from pipelines.gold.timeline import reconstruct_group
+    from tests.builders import client_line
+
+    text = "Commit cannot be completed since the group has already rebalanced and assigned the partitions"
+    alone = [client_line(0, "client_joined", generation=3),
+             client_line(600, "client_commit_failed", message=f"{text} to another member."),
+             client_line(601, "client_joining")]
+    verdict = reconstruct_group("g", alone)[-1]
+    assert (verdict["cause"], verdict["cause_rule"]) == ("poll_timeout", "client_commit_after_removal")
+    assert {a["cause"] for a in verdict["cause_alternatives"]} == {"session_timeout", "membership_change"}
+
+    def assignment(seconds: float, generation: int, members: list[str]) -> dict:
+        listing = ", ".join(f"{m}=Assignment(partitions=[t-0])" for m in members)
+        return client_line(seconds, "client_assignment_computed", generation=generation, members=listing,
+                           member_id="consumer-1-a")
+
+    scale_out = [client_line(0, "client_joined", generation=3, member_id="consumer-1-a"),
+                 assignment(0.1, 3, ["consumer-1-a"]),
+                 client_line(600, "client_commit_failed", message=f"{text} to another member."),
+                 client_line(601, "client_joining"),
+                 client_line(602, "client_joined", generation=4, member_id="consumer-1-a"),
+                 assignment(602.1, 4, ["consumer-1-a", "consumer-2-b"])]
+    verdict = reconstruct_group("g", scale_out)[-1]
+    assert (verdict["cause"], verdict["cause_rule"]) == ("membership_change", "client_assignment_diff")
 
 
 def test_a_commit_the_coordinator_refused_for_an_unknown_member_says_the_session_expired(spark):

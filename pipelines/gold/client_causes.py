@@ -42,6 +42,11 @@ _COORDINATOR_GONE = re.compile(r"NOT_COORDINATOR|not coordinator|not the correct
                                r"|not coordinated by this broker"
                                r"|still loading offsets after a leader change|group load in progress"
                                r"|offset's topic has not yet been created", re.I)
+# Java's CommitFailedException (kafka-python's CommitFailedError says the same): the member committed after the
+# group had moved on without it. Kafka raises it for UNKNOWN_MEMBER_ID and ILLEGAL_GENERATION answers (and, up to
+# 2.4, REBALANCE_IN_PROGRESS during a sync), and its own text names the poll loop outrunning max.poll.interval.ms.
+_COMMITTED_AFTER_REMOVAL = re.compile(r"has already rebalanced and assigned the partitions to another member"
+                                      r"|not part of an active group .*kicked out of the group", re.I)
 _NEW_MEMBER_SIGNS = re.compile(r"need to re-join with the given member-id", re.I)
 # What a verdict from members' lines alone cannot see, said in its explanation.
 _MISSING = "; the coordinator's log is missing, so its own reason is unknown"
@@ -167,6 +172,16 @@ def _left(signs: Signs, *, alone: bool) -> Found | None:
     return None
 
 
+def _commit_after_removal(signs: Signs) -> Found | None:
+    for event in signs.lines:
+        if event["event_type"] == "client_commit_failed" and _COMMITTED_AFTER_REMOVAL.search(_said(event)):
+            return decide("client_commit_after_removal", event.get("_member"),
+                          f"client log only: {_who(event)} committed after the group had rebalanced without it "
+                          "(CommitFailedException), which Kafka's own text puts down to the time between its "
+                          "poll() calls outrunning max.poll.interval.ms; no line names another cause" + _MISSING), event
+    return None
+
+
 def _seen_rebalancing(signs: Signs) -> Found | None:
     return decide("client_seen_rebalancing", None,
                   "client log only: the members saw the group rebalancing (heartbeat or join answered "
@@ -184,6 +199,7 @@ CLIENT_RULES: tuple[tuple[str, Callable[[Signs], Found | None]], ...] = (
     ("client_new_member", _new_member),
     ("client_lone_leave", lambda s: _left(s, alone=True)),
     ("client_leave", lambda s: _left(s, alone=False)),
+    ("client_commit_after_removal", _commit_after_removal),
     ("client_seen_rebalancing", _seen_rebalancing),
 )
 

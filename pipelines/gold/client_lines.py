@@ -48,12 +48,19 @@ def named_chain(chain: list[dict[str, Any]], member: str | None) -> list[dict[st
 
 def chain_into_join(signs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The member's lines that led into its join: the last run with no gap over CLIENT_CHAIN_S, and any poll
-    timeout or leave before it (its rejoin may come minutes later, when the slow batch ends)."""
+    timeout or leave before it (its rejoin may come minutes later, when the slow batch ends). A coordinator lost
+    before the gap and found again in the last run is kept too: the member had no coordinator all that time (a
+    broker down for minutes), so the loss opened the rebalance its rediscovery leads into."""
     start = 0
     for i in range(1, len(signs)):
         if secs(signs[i]["event_ts"] - signs[i - 1]["event_ts"]) > CLIENT_CHAIN_S:
             start = i
-    early = [e for e in signs[:start] if e["event_type"] in ("client_poll_timeout", "client_leaving")]
-    return early + signs[start:]
+    kept = {id(e) for e in signs[:start] if e["event_type"] in ("client_poll_timeout", "client_leaving")}
+    found_again = any(e["event_type"] == "client_coordinator_discovered" for e in signs[start:])
+    lookups = [e for e in signs[:start]
+               if e["event_type"] in ("client_coordinator_lost", "client_coordinator_discovered")]
+    if found_again and lookups and lookups[-1]["event_type"] == "client_coordinator_lost":
+        kept.add(id(lookups[-1]))
+    return [e for e in signs[:start] if id(e) in kept] + signs[start:]
 
 

@@ -184,6 +184,11 @@ RULE_ROWS: tuple[dict[str, Any], ...] = (
        "member_leave", 0.45, f"{_CC}: `Member X sending LeaveGroup request`; {_RD}: `Terminating group`"),
     _r("client_leave", "client", "Did a member leave, seen with the others' logs?", "membership_change",
        "member_leave", 0.6, f"{_CC}: `sending LeaveGroup request`"),
+    # No surer than client_seen_rebalancing: a leader's assignment that adds or drops a member still decides.
+    _r("client_commit_after_removal", "client", "Was a member's commit refused because the group had rebalanced "
+       "without it, with no other cause in the lines?", "poll_timeout", "leave_on_poll_timeout", 0.3,
+       "CommitFailedException.java (0.10.1-4.x): its message; ConsumerCoordinator.java: raised for "
+       "UNKNOWN_MEMBER_ID and ILLEGAL_GENERATION"),
     _r("client_seen_rebalancing", "client", "The members saw the group rebalancing but not who started it.",
        "membership_change", None, 0.3, f"{_CC}: REBALANCE_IN_PROGRESS answers"),
     _r("client_assignment_diff", "client", "Does the leader's assignment drop or add a member against the last one?",
@@ -284,6 +289,9 @@ ALTERNATIVES: dict[str, tuple[tuple[str, float, str, str], ...]] = {
     **dict.fromkeys(_EXPIRIES, (_GC_EXPIRY, _COORDINATOR_EXPIRY)),
     **dict.fromkeys(_JOINS, _REJOIN),
     **dict.fromkeys(("client_seen_rebalancing", "client_assignment_diff"), _FROM_BROKER + (_SLOW_POLL,)),
+    "client_commit_after_removal": (
+        ("session_timeout", 0.25, "client", "UNKNOWN_MEMBER_ID, `has expired` or a long GC pause in the member's "
+         "own log before the commit: its session, not its poll loop, ran out"), _FROM_BROKER[1]),
     "client_lost_coordinator": (_FROM_BROKER[1],),
     "client_coordinator_moved": (_FROM_BROKER[1],),
     "no_reason": (("session_timeout", 0.2, "client", "UNKNOWN_MEMBER_ID or `has expired` in a member's log"),
