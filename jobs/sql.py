@@ -86,14 +86,24 @@ class Engines:
     def spark_query(self, query: str, limit: int) -> Rows:
         """Columns and rows of one query answered by Spark (ConfigError for a query Spark rejects)."""
         from pyspark.errors import AnalysisException, ParseException
+        from pyspark.logger import PySparkLogger
 
         spark = self.spark()
+        # The command reports a query Spark rejects in one line; PySpark would also log a JSON record of it with the
+        # whole JVM stack trace on stderr. Only while this query runs: the loggers are the process's.
+        loggers = [PySparkLogger.getLogger(name) for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger")]
+        was = [logger.disabled for logger in loggers]
+        for logger in loggers:
+            logger.disabled = True
         try:
             df = spark.sql(query)
+            return df.columns, [list(r) for r in df.limit(limit).collect()]
         except (AnalysisException, ParseException) as exc:
             raise ConfigError(f"the query is not valid: {str(exc).splitlines()[0]}; "
                               f"tables: {', '.join(self.views)}") from None
-        return df.columns, [list(r) for r in df.limit(limit).collect()]
+        finally:
+            for logger, disabled in zip(loggers, was, strict=True):
+                logger.disabled = disabled
 
     def query(self, query: str, limit: int, *, warn: Callable[[str], None]) -> Rows:
         """Answer with the fast engine where it can; else say why on `warn` and answer with Spark."""
