@@ -125,6 +125,14 @@ def test_every_error_row_has_a_line_here():
     assert rows == {tid for tid, *_ in LINES}
 
 
+def test_the_rows_read_as_a_commit_after_removal_exist():
+    from pipelines.gold.member_states import COMMIT_AFTER_REMOVAL_ROWS
+
+    assert {t.template.id for t in load_templates()} >= COMMIT_AFTER_REMOVAL_ROWS
+    assert {t.template.event for t in load_templates() if t.template.id in COMMIT_AFTER_REMOVAL_ROWS} == {
+        "client_commit_failed"}
+
+
 @pytest.mark.parametrize("index", range(len(LINES)), ids=[row[0] for row in LINES])
 def test_each_error_line_takes_its_row_and_fields(parsed, index):
     template_id, line, fields = LINES[index]
@@ -173,11 +181,12 @@ def test_a_commit_refused_after_the_group_moved_on_is_read_as_the_poll_loop_unle
 
     text = "Commit cannot be completed since the group has already rebalanced and assigned the partitions"
     alone = [client_line(0, "client_joined", generation=3),
-             client_line(600, "client_commit_failed", message=f"{text} to another member."),
+             client_line(600, "client_commit_failed", message=f"{text} to another member.",
+                         template_id="e_java_commit_failed"),
              client_line(601, "client_joining")]
     verdict = reconstruct_group("g", alone)[-1]
     assert (verdict["cause"], verdict["cause_rule"]) == ("poll_timeout", "client_commit_after_removal")
-    assert {a["cause"] for a in verdict["cause_alternatives"]} == {"session_timeout", "membership_change"}
+    assert {a["cause"] for a in verdict["cause_alternatives"]} == {"session_timeout", "membership_change", "gc_pause"}
 
     def assignment(seconds: float, generation: int, members: list[str]) -> dict:
         listing = ", ".join(f"{m}=Assignment(partitions=[t-0])" for m in members)
@@ -186,7 +195,8 @@ def test_a_commit_refused_after_the_group_moved_on_is_read_as_the_poll_loop_unle
 
     scale_out = [client_line(0, "client_joined", generation=3, member_id="consumer-1-a"),
                  assignment(0.1, 3, ["consumer-1-a"]),
-                 client_line(600, "client_commit_failed", message=f"{text} to another member."),
+                 client_line(600, "client_commit_failed", message=f"{text} to another member.",
+                             template_id="e_java_commit_failed"),
                  client_line(601, "client_joining"),
                  client_line(602, "client_joined", generation=4, member_id="consumer-1-a"),
                  assignment(602.1, 4, ["consumer-1-a", "consumer-2-b"])]

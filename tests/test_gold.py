@@ -450,19 +450,44 @@ def test_client_only_a_coordinator_lost_for_minutes_opens_the_rebalance_its_redi
               client_line(3701, "client_joined", generation=4)]
     assert [(r["cause"], r["started_at"]) for r in reconstruct_group("g", hiccup)][-1] == (
         "membership_change", at(3700))
+    # Not the old loss either when the run after the gap opens with another loss (that one opens it), when a process
+    # under the same client id subscribes first (a restart), or when the outage outlasts coordinator_outage_s.
+    again = outage[:2] + [client_line(330, "client_coordinator_lost")] + outage[2:]
+    assert [(r["cause"], r["started_at"]) for r in reconstruct_group("g", again)][-1] == (
+        "coordinator_change", at(330))
+    restart = outage[:2] + [client_line(339, "client_subscribed")] + outage[2:]
+    assert [r["started_at"] for r in reconstruct_group("g", restart)][-1] != at(100)
+    late = outage[:2] + [client_line(100 + 1900, e["event_type"], generation=e.get("generation"))
+                         for e in outage[2:]]
+    assert [r["started_at"] for r in reconstruct_group("g", late)][-1] != at(100)
+
+
+def test_client_only_sarama_clusters_rejoin_ends_with_its_partitions():
+    """sarama-cluster logs `cluster/consumer <member> rebalance`, then one `consume <topic>/<partition>` line per
+    partition, and no join line: the consume lines end the member's part of the rebalance."""
+    events = [client_line(0, "client_joining", template_id="sc_rebalance"),
+              client_line(2, "client_assignment_updated", template_id="sc_consume", partitions="orders/0"),
+              client_line(2, "client_assignment_updated", template_id="sc_consume", partitions="orders/1")]
+    assert [(r["outcome"], r["completed_at"]) for r in reconstruct_group("g", events)] == [("stabilized", at(2))]
 
 
 def test_client_only_a_lone_commit_refused_after_a_rebalance_is_the_poll_loop_with_a_join_left_open():
     """CommitFailedException blames the poll loop (max.poll.interval.ms; session.timeout.ms before 0.10.1), and so
-    do five of the six labelled excerpts that show one alone (held-out 1016, 1254, 1262, 1312, 1352); a commit also
-    fails for a member too slow to rejoin another member's join (real excerpt 115, a scale-out), so that stays an
-    alternative the verdict cannot rule out."""
+    do four of the five labelled excerpts that show one with no poll-timeout line (held-out 1254, 1262, 1312, 1352);
+    a commit also fails for a member too slow to rejoin another member's join (real excerpt 115, a scale-out), so
+    that stays an alternative the verdict cannot rule out."""
     text = ("org.apache.kafka.clients.consumer.CommitFailedException: Commit cannot be completed since the group has "
             "already rebalanced and assigned the partitions to another member. This means that the time between "
             "subsequent calls to poll() was longer than the configured session.timeout.ms")
-    rows = reconstruct_group("g", [client_line(0, "client_commit_failed", message=text)])
+    rows = reconstruct_group("g", [client_line(0, "client_commit_failed", message=text,
+                                               template_id="c_commit_failed_exception")])
     assert [(r["cause"], r["cause_rule"]) for r in rows] == [("poll_timeout", "client_commit_after_removal")]
-    assert "membership_change" in {a["cause"] for a in rows[0]["cause_alternatives"]}
+    assert {"membership_change", "session_timeout", "gc_pause"} <= {a["cause"] for a in rows[0]["cause_alternatives"]}
+    # Logged under the application's own line (`log.error("Offset commit failed.", e)`): the row, not the message
+    # (the record's first line), says what the exception was.
+    rows = reconstruct_group("g", [client_line(0, "client_commit_failed", message="Offset commit failed.",
+                                               template_id="c_commit_failed_exception")])
+    assert [r["cause_rule"] for r in rows] == ["client_commit_after_removal"]
 
 
 def test_a_rebalance_whose_preparing_line_is_missing_is_opened_by_the_leave_before_its_end():

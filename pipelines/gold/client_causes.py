@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipelines.gold.causes import CLIENT_REASONS
+from pipelines.gold.member_states import committed_after_removal
 from pipelines.gold.rulebook import Verdict, decide
 
 _POLL_TIMEOUT = re.compile(r"poll timeout has expired|maximum poll interval .* exceeded", re.I)
@@ -42,11 +43,6 @@ _COORDINATOR_GONE = re.compile(r"NOT_COORDINATOR|not coordinator|not the correct
                                r"|not coordinated by this broker"
                                r"|still loading offsets after a leader change|group load in progress"
                                r"|offset's topic has not yet been created", re.I)
-# Java's CommitFailedException (kafka-python's CommitFailedError says the same): the member committed after the
-# group had moved on without it. Kafka raises it for UNKNOWN_MEMBER_ID and ILLEGAL_GENERATION answers (and, up to
-# 2.4, REBALANCE_IN_PROGRESS during a sync), and its own text names the poll loop outrunning max.poll.interval.ms.
-_COMMITTED_AFTER_REMOVAL = re.compile(r"has already rebalanced and assigned the partitions to another member"
-                                      r"|not part of an active group .*kicked out of the group", re.I)
 _NEW_MEMBER_SIGNS = re.compile(r"need to re-join with the given member-id", re.I)
 # What a verdict from members' lines alone cannot see, said in its explanation.
 _MISSING = "; the coordinator's log is missing, so its own reason is unknown"
@@ -174,7 +170,9 @@ def _left(signs: Signs, *, alone: bool) -> Found | None:
 
 def _commit_after_removal(signs: Signs) -> Found | None:
     for event in signs.lines:
-        if event["event_type"] == "client_commit_failed" and _COMMITTED_AFTER_REMOVAL.search(_said(event)):
+        # Kafka raises CommitFailedException for UNKNOWN_MEMBER_ID and ILLEGAL_GENERATION answers (and, up to 2.4,
+        # REBALANCE_IN_PROGRESS during a sync); its own text names the poll loop outrunning max.poll.interval.ms.
+        if committed_after_removal(event):
             return decide("client_commit_after_removal", event.get("_member"),
                           f"client log only: {_who(event)} committed after the group had rebalanced without it "
                           "(CommitFailedException), which Kafka's own text puts down to the time between its "

@@ -27,6 +27,8 @@ CLIENT_DONE = frozenset({"client_synced", "client_partitions_assigned"})
 # A member's lines more than this apart before its join belong to different episodes (a coordinator hiccup an hour
 # before is not this rebalance's start); a poll timeout or a leave always opens the rebalance its rejoin closes.
 CLIENT_CHAIN_S = window("client_chain_s")
+COORDINATOR_OUTAGE_S = window("coordinator_outage_s")
+_LOOKUPS = ("client_coordinator_lost", "client_coordinator_discovered")
 ASSIGNED_MEMBER = re.compile(r"([^\s{},=]+)=Assignment\(")
 
 
@@ -56,11 +58,14 @@ def chain_into_join(signs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if secs(signs[i]["event_ts"] - signs[i - 1]["event_ts"]) > CLIENT_CHAIN_S:
             start = i
     kept = {id(e) for e in signs[:start] if e["event_type"] in ("client_poll_timeout", "client_leaving")}
-    found_again = any(e["event_type"] == "client_coordinator_discovered" for e in signs[start:])
-    lookups = [e for e in signs[:start]
-               if e["event_type"] in ("client_coordinator_lost", "client_coordinator_discovered")]
-    if found_again and lookups and lookups[-1]["event_type"] == "client_coordinator_lost":
-        kept.add(id(lookups[-1]))
+    before = [e for e in signs[:start] if e["event_type"] in _LOOKUPS]
+    # The run after the gap must open with the rediscovery: a new loss first, or a subscribe (a process started
+    # again under the same client id), makes the old loss another episode; so does an outage past the window.
+    ahead = [e for e in signs[start:] if e["event_type"] in (*_LOOKUPS, "client_subscribed")]
+    if (before and before[-1]["event_type"] == "client_coordinator_lost" and ahead
+            and ahead[0]["event_type"] == "client_coordinator_discovered"
+            and secs(ahead[0]["event_ts"] - before[-1]["event_ts"]) <= COORDINATOR_OUTAGE_S):
+        kept.add(id(before[-1]))
     return [e for e in signs[:start] if id(e) in kept] + signs[start:]
 
 

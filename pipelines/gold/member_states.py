@@ -23,14 +23,26 @@ def _state(event: dict[str, Any], key: str) -> str:
 
 # An offset commit refused because the group moved on (CommitFailedException, librdkafka's COMMITFAIL with an
 # illegal generation): the member learns of a rebalance it was not part of.
-_COMMIT_AFTER_REBALANCE = re.compile(r"rebalanc|generation|unknown member|member id .* not valid", re.I)
+_COMMIT_AFTER_REBALANCE = re.compile(r"rebalanc|generation|unknown member|member id .* not valid"
+                                     r"|not part of an active group|kicked out", re.I)
+# The rows of Java's CommitFailedException (kafka-python's CommitFailedError): the group moved on without the member.
+# Read by row, not by text: an application that logs the exception under its own line (`log.error("..", e)`) keeps
+# the exception's text in a later line of the record, which the event's message does not hold.
+COMMIT_AFTER_REMOVAL_ROWS = frozenset({"c_commit_failed_exception", "c_commit_failed_kicked_out",
+                                       "p_commit_failed_error", "e_java_commit_failed", "e_java_commit_kicked_out"})
+
+
+def committed_after_removal(event: dict[str, Any]) -> bool:
+    """A commit refused because the group had rebalanced without the member (CommitFailedException)."""
+    return event["event_type"] == "client_commit_failed" and event.get("template_id") in COMMIT_AFTER_REMOVAL_ROWS
 
 
 def enters_rebalance(event: dict[str, Any]) -> bool:
     """A member's state transition into a rebalancing state, or a commit refused because the group rebalanced: its
     side of a rebalance began."""
     if event["event_type"] == "client_commit_failed":
-        return bool(_COMMIT_AFTER_REBALANCE.search(f"{event.get('reason') or ''} {event.get('message') or ''}"))
+        said = f"{event.get('reason') or ''} {event.get('message') or ''}"
+        return committed_after_removal(event) or bool(_COMMIT_AFTER_REBALANCE.search(said))
     return event["event_type"] in _STATE_EVENTS and _state(event, "state") in _REBALANCING_STATES
 
 

@@ -18,6 +18,7 @@ WINDOWS: dict[str, tuple[float, str]] = {
     "leave_cascade_s": (30.0, "a leader's metadata rejoin this soon after a leave can be that leave's consequence"),
     "after_outage_s": (30.0, "a new member this soon after the group's coordinator came back lost it meanwhile"),
     "client_chain_s": (60.0, "a member's lines further apart than this before its join are different episodes"),
+    "coordinator_outage_s": (1800.0, "a coordinator lost this long before it was found again opens the next rebalance"),
     "orphan_before_s": (2.0, "a group-less client warning belongs to a group whose coordinator acted this soon after"),
     "orphan_after_s": (10.0, "... or this soon before it"),
     "churn_lead_s": (5.0, "churn: a revoke-only cycle goes to a rebalance that starts this soon after it"),
@@ -175,7 +176,7 @@ RULE_ROWS: tuple[dict[str, Any], ...] = (
        "change`"),
     _r("client_lost_coordinator", "client", "Did a member lose its coordinator (marked dead) and rejoin?",
        "coordinator_change", "coordinator_lost", 0.5, f"{_CC}: `Group coordinator ... is unavailable or invalid`, "
-       "`Marking the coordinator ... dead`"),
+       "`Marking the coordinator ... dead`", ("client_chain_s", "coordinator_outage_s")),
     _r("client_unjoined_start", "client", "Did a new process start whose join the log does not reach?",
        "membership_change", "member_join", 0.4, f"{_CC}: `Subscribed to topic(s)`, `Discovered group coordinator`"),
     _r("client_new_member", "client", "Did a new process start and join?", "membership_change", "member_join", 0.6,
@@ -290,8 +291,7 @@ ALTERNATIVES: dict[str, tuple[tuple[str, float, str, str], ...]] = {
     **dict.fromkeys(_JOINS, _REJOIN),
     **dict.fromkeys(("client_seen_rebalancing", "client_assignment_diff"), _FROM_BROKER + (_SLOW_POLL,)),
     "client_commit_after_removal": (
-        ("session_timeout", 0.25, "client", "UNKNOWN_MEMBER_ID, `has expired` or a long GC pause in the member's "
-         "own log before the commit: its session, not its poll loop, ran out"), _FROM_BROKER[1]),
+        _FROM_BROKER[0], _FROM_BROKER[1], _GC_EXPIRY),
     "client_lost_coordinator": (_FROM_BROKER[1],),
     "client_coordinator_moved": (_FROM_BROKER[1],),
     "no_reason": (("session_timeout", 0.2, "client", "UNKNOWN_MEMBER_ID or `has expired` in a member's log"),
