@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 
 from pipelines.bronze.literals import contains_any
 from pipelines.bronze.prefilter import is_candidate
+from pipelines.bronze.wraps import ENDS_OPEN, MAY_CONTINUE_WRAP, WRAP, unwrapped, with_wrap_flag
 
 # How a line's id is made: from what it says and where it was written, or (lakehouses begun before that scheme)
 # from its file's fingerprint and its line number. See `with_line_ids`.
@@ -56,7 +57,8 @@ def with_source_columns(raw: DataFrame) -> DataFrame:
     narrow row per line: provenance (`source_file`, `file_name`, `file_modified_at`, `block_start`,
     `kafka_topic`, `kafka_partition`, `kafka_offset`), the scan order `scan_id` (given by a Kafka batch),
     `line_length`, `line_hash`, the flags `candidate` (the prefilter's verdict; a torn line is always one),
-    `continuation`, `may_head` and `torn`, and `value` only where a flag is set (null for plain noise).
+    `continuation`, `may_head`, `may_continue_wrap` and `torn`, and `value` only where a flag is set (null for plain
+    noise).
 
     The stats of every line and the text of the few lines a record can hold both come from this one frame, which
     `split_stats` reduces in the same scan."""
@@ -85,25 +87,28 @@ def with_source_columns(raw: DataFrame) -> DataFrame:
         F.coalesce(F.col("value").rlike(CONTINUATION), F.lit(False)).alias("continuation"),
         # A WARN or ERROR line may carry a stack trace, a line ending with ':' a list (`ConsumerConfig values:`), and
         # java.util.logging's time line (`Jul 17, 2026 1:50:29 PM <logger>`) and .NET's `info: Category[0]` line
-        # their message: kept as a possible record head even when it is no candidate.
-        (contains_any(F.col("value"), _HEAD_LITERALS) | F.col("value").endswith(":") | F.col("value").endswith(": ")
+        # their message; a line that ends open may be hard-wrapped (pipelines/bronze/wraps.py): kept as a possible
+        # record head even when it is no candidate.
+        (contains_any(F.col("value"), _HEAD_LITERALS) | F.col("value").rlike(ENDS_OPEN)
          | reduce(operator.or_, [F.col("value").startswith(level) for level in _MEL_LEVELS]))
         .alias("may_head"),
+        F.coalesce(F.col("value").rlike(MAY_CONTINUE_WRAP), F.lit(False)).alias("may_continue_wrap"),
     ).withColumn(
-        "value", F.when(F.col("candidate") | F.col("continuation") | F.col("may_head"), F.col("value"))
+        "value", F.when(F.col("candidate") | F.col("continuation") | F.col("may_head") | F.col("may_continue_wrap"),
+                        F.col("value"))
     )
 
 
 SPLIT_KEYS = ("source_file", "instance", "file_name", "file_modified_at", "block_start", "kafka_topic",
               "kafka_partition")
-_KEPT = ("scan_id", "value", "line_length", "candidate", "continuation", "may_head", "torn", "torn_reason",
-         "kafka_offset")
+_KEPT = ("scan_id", "value", "line_length", "candidate", "continuation", "may_head", "may_continue_wrap", "torn",
+         "torn_reason", "kafka_offset")
 
 
 def split_stats(lines: DataFrame) -> DataFrame:
     """One row per file split: its first scan id, line count, candidate count, content hash parts and `kept`, the
     lines that carry a flag (candidate, continuation, possible head) with their scan id, text and flags."""
-    flagged = F.col("candidate") | F.col("continuation") | F.col("may_head")
+    flagged = F.col("candidate") | F.col("continuation") | F.col("may_head") | F.col("may_continue_wrap")
     splits = lines.groupBy(*[key for key in SPLIT_KEYS if key != "instance"]).agg(
         F.min("scan_id").alias("first_scan_id"),
         F.count(F.lit(1)).alias("split_lines"),
@@ -159,12 +164,16 @@ def file_stats(splits: DataFrame, *, existing_fingerprints: DataFrame) -> DataFr
 
 def join_records(lines: DataFrame) -> DataFrame:
     """Candidate, continuation and possible head lines (with `line_no`) to records: a head line with the
-    continuation lines that directly follow it (`value` joined with newlines, `record_lines`, total `line_length`),
-    kept when one of its lines is a candidate. A continuation line that follows no head stays alone if it is a
-    candidate itself and is dropped otherwise (it is noise, like every line that no record holds)."""
+    continuation lines that directly follow it (`value` joined with newlines, a hard-wrapped line with WRAP;
+    `record_lines`, total `line_length`), kept when one of its lines is a candidate, or when its hard-wrapped lines
+    read as one are. A continuation line that follows no head stays alone if it is a candidate itself and is dropped
+    otherwise (it is noise, like every line that no record holds)."""
+    if "may_continue_wrap" not in lines.columns:
+        lines = lines.withColumn("may_continue_wrap", F.lit(False))
     split = Window.partitionBy("source_file", "block_start").orderBy("line_no")
     upto = split.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    head, line_no = ~F.col("continuation"), F.col("line_no")
+    lines = with_wrap_flag(lines)
+    head, line_no = ~F.col("continuation") & ~F.col("_wrap") & ~F.col("_listed"), F.col("line_no")
     lines = lines.withColumn("_prev", F.lag("line_no").over(split))
     # The latest line that starts a chain: a head (odd code) or a continuation after a gap (even code).
     chain_start = F.when(head, line_no * 2 + 1).when(F.coalesce(line_no - F.col("_prev") != 1, F.lit(True)),
@@ -175,23 +184,29 @@ def join_records(lines: DataFrame) -> DataFrame:
     records = lines.filter(head | attached | F.col("candidate")).withColumn(
         "_record", F.when(attached, start).otherwise(line_no)
     )
-    parts = F.array_sort(F.collect_list(F.struct("line_no", F.substring("value", 1, MAX_LINE_CHARS).alias("v"))))
+    separator = F.when(F.col("_wrap") & attached, F.lit(WRAP)).otherwise(F.lit("\n"))
+    parts = F.array_sort(F.collect_list(F.struct("line_no", separator.alias("s"),
+                                                 F.substring("value", 1, MAX_LINE_CHARS).alias("v"))))
     grouped = records.groupBy("source_file", "block_start", F.col("_record").alias("line_no")).agg(
         F.first("instance").alias("instance"),
         F.first("file_name").alias("file_name"),
         F.first("file_modified_at").alias("file_modified_at"),
         F.first("file_fingerprint").alias("file_fingerprint"),
-        F.concat_ws("\n", F.transform(parts, lambda p: p["v"])).alias("value"),
+        F.concat_ws("", F.transform(parts, lambda p, i: F.when(i == 0, p["v"]).otherwise(F.concat(p["s"], p["v"]))))
+        .alias("value"),
         (F.sum("line_length") + F.count(F.lit(1)) - 1).alias("line_length"),
         F.count(F.lit(1)).alias("record_lines"),
         F.max("candidate").alias("_candidate"),
+        F.max(F.col("_wrap") & attached).alias("_wrapped"),
         F.max("torn").alias("torn"),
         F.max("torn_reason").alias("torn_reason"),
         F.first("kafka_topic").alias("kafka_topic"),
         F.first("kafka_partition").alias("kafka_partition"),
         F.min("kafka_offset").alias("kafka_offset"),
     )
-    return grouped.filter("_candidate").drop("_candidate")
+    # A wording the wrap cut in two is in neither line alone.
+    kept = F.col("_candidate") | (F.col("_wrapped") & F.coalesce(is_candidate(unwrapped(F.col("value"))), F.lit(False)))
+    return grouped.filter(kept).drop("_candidate", "_wrapped")
 
 
 def _short_hash(*parts: Column) -> Column:

@@ -13,6 +13,7 @@ from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from pipelines.bronze.literals import contains_any
+from pipelines.bronze.wraps import unwrapped
 from pipelines.jvm.matcher import template_match
 from pipelines.settings.sources import UserLayout
 from pipelines.silver.fields import typed_fields
@@ -92,7 +93,7 @@ def _with_record(lines: DataFrame) -> DataFrame:
         lines = lines.withColumn("torn_reason", F.lit(None).cast("string"))
     # java.util.logging's SimpleFormatter prints the time and logger on one line and `LEVEL: message` on the next:
     # the two are read as one line.
-    text = F.regexp_replace(strip_envelope(F.col("value")), _JUL_RECORD, "$1 $2")
+    text = F.regexp_replace(strip_envelope(unwrapped(F.col("value"))), _JUL_RECORD, "$1 $2")
     parsed = lines.withColumn("_text", F.regexp_replace(text, _MEL_RECORD, "$1 "))
     text = F.col("_text")
     newline = F.instr(text, "\n")

@@ -1,0 +1,87 @@
+"""Hard-wrapped records (pipelines/bronze/wraps.py): a record a paste, a mail archive or a terminal broke over
+several physical lines is read as one line; complete lines, lists under a head and stripped pastes of bare messages
+keep their lines apart. One staged batch serves every test of the module."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import functions as F
+
+from pipelines.settings.config import load_config
+from pipelines.silver.outputs import accounting
+from pipelines.storage import inputs
+from tests.conftest import silver_batch
+
+PREFIX = "[Consumer clientId=consumer-orders-1, groupId=orders] "
+POLL_TIMEOUT = ("This member will leave the group because consumer poll timeout has expired. This means the time "
+                "between subsequent calls to poll() was longer than the configured max.poll.interval.ms, which "
+                "typically implies that the poll loop is spending too much time processing messages. You can address "
+                "this either by increasing max.poll.interval.ms or by reducing the maximum size of batches returned "
+                "in poll() with max.poll.records.")
+FILES = {
+    # A book's Streams log: the record broke after `assigned `, the blank kept at the end of the line.
+    "streams.log": ["2017/07/05 15:03:18.045 INFO ... Setting newly assigned ",
+                    "partitions [healthchecks-2, healthchecks-3]"],
+    # KafkaJS's JSON object cut by a mail archive inside its strings (one blank before or after each cut).
+    "kafkajs.log": ['{"level":"ERROR","timestamp":"2021-07-22T10:14:33.977Z","logger":"kafkajs","message":"[Runner]',
+                    " The group is rebalancing, ",
+                    're-joining","groupId":"shows","memberId":"m-1","error":"The',
+                    ' group is rebalancing, so a rejoin is needed","retryCount":0,"retryTime":92}',
+                    ""],
+    # Spring Boot's line split after the logger's colon and after the client prefix, each on a line of its own.
+    "spring.log": ["2022-01-01 10:00:00.000  INFO 1 --- [thread-1] o.a.k.c.c.i.AbstractCoordinator$HeartbeatThread : ",
+                   PREFIX,
+                   POLL_TIMEOUT],
+    # Not wraps: Streams' task list under `Handle new assignment with:` (tabs pasted as blanks) ...
+    "list.log": ["[2021-11-23 09:20:52,844] INFO stream-thread [app-StreamThread-2] Handle new assignment with:",
+                 "        New active tasks: [0_0]",
+                 "        New standby tasks: []",
+                 "[2021-11-23 09:20:52,845] INFO stream-thread [app-StreamThread-2] State transition from "
+                 "PARTITIONS_ASSIGNED to RUNNING"],
+    # ... and a stripped paste of bare messages, one of them ending with a blank.
+    "bare.log": [PREFIX + "Revoke previously assigned partitions orders-0 ",
+                 PREFIX + "(Re-)joining group"],
+}
+
+
+@pytest.fixture(scope="module")
+def staged(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("wraps") / "instance-1"
+    root.mkdir()
+    for name, lines in FILES.items():
+        (root / name).write_text("\n".join(lines) + "\n")
+    result = silver_batch(inputs.read_files(spark, sorted(root.iterdir())), load_config())
+    yield result
+    result.unpersist()
+
+
+def _rows(staged, name):
+    parsed = staged.parsed.filter(F.element_at(F.split("source_file", "/"), -1) == name)
+    return [(r.line_no, r.record_lines, r.disposition, r.event_type, r.group_id)
+            for r in parsed.orderBy("line_no").collect()]
+
+
+def test_a_record_wrapped_after_a_blank_is_one_event(staged):
+    assert _rows(staged, "streams.log") == [(1, 2, "event", "client_partitions_assigned", None)]
+
+
+def test_a_json_record_cut_inside_its_strings_is_one_event_with_its_group(staged):
+    assert _rows(staged, "kafkajs.log") == [(1, 4, "event", "client_rejoin_requested", "shows")]
+
+
+def test_a_record_cut_after_its_logger_and_its_prefix_is_one_event_with_its_group(staged):
+    assert _rows(staged, "spring.log") == [(1, 3, "event", "client_poll_timeout", "orders")]
+
+
+def test_a_list_under_a_head_and_bare_messages_keep_their_lines_apart(staged):
+    listed = _rows(staged, "list.log")
+    assert [(line, n, disposition) for line, n, disposition, *_ in listed] == [(1, 3, "event"), (4, 1, "event")]
+    assert [event for *_, event, _ in _rows(staged, "bare.log")] == ["client_partitions_revoked", "client_joining"]
+
+
+def test_every_physical_line_is_counted_once(staged):
+    acct = accounting(staged.parsed, staged.files, batch_id=0, ingested_at=F.current_timestamp())
+    totals = {r.file: (r.lines_read, r.noise_lines + r.event_lines + r.quarantined_lines)
+              for r in acct.select(F.element_at(F.split("source_file", "/"), -1).alias("file"), "lines_read",
+                                   "noise_lines", "event_lines", "quarantined_lines").collect()}
+    assert totals == {name: (len(lines), len(lines)) for name, lines in FILES.items()}
