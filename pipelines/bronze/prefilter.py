@@ -53,8 +53,8 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     # errored`, the leader's `balanced`).
     '"group":"', '"groupId":"', "[Consumer]", "loop check partition number", "getting partitions", "heartbeat",
     "synced", "syncing", "joined", "balanced",
-    # sarama-cluster's rejoin and partition lines (they name no group) and kafka-go's balancing lines (its leader's).
-    "cluster/consumer ", "found member: ", "found topic/partition", "member/topic/partitions",
+    # sarama-cluster's rejoin, partition and error lines (no group named), kafka-go's balancing lines (its leader's).
+    "cluster/consumer ", "found member: ", "found topic/partition", "member/topic/partitions", "rebalance error: ",
     # librdkafka's close of a consumer with a group (`Closing consumer`).
     "Closing consumer",
     # What applications print in their rebalance listeners (wordings/client_callbacks.yml): `Revoked partitions`,
@@ -74,6 +74,9 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     "Data polling error", "Max Poll Interval", "stream-thread[", "stream-application[", "revocation took",
     "Partitions lost", "Consumer stopped", "has been fenced", "stopping container", "Enforced rebalance",
     "could not be committed", "Rebalance callback", "Recreating consumer",
+    # zio-kafka's rebalance listener (a count of partitions) and its safe-commit wait.
+    "partitions are assigned", "partitions are lost", "Delaying rebalance", "Continuing rebalance",
+    "Exceeded deadline waiting for streams",
     # The group errors' texts an application logs on their own (wordings/client_errors.yml) that hold none of the
     # literals above: librdkafka's `Broker: Unknown member`, Sarama's unknown member and missing offsets topic.
     "Unknown member", "member is not known", "Offset's topic has not",
