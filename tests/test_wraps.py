@@ -38,9 +38,17 @@ FILES = {
                  "        New standby tasks: []",
                  "[2021-11-23 09:20:52,845] INFO stream-thread [app-StreamThread-2] State transition from "
                  "PARTITIONS_ASSIGNED to RUNNING"],
-    # ... and a stripped paste of bare messages, one of them ending with a blank.
+    # ... a stripped paste of bare messages, one of them ending with a blank ...
     "bare.log": [PREFIX + "Revoke previously assigned partitions orders-0 ",
                  PREFIX + "(Re-)joining group"],
+    # ... one cut short with `...` (a bracket left open for good) ...
+    "cut.log": [PREFIX + "Setting newly assigned partitions [orders-0, orders-1 ...",
+                PREFIX + "(Re-)joining group",
+                PREFIX + "Adding newly assigned partitions: orders-0"],
+    # ... and an empty revoke (Java's own trailing blank) before a line of the application's without a time.
+    "empty.log": ["2024-05-14 10:21:07.482  INFO 1 --- [main] o.a.k.c.c.i.ConsumerCoordinator  : " + PREFIX
+                  + "Revoke previously assigned partitions ",
+                  "processed 12 records"],
 }
 
 
@@ -77,6 +85,26 @@ def test_a_list_under_a_head_and_bare_messages_keep_their_lines_apart(staged):
     listed = _rows(staged, "list.log")
     assert [(line, n, disposition) for line, n, disposition, *_ in listed] == [(1, 3, "event"), (4, 1, "event")]
     assert [event for *_, event, _ in _rows(staged, "bare.log")] == ["client_partitions_revoked", "client_joining"]
+
+
+def test_a_paste_cut_short_and_an_empty_revoke_keep_their_lines_apart(staged):
+    cut = _rows(staged, "cut.log")
+    assert [(line, n) for line, n, *_ in cut] == [(1, 1), (2, 1), (3, 1)]
+    assert [event for *_, event, _ in cut] == ["client_partitions_assigned", "client_joining",
+                                                "client_partitions_assigned"]
+    assert [(line, n, event) for line, n, _, event, _ in _rows(staged, "empty.log")] == [
+        (1, 1, "client_partitions_revoked")]
+
+
+def test_a_wrap_joins_with_one_blank_except_right_after_an_opening_bracket_or_quote(spark):
+    from pipelines.bronze.wraps import WRAP, unwrapped
+
+    texts = [f'Group "orders" {WRAP}received op ASSIGN', f'"message":"{WRAP}[Runner] The group', f": [{WRAP}Consumer",
+             f"(300000ms){WRAP}      exceeded by 98ms", "first line\n\tat x.y(Z.java:1)"]
+    got = [r.t for r in spark.createDataFrame([(t,) for t in texts], "v string").select(
+        unwrapped(F.col("v")).alias("t")).collect()]
+    assert got == ['Group "orders" received op ASSIGN', '"message":"[Runner] The group', ": [Consumer",
+                   "(300000ms) exceeded by 98ms", "first line\n\tat x.y(Z.java:1)"]
 
 
 def test_every_physical_line_is_counted_once(staged):

@@ -8,9 +8,10 @@ The files are scanned once: one aggregate per split yields its stats (line count
 the few lines a record can hold; plain noise lines are counted and hashed there and never stored.
 
 Multi-line records (a stack trace after a log line, the consumer's `Updating assignment with` + TAB lines, a JDK 8
-GC record's detail lines) are joined here, where every line of a file is in the batch: a line shaped like a
-continuation is kept with the candidate line it follows, and the record becomes one bronze row at its first line.
-Only candidate and continuation-shaped lines are sorted, one file split at a time.
+GC record's detail lines, a record a paste hard-wrapped: pipelines/bronze/wraps.py) are joined here, where every
+line of a file is in the batch: a line shaped like a continuation is kept with the candidate line it follows, and
+the record becomes one bronze row at its first line. Only candidate, possible head and continuation-shaped lines are
+sorted, one file split at a time (a possible wrap tail only where the line before it may continue).
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ from pyspark.sql import functions as F
 
 from pipelines.bronze.literals import contains_any
 from pipelines.bronze.prefilter import is_candidate
-from pipelines.bronze.wraps import ENDS_OPEN, MAY_CONTINUE_WRAP, WRAP, unwrapped, with_wrap_flag
+from pipelines.bronze.wraps import (
+    ENDS_OPEN,
+    MAY_CONTINUE_WRAP,
+    WRAP,
+    kept_tails,
+    leaves_open,
+    unwrapped,
+    with_wrap_flag,
+)
 
 # How a line's id is made: from what it says and where it was written, or (lakehouses begun before that scheme)
 # from its file's fingerprint and its line number. See `with_line_ids`.
@@ -94,6 +103,9 @@ def with_source_columns(raw: DataFrame) -> DataFrame:
         .alias("may_head"),
         F.coalesce(F.col("value").rlike(MAY_CONTINUE_WRAP), F.lit(False)).alias("may_continue_wrap"),
     ).withColumn(
+        "leaves_open",
+        (F.col("candidate") | F.col("may_head") | F.col("may_continue_wrap")) & leaves_open(F.col("value")),
+    ).withColumn(
         "value", F.when(F.col("candidate") | F.col("continuation") | F.col("may_head") | F.col("may_continue_wrap"),
                         F.col("value"))
     )
@@ -101,13 +113,14 @@ def with_source_columns(raw: DataFrame) -> DataFrame:
 
 SPLIT_KEYS = ("source_file", "instance", "file_name", "file_modified_at", "block_start", "kafka_topic",
               "kafka_partition")
-_KEPT = ("scan_id", "value", "line_length", "candidate", "continuation", "may_head", "may_continue_wrap", "torn",
-         "torn_reason", "kafka_offset")
+_KEPT = ("scan_id", "value", "line_length", "candidate", "continuation", "may_head", "may_continue_wrap",
+         "leaves_open", "torn", "torn_reason", "kafka_offset")
 
 
 def split_stats(lines: DataFrame) -> DataFrame:
     """One row per file split: its first scan id, line count, candidate count, content hash parts and `kept`, the
-    lines that carry a flag (candidate, continuation, possible head) with their scan id, text and flags."""
+    lines that carry a flag (candidate, continuation, possible head, possible wrap tail) with their scan id, text and
+    flags."""
     flagged = F.col("candidate") | F.col("continuation") | F.col("may_head") | F.col("may_continue_wrap")
     splits = lines.groupBy(*[key for key in SPLIT_KEYS if key != "instance"]).agg(
         F.min("scan_id").alias("first_scan_id"),
@@ -125,8 +138,15 @@ def split_stats(lines: DataFrame) -> DataFrame:
 
 
 def kept_lines(splits: DataFrame) -> DataFrame:
-    """The flagged lines that `split_stats` kept, one row each, with their split's provenance columns."""
-    return splits.select(*SPLIT_KEYS, F.explode("kept").alias("_k")).select(*SPLIT_KEYS, "_k.*")
+    """The flagged lines that `split_stats` kept, one row each, with their split's provenance columns (possible wrap
+    tails only where they may continue the line before them: `kept_tails`)."""
+    # Sorted once into a column of its own: kept_tails reads each element's neighbour in it.
+    kept = splits.select(*SPLIT_KEYS, F.array_sort("kept").alias("kept"))
+    kept = kept.select(*SPLIT_KEYS, kept_tails(F.col("kept")).alias("kept"))
+    # Whether the split kept any possible wrap tail: `join_records` weighs wraps only in splits that did.
+    has_tails = F.exists("kept", lambda x: x["may_continue_wrap"]).alias("has_wrap_tails")
+    return kept.select(*SPLIT_KEYS, has_tails, F.explode("kept").alias("_k")).select(*SPLIT_KEYS, "has_wrap_tails",
+                                                                                     "_k.*")
 
 
 def with_split_offsets(splits: DataFrame) -> DataFrame:
@@ -168,8 +188,9 @@ def join_records(lines: DataFrame) -> DataFrame:
     `record_lines`, total `line_length`), kept when one of its lines is a candidate, or when its hard-wrapped lines
     read as one are. A continuation line that follows no head stays alone if it is a candidate itself and is dropped
     otherwise (it is noise, like every line that no record holds)."""
-    if "may_continue_wrap" not in lines.columns:
-        lines = lines.withColumn("may_continue_wrap", F.lit(False))
+    for flag, default in (("may_continue_wrap", False), ("leaves_open", False), ("has_wrap_tails", True)):
+        if flag not in lines.columns:
+            lines = lines.withColumn(flag, F.lit(default))
     split = Window.partitionBy("source_file", "block_start").orderBy("line_no")
     upto = split.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     lines = with_wrap_flag(lines)
@@ -194,7 +215,9 @@ def join_records(lines: DataFrame) -> DataFrame:
         F.first("file_fingerprint").alias("file_fingerprint"),
         F.concat_ws("", F.transform(parts, lambda p, i: F.when(i == 0, p["v"]).otherwise(F.concat(p["s"], p["v"]))))
         .alias("value"),
-        (F.sum("line_length") + F.count(F.lit(1)) - 1).alias("line_length"),
+        # Each separator counts: one character for a newline, two for a wrap (WRAP).
+        (F.sum("line_length") + F.count(F.lit(1)) - 1 + F.sum((F.col("_wrap") & attached).cast("long")))
+        .alias("line_length"),
         F.count(F.lit(1)).alias("record_lines"),
         F.max("candidate").alias("_candidate"),
         F.max(F.col("_wrap") & attached).alias("_wrapped"),

@@ -74,9 +74,8 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     "Data polling error", "Max Poll Interval", "stream-thread[", "stream-application[", "revocation took",
     "Partitions lost", "Consumer stopped", "has been fenced", "stopping container", "Enforced rebalance",
     "could not be committed", "Rebalance callback", "Recreating consumer",
-    # zio-kafka's rebalance listener (a count of partitions) and its safe-commit wait.
-    "partitions are assigned", "partitions are lost", "Delaying rebalance", "Continuing rebalance",
-    "Exceeded deadline waiting for streams",
+    # zio-kafka's rebalance listener (a count of partitions; its safe-commit lines name revoked partitions).
+    "partitions are assigned", "partitions are lost",
     # The group errors' texts an application logs on their own (wordings/client_errors.yml) that hold none of the
     # literals above: librdkafka's `Broker: Unknown member`, Sarama's unknown member and missing offsets topic.
     "Unknown member", "member is not known", "Offset's topic has not",

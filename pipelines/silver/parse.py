@@ -1,7 +1,8 @@
 """Parse candidate records into typed events: envelope, layout, Kafka prefix, template, typed fields.
 
 Everything here is Spark SQL expressions built from data (layouts.py, wordings/*.yml, gc.py): no Python UDF.
-A record is one line or, joined in bronze, a line and the lines that continue it (`value` holds them with `\\n`).
+A record is one line or, joined in bronze, a line and the lines that continue it (`value` holds them with `\\n`; the
+lines of a hard-wrapped record with pipelines.bronze.wraps.WRAP, read here as one line).
 """
 
 from __future__ import annotations

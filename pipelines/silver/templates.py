@@ -48,6 +48,8 @@ FIELD_PATTERNS: dict[str, str] = {
     "topics": r".*",
     "members": r".*",
     "_": r".*?",
+    # A number a wording prints and no column keeps (zio-kafka's `2 partitions are revoked`).
+    "_count": r"\d+",
     # The group-protocol requests a client's protocol debug lines name (librdkafka's `Sent JoinGroupRequest (..)`,
     # KafkaJS's `Request Heartbeat(key: 12, ..)`): matched, never stored.
     "_group_api": r"(?:JoinGroup|SyncGroup|Heartbeat|LeaveGroup|FindCoordinator|GroupCoordinator"
