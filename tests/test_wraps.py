@@ -49,6 +49,11 @@ FILES = {
     "empty.log": ["2024-05-14 10:21:07.482  INFO 1 --- [main] o.a.k.c.c.i.ConsumerCoordinator  : " + PREFIX
                   + "Revoke previously assigned partitions ",
                   "processed 12 records"],
+    # ... and log4j's `(%c)` on a line of its own after Kafka's settings dump: that record's end, not a wrap.
+    "config.log": ["[2024-05-14 10:21:07,482] INFO ConsumerConfig values: ",
+                   "\tclient.id = consumer-orders-1",
+                   "\tgroup.id = orders",
+                   " (org.apache.kafka.clients.consumer.ConsumerConfig)"],
 }
 
 
@@ -94,6 +99,12 @@ def test_a_paste_cut_short_and_an_empty_revoke_keep_their_lines_apart(staged):
                                                 "client_partitions_assigned"]
     assert [(line, n, event) for line, n, _, event, _ in _rows(staged, "empty.log")] == [
         (1, 1, "client_partitions_revoked")]
+
+
+def test_a_logger_suffix_on_a_line_of_its_own_ends_the_record_before_it(staged):
+    # the suffix line is plain noise, counted by the accounting (test_every_physical_line_is_counted_once)
+    assert [(line, n, disposition, event) for line, n, disposition, event, _ in _rows(staged, "config.log")] == [
+        (1, 3, "event", "client_config")]
 
 
 def test_a_wrap_joins_with_one_blank_except_right_after_an_opening_bracket_or_quote(spark):

@@ -29,9 +29,12 @@ MAX_TAIL_CHARS = 2_000  # a longer line is a record (or noise) of its own, not t
 
 # A line that may continue a wrapped record: not blank, and none of the starts a record head has; nor a time, a
 # level or a `level=` key near its start (a head behind a prefix of its own: `[Kafka Core Consumer] 15:47:05.148
-# INFO ...`, kubectl's `[pod/<name>/<container>] 2026-..T13:50:29Z`, logfmt's `time=".." level=info`).
+# INFO ...`, kubectl's `[pod/<name>/<container>] 2026-..T13:50:29Z`, logfmt's `time=".." level=info`); nor a line
+# that is only a logger in parentheses: log4j's `(%c)` printed after a message of several lines (Kafka's
+# `ConsumerConfig values:` dump) ends that record and continues nothing.
 MAY_CONTINUE_WRAP = (
-    r"^(?!\s*$)(?!\W{0,8}\d)(?!\s*\{)(?!\s*[\w.-]+\s+\| )(?!.{0,80}(?<![\d:])\d\d?:\d\d:\d\d)"
+    r"^(?!\s*$)(?!\W{0,8}\d)(?!\s*\{)(?!\s*[\w.-]+\s+\| )(?!\s*\((?:[\w$]+\.)+[\w$]+\)\s*$)"
+    r"(?!.{0,80}(?<![\d:])\d\d?:\d\d:\d\d)"
     r"(?!.{0,100}\b(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|SEVERE|CRITICAL)\b)(?!.{0,100}\blevel[\"']?\s*[=:])"
     rf".{{1,{MAX_TAIL_CHARS}}}$"
 )
