@@ -86,17 +86,28 @@ def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
     """Run the pipeline over the landing directory, then say what it found."""
     from jobs.summary import print_found
     from pipelines.flow.run import check_inputs, run
+    from pipelines.flow.stopping import StopRequest
+    from pipelines.session.gateway import halt
 
     kafka = {"bootstrap_servers": args.bootstrap_servers, "envelope": args.envelope,
              "topics": ",".join(args.topic) if args.topic else None}
     cfg = _config(args, landing=args.landing, source=args.source, kafka=kafka)
     check_inputs(cfg)
-    started = time.perf_counter()
-    spark = _spark(cfg, "rebalance-run", args)
-    spark_seconds = time.perf_counter() - started
-    origin = f"Kafka topics {', '.join(cfg.kafka.topics)}" if cfg.source == "kafka" else str(cfg.landing)
-    progress(f"reading {origin}, writing Delta tables under {cfg.lakehouse}")
-    summary = run(spark, cfg, trigger=args.trigger, rebuild=args.rebuild, on_progress=progress)
+    # From here on SIGINT and SIGTERM ask the run to stop (between micro-batches) instead of ending the process.
+    with StopRequest() as stop:
+        started = time.perf_counter()
+        spark = _spark(cfg, "rebalance-run", args)
+        stop.renew()
+        spark_seconds = time.perf_counter() - started
+        origin = f"Kafka topics {', '.join(cfg.kafka.topics)}" if cfg.source == "kafka" else str(cfg.landing)
+        progress(f"reading {origin}, writing Delta tables under {cfg.lakehouse}")
+        summary = run(spark, cfg, trigger=args.trigger, rebuild=args.rebuild, on_progress=progress, stop=stop)
+    if summary.stopped_by is not None:
+        # A requested stop is how a continuous run ends: exit 0, so that a scheduler does not count it as a failure.
+        print(summary.stop_line())
+        if summary.batch_under_way:
+            halt(0)
+        return 0
     print(f"run finished: {summary.line()}")
     if summary.quality is not None:
         print(summary.quality.line())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import shutil
@@ -131,9 +132,26 @@ def run_cli_killed_after(conf: Path, seconds: float, *, env: dict[str, str] | No
         proc.wait(timeout=seconds)
         return False
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        # The driver's JVM runs in a process group of its own (pipelines/session/gateway.py): kill both at once.
+        groups = {proc.pid, *child_groups(proc.pid)}
+        for group in groups:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
         proc.wait()
         return True
+
+
+def child_groups(pid: int) -> set[int]:
+    """The process groups of `pid`'s children (Linux's /proc; empty elsewhere)."""
+    groups = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # a process that ended while we looked
+        if int(fields[1]) == pid:  # state, ppid, pgrp, ...
+            groups.add(int(fields[2]))
+    return groups
 
 
 class Receiver:

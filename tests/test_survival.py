@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import gzip
 import json
 import os
 import random
+import re
 import shutil
+import signal
+import subprocess
+import sys
 import tarfile
 import threading
 import time
@@ -19,12 +24,13 @@ from pyspark.testing import assertDataFrameEqual
 
 from pipelines.flow.batch import batch_tables
 from pipelines.flow.run import run
+from pipelines.flow.stopping import FINISH_S
 from pipelines.state.errors import PipelineStateError
 from pipelines.state.release import CHECKPOINT_LAYOUT
 from pipelines.storage import lake, writes
 from schemas.tables import TABLES, keys_of
 from simulator import simulate
-from tests.conftest import DATA, Receiver, land, make_config, run_cli_killed_after
+from tests.conftest import DATA, Receiver, child_groups, land, make_config, run_cli_killed_after
 
 # Every table the oracle returns; batch_id and ingested_at (silver only) say when a row was ingested, which the
 # oracle's single batch cannot know.
@@ -464,3 +470,54 @@ def test_driver_killed_at_random_moments_loses_and_doubles_nothing(spark, worksp
     # The webhook may see an alert again only when a kill fell between its POST and the delivery log; the
     # Idempotency-Key (the alert id) is what makes that once for the receiver.
     assert {key for key, _ in receiver.received} == alerts
+
+
+def _lines_after_signal(conf: Path, sig: signal.Signals, after_s: float, env: dict[str, str]) -> tuple[int, list[str]]:
+    """Start `rebalance run --conf conf --trigger continuous` as a terminal would (its own process group), send
+    `sig` to the whole group after `after_s` seconds, and return the exit code and the lines printed after it."""
+    proc = subprocess.Popen([sys.executable, "-m", "jobs.cli", "run", "--conf", str(conf), "--trigger", "continuous"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    lines: list[tuple[float, str]] = []
+    reader = threading.Thread(target=lambda: lines.extend((time.monotonic(), line) for line in proc.stdout))
+    reader.start()
+    time.sleep(after_s)
+    sent = time.monotonic()
+    os.killpg(proc.pid, sig)
+    try:
+        code = proc.wait(timeout=FINISH_S + 60)
+    finally:
+        for group in {proc.pid, *child_groups(proc.pid)}:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
+        reader.join()
+    return code, [line.rstrip("\n") for at, line in lines if at >= sent]
+
+
+def test_a_continuous_run_stopped_by_sigint_or_sigterm_says_so_in_one_line(spark, workspace):
+    """Ctrl-C (SIGINT to the terminal's process group) and a scheduler's SIGTERM stop a continuous run at random
+    moments: exit 0, one line on what was done and how to resume, no stack trace; files keep landing between the
+    runs, and an available-now run afterwards leaves every table equal to the oracle."""
+    simulate(workspace / "sim", seed=11, groups=2, hours=1.0, lines=4_000)
+    pending = sorted(p for p in (workspace / "sim" / "landing").glob("*/*") if p.is_file())
+    cfg = make_config(workspace, max_files_per_trigger=4)
+    conf = workspace / "stop.yml"
+    conf.write_text(f"landing: {cfg.landing}\nlakehouse: {cfg.lakehouse}\nmax_files_per_trigger: 4\n"
+                    "spark: {master: 'local[2]', shuffle_partitions: 2, driver_memory: 1g}\n", encoding="utf-8")
+    rng = random.Random(20261203)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        for source in pending[:len(pending) // 3]:
+            _ship(source, cfg.landing / source.parent.name, source.name)
+        pending = pending[len(pending) // 3:]
+        code, after = _lines_after_signal(conf, sig, rng.uniform(20, 50), dict(os.environ))
+        assert code == 0, after
+        assert [line for line in after if line.startswith("run stopped on ")] == [after[-1]], after
+        assert sig.name in after[-1]
+        # at most a batch's progress line or two before the stop line, and nothing from Java or Python's errors
+        assert len(after) <= 4, after
+        assert not [line for line in after if re.search(r"Traceback|Exception|Error|ERROR|^\s+at ", line)], after
+    for source in pending:
+        _ship(source, cfg.landing / source.parent.name, source.name)
+    run(spark, cfg)
+    _same_as_oracle(spark, cfg)
+    _each_key_once(spark, cfg)

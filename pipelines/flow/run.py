@@ -18,6 +18,7 @@ from pipelines.alerts.stage import run_alerts
 from pipelines.flow.found import Found, from_history
 from pipelines.flow.ingest import make_ingest_batch
 from pipelines.flow.reconstruct import make_reconstruct_batch
+from pipelines.flow.stopping import FINISH_S, StopRequest, stop_between_batches, wait_for
 from pipelines.flow.streams import AVAILABLE_NOW, start_stream
 from pipelines.quality.stage import QualityReport, run_quality
 from pipelines.quality.validate import import_gx_early
@@ -51,6 +52,10 @@ class RunSummary:
     found: Found = field(default_factory=Found)
     # Wall seconds per step of the run (setup, ingest, reconstruct, quality, alerts), in the order they ran.
     seconds: dict[str, float] = field(default_factory=dict)
+    # The signal that stopped the run before it was done (SIGINT, SIGTERM), if one did; and whether a micro-batch
+    # was still under way when the run gave up waiting for it (the caller then ends the JVM: `gateway.halt`).
+    stopped_by: str | None = None
+    batch_under_way: bool = False
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
@@ -81,6 +86,15 @@ class RunSummary:
         if not self.batches:
             return "nothing new to process"
         return ", ".join(f"{name} +{count}" for name, count in self.added.items() if count)
+
+    def stop_line(self) -> str:
+        """What a run stopped by a signal did, and how to go on."""
+        done = " and ".join(f"{count} {query}" for query, count in self.batches.items()) or "no"
+        done += " micro-batch" if sum(self.batches.values()) == 1 else " micro-batches"
+        left = (f"the one under way after {FINISH_S:.0f} s is read again by the next run" if self.batch_under_way
+                else "none was under way")
+        return (f"run stopped on {self.stopped_by} after {done}: every finished one is in the tables, "
+                f"{left}; the same command resumes")
 
     def time_line(self) -> str:
         """Where the run's time went, step by step (`time: setup 16.6 s, ingest 28.3 s, ...`)."""
@@ -132,6 +146,7 @@ def run(
     stages: tuple[Stage, ...] = STAGES,
     run_ts: dt.datetime | None = None,
     on_progress: Callable[[str], None] | None = None,
+    stop: StopRequest | None = None,
 ) -> RunSummary:
     """Process what is new in the landing directory and stop (`available-now`), or keep running (`continuous`).
 
@@ -141,7 +156,8 @@ def run(
     break an input rule are alerted once each and do not fail the run. The alerts step compares open
     rebalances with `run_ts` (default: now), so a stuck group alerts even when no line arrives. Continuous runs
     keep the two streams going and evaluate the alerts after each reconstruct batch and on the wall clock
-    (`run_continuously`); quality comes from scheduled available-now runs."""
+    (`run_continuously`); quality comes from scheduled available-now runs. When `stop` is requested (a signal), the
+    streams stop between micro-batches, the steps after them are skipped, and `stopped_by` names the signal."""
     summary = RunSummary()
     with summary.timed("setup"):
         if "ingest" in stages:
@@ -171,6 +187,9 @@ def run(
                                                found=found)),
     }
     started = [s for s in ("ingest", "reconstruct") if s in stages]
+    if stop is not None and stop.requested.is_set():  # asked to stop while the session started
+        summary.stopped_by = stop.signal_name
+        return summary
     if trigger == "available-now":
         if "quality" in stages and started:
             import_gx_early()  # while the streams run, whose Python side mostly waits on the JVM
@@ -180,7 +199,10 @@ def run(
             df, name, batch_fn = streams[stage]
             with summary.timed(stage):
                 finished[name] = start_stream(df, cfg, name, batch_fn, AVAILABLE_NOW)
-                finished[name].awaitTermination()
+                if not wait_for(finished[name], stop):
+                    summary.batch_under_way = not stop_between_batches([finished[name]])
+                    summary.stopped_by = stop.signal_name if stop is not None else None
+                    return summary
         if before is not None:
             summary.record_from_server(finished, commits.rows_added(spark, cfg, before))
             from_history(spark, cfg, before, summary.found)
@@ -201,29 +223,42 @@ def run(
     else:
         queries = [start_stream(df, cfg, name, batch_fn, CONTINUOUS_INTERVAL)
                    for df, name, batch_fn in (streams[s] for s in started)]
-        run_continuously(queries, loop.start() if loop is not None else None)
+        summary.batch_under_way = not run_continuously(queries, loop.start() if loop is not None else None, stop)
+        summary.stopped_by = stop.signal_name if stop is not None else None
     return summary
 
 
-def run_continuously(queries: list[StreamingQuery], loop: AlertLoop | None) -> None:
-    """Wait until one of `queries` stops (raising its error, if it failed) or the alert loop fails, then stop them
-    all and the loop. The queries are watched themselves: the session's `awaitAnyTermination` returns at once when
-    any earlier query of the session has ended (a notebook's or a test's available-now run)."""
+def run_continuously(queries: list[StreamingQuery], loop: AlertLoop | None, stop: StopRequest | None = None) -> bool:
+    """Wait until one of `queries` stops (raising its error, if it failed), the alert loop fails or `stop` is
+    requested, then stop them all (between micro-batches) and the loop; False when a requested stop found a
+    micro-batch still under way after `stopping.FINISH_S` (left running). The queries are watched themselves: the
+    session's `awaitAnyTermination` returns at once when any earlier query of the session has ended (a notebook's
+    or a test's available-now run)."""
     try:
-        while True:
+        while stop is None or not stop.requested.is_set():
             for query in queries:
                 # Returns True once the query has ended, and raises its error if it failed.
                 if query.awaitTermination(1):
-                    return
+                    _stop_all(queries, loop)
+                    return True
             if not queries:
                 time.sleep(1)  # alerts alone (no stream among the stages): only the clock drives them
             if loop is not None:
                 loop.check()
-    finally:
-        for q in queries:
-            q.stop()
-        if loop is not None:
-            loop.stop()
+    except BaseException:
+        _stop_all(queries, loop)
+        raise
+    if not stop_between_batches(queries):
+        return False
+    _stop_all(queries, loop)
+    return True
+
+
+def _stop_all(queries: list[StreamingQuery], loop: AlertLoop | None) -> None:
+    for q in queries:
+        q.stop()
+    if loop is not None:
+        loop.stop()
 
 
 def register_views(spark: SparkSession, cfg: Config) -> list[str]:

@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.jvm.build import project_jar
 from pipelines.jvm.classdata import discard, driver_options, keep_at_exit, mapped
+from pipelines.session.gateway import start_local
 from pipelines.session.remote import REMOTE_ENV, connect_session
 from pipelines.session.versions import check_spark, delta_artifacts, kafka_artifacts
 from pipelines.settings.config import Config
@@ -135,52 +136,49 @@ def get_spark(
     driver_java_options = f"-Dlog4j.configurationFile={LOG4J_CONFIG} -XX:-DontCompileHugeMethods"
     # Python workers (applyInPandas) must run the interpreter that has this package, not whatever is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = (
-        SparkSession.builder.master(cfg.spark.master)
-        .appName(app_name)
-        .config("spark.jars", jars)
-        .config("spark.driver.memory", cfg.spark.driver_memory)
-        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", str(cfg.spark.shuffle_partitions))
-        .config(
-            "spark.sql.streaming.stateStore.providerClass",
+    options = {
+        "spark.master": cfg.spark.master,
+        "spark.app.name": app_name,
+        "spark.jars": jars,
+        "spark.driver.memory": cfg.spark.driver_memory,
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": str(cfg.spark.shuffle_partitions),
+        "spark.sql.streaming.stateStore.providerClass":
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-        )
-        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
-        .config("spark.databricks.delta.snapshotPartitions", "2")
-        .config("spark.databricks.delta.autoCompact.enabled", "false")
-        .config("spark.sql.adaptive.enabled", "true")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        "spark.databricks.delta.snapshotPartitions": "2",
+        "spark.databricks.delta.autoCompact.enabled": "false",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
         # With the UI off, the driver's status store still keeps the plans and metrics of the last 1,000 SQL
         # executions, jobs and stages: a long `run` (or one test session) grew its heap by hundreds of MB for a
         # page nobody can open.
-        .config("spark.sql.ui.retainedExecutions", "50")
-        .config("spark.ui.retainedJobs", "100")
-        .config("spark.ui.retainedStages", "100")
-        .config("spark.ui.retainedTasks", "10000")
-        .config("spark.driver.extraJavaOptions", f"{driver_java_options} {class_data}".rstrip())
-        .config("spark.sql.warehouse.dir", str(cfg.lakehouse.resolve() / "_warehouse"))
-        .config("spark.python.sql.dataFrameDebugging.enabled", "false")
+        "spark.sql.ui.retainedExecutions": "50",
+        "spark.ui.retainedJobs": "100",
+        "spark.ui.retainedStages": "100",
+        "spark.ui.retainedTasks": "10000",
+        "spark.driver.extraJavaOptions": f"{driver_java_options} {class_data}".rstrip(),
+        "spark.sql.warehouse.dir": str(cfg.lakehouse.resolve() / "_warehouse"),
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
         # Spark keeps the classes it compiled for generated code in a cache of 100 sources by default. One silver
         # build alone generates about 124, so every micro-batch evicted what the one before compiled and compiled
         # all of it again (about 2 s per ingest batch, and the JIT's work on them lost with it).
-        .config("spark.sql.codegen.cache.maxEntries", str(CODEGEN_CACHE_ENTRIES))
+        "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
         # A local session reads files from a local (or mounted) file system, where listing a path is one system call.
         # Above 32 paths Spark lists them in a job of one task per path instead, and a restarted stream lists every
         # file of its last batch again: 22 s of a run after a batch of 6,671 files (`python -m bench.history`).
-        .config("spark.sql.sources.parallelPartitionDiscovery.threshold", str(LOCAL_LISTING_PATHS))
-    )
-    for name, value in INTERPRETED.items():
-        builder = builder.config(name, value)
-    # The configuration's own settings last: a cluster's executor sizes, or any default above overridden on purpose.
-    for name, setting in cfg.spark.conf.items():
-        builder = builder.config(name, str(setting).lower() if isinstance(setting, bool) else str(setting))
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": str(LOCAL_LISTING_PATHS),
+        **INTERPRETED,
+        # The configuration's own settings last: a cluster's executor sizes, or any default above overridden on purpose.
+        **{name: str(setting).lower() if isinstance(setting, bool) else str(setting)
+           for name, setting in cfg.spark.conf.items()},
+    }
     started = SparkContext._active_spark_context is None
     try:
-        spark = builder.getOrCreate()
+        spark = start_local(options)
     except PySparkRuntimeError:
         archive = mapped(JAR_CACHE, wanted, enabled=cfg.spark.class_data_sharing)
         if not started or archive is None:
@@ -190,8 +188,7 @@ def get_spark(
         print(f"the JVM did not start with the class data archive {archive}; removed it, starting without",
               file=sys.stderr)
         discard(archive)
-        builder = builder.config("spark.driver.extraJavaOptions", driver_java_options)
-        spark = builder.getOrCreate()
+        spark = start_local({**options, "spark.driver.extraJavaOptions": driver_java_options})
     if recording is not None and started:
         keep_at_exit(recording)
     return spark
