@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--trigger", choices=["available-now", "continuous"], default="available-now",
                      help="available-now: process what is new and stop (default); continuous: keep running, "
                           "with alerts after every reconstruct batch and every alerts.evaluate_every_s seconds, "
-                          "until Ctrl-C or SIGTERM (the batch under way finishes, exit 0)")
+                          "until Ctrl-C or SIGTERM (the batches under way finish, up to 20 s; exit 0)")
     _add_remote(run)
     run.add_argument("--rebuild", action="store_true", help="drop every table and checkpoint first, then rebuild")
     _add_kafka_source(run)

@@ -87,7 +87,7 @@ def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
     from jobs.summary import print_found
     from pipelines.flow.run import check_inputs, run
     from pipelines.flow.stopping import StopRequest
-    from pipelines.session.gateway import halt
+    from pipelines.session.gateway import halt, jvm_started
 
     kafka = {"bootstrap_servers": args.bootstrap_servers, "envelope": args.envelope,
              "topics": ",".join(args.topic) if args.topic else None}
@@ -95,17 +95,23 @@ def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
     check_inputs(cfg)
     # From here on SIGINT and SIGTERM ask the run to stop (between micro-batches) instead of ending the process.
     with StopRequest() as stop:
-        started = time.perf_counter()
-        spark = _spark(cfg, "rebalance-run", args)
-        stop.renew()
-        spark_seconds = time.perf_counter() - started
-        origin = f"Kafka topics {', '.join(cfg.kafka.topics)}" if cfg.source == "kafka" else str(cfg.landing)
-        progress(f"reading {origin}, writing Delta tables under {cfg.lakehouse}")
-        summary = run(spark, cfg, trigger=args.trigger, rebuild=args.rebuild, on_progress=progress, stop=stop)
+        try:
+            started = time.perf_counter()
+            spark = _spark(cfg, "rebalance-run", args)
+            spark_seconds = time.perf_counter() - started
+            origin = f"Kafka topics {', '.join(cfg.kafka.topics)}" if cfg.source == "kafka" else str(cfg.landing)
+            progress(f"reading {origin}, writing Delta tables under {cfg.lakehouse}")
+            summary = run(spark, cfg, trigger=args.trigger, rebuild=args.rebuild, on_progress=progress, stop=stop)
+        except KeyboardInterrupt:
+            if stop.requested.is_set() and jvm_started():  # a second signal: end now, the JVM with us
+                print("rebalance run: stopped at once on a second signal; what was under way is read again by the "
+                      "next run", file=sys.stderr)
+                halt(1)
+            raise
     if summary.stopped_by is not None:
         # A requested stop is how a continuous run ends: exit 0, so that a scheduler does not count it as a failure.
         print(summary.stop_line())
-        if summary.batch_under_way:
+        if jvm_started():  # its streams are held at their gate (pipelines/flow/stopping.py): end them with the JVM
             halt(0)
         return 0
     print(f"run finished: {summary.line()}")

@@ -18,7 +18,7 @@ from pipelines.alerts.stage import run_alerts
 from pipelines.flow.found import Found, from_history
 from pipelines.flow.ingest import make_ingest_batch
 from pipelines.flow.reconstruct import make_reconstruct_batch
-from pipelines.flow.stopping import FINISH_S, StopRequest, stop_between_batches, wait_for
+from pipelines.flow.stopping import FINISH_S, StopRequest, end_requested, requested, wait_for
 from pipelines.flow.streams import AVAILABLE_NOW, start_stream
 from pipelines.quality.stage import QualityReport, run_quality
 from pipelines.quality.validate import import_gx_early
@@ -156,9 +156,23 @@ def run(
     break an input rule are alerted once each and do not fail the run. The alerts step compares open
     rebalances with `run_ts` (default: now), so a stuck group alerts even when no line arrives. Continuous runs
     keep the two streams going and evaluate the alerts after each reconstruct batch and on the wall clock
-    (`run_continuously`); quality comes from scheduled available-now runs. When `stop` is requested (a signal), the
-    streams stop between micro-batches, the steps after them are skipped, and `stopped_by` names the signal."""
+    (`run_continuously`); quality comes from scheduled available-now runs.
+
+    When `stop` is requested (a signal), the micro-batches under way finish, later ones and steps are not begun,
+    and `stopped_by` names the signal; a local session's streams are then left held at their gate, for the caller
+    to end the process (`pipelines.flow.stopping`)."""
     summary = RunSummary()
+    loop: AlertLoop | None = None
+
+    def stopped(queries: list[StreamingQuery]) -> RunSummary:
+        assert stop is not None  # only called when requested(stop)
+        summary.batch_under_way = not end_requested(stop, queries, loop, connect=is_connect(spark),
+                                                    on_progress=on_progress)
+        summary.stopped_by = stop.signal_name
+        return summary
+
+    if requested(stop):  # asked to stop while the session started: before anything is written or deleted
+        return stopped([])
     with summary.timed("setup"):
         if "ingest" in stages:
             check_inputs(cfg)
@@ -178,18 +192,19 @@ def run(
 
     # Through Spark Connect the batches run in the server: what they find is read back from the commits instead.
     found = None if is_connect(spark) else summary.found
+    # A requested stop holds a micro-batch at its entry (a local session's: a Connect server runs them elsewhere).
+    gated = stop.guard if stop is not None and not is_connect(spark) else (lambda batch_fn: batch_fn)
     streams = {
         "ingest": (inputs.read_source(spark, cfg), INGEST_QUERY,
-                   make_ingest_batch(cfg, line_ids=line_ids, on_progress=on_progress, on_batch=summary.record,
-                                     found=found)),
+                   gated(make_ingest_batch(cfg, line_ids=line_ids, on_progress=on_progress, on_batch=summary.record,
+                                           found=found))),
         "reconstruct": (lake.read_table_stream(spark, cfg, "silver_accounting"), RECONSTRUCT_QUERY,
-                        make_reconstruct_batch(cfg, on_progress=on_progress, on_batch=reconstructed,
-                                               found=found)),
+                        gated(make_reconstruct_batch(cfg, on_progress=on_progress, on_batch=reconstructed,
+                                                     found=found))),
     }
     started = [s for s in ("ingest", "reconstruct") if s in stages]
-    if stop is not None and stop.requested.is_set():  # asked to stop while the session started
-        summary.stopped_by = stop.signal_name
-        return summary
+    if requested(stop):
+        return stopped([])
     if trigger == "available-now":
         if "quality" in stages and started:
             import_gx_early()  # while the streams run, whose Python side mostly waits on the JVM
@@ -200,18 +215,20 @@ def run(
             with summary.timed(stage):
                 finished[name] = start_stream(df, cfg, name, batch_fn, AVAILABLE_NOW)
                 if not wait_for(finished[name], stop):
-                    summary.batch_under_way = not stop_between_batches([finished[name]])
-                    summary.stopped_by = stop.signal_name if stop is not None else None
-                    return summary
+                    return stopped(list(finished.values()))
         if before is not None:
             summary.record_from_server(finished, commits.rows_added(spark, cfg, before))
             from_history(spark, cfg, before, summary.found)
         now = run_ts or dt.datetime.now(dt.timezone.utc)
+        if requested(stop):
+            return stopped([])
         if "quality" in stages:
             with summary.timed("quality"):
                 summary.quality = run_quality(spark, cfg, run_ts=now, on_progress=on_progress)
             if summary.quality.validated:
                 summary.added["gold_quality_results"] += len(summary.quality.results)
+        if requested(stop):
+            return stopped([])
         if "alerts" in stages:
             with summary.timed("alerts"):
                 changed = run_alerts(spark, cfg, run_ts=now, on_progress=on_progress)["new_or_changed"]
@@ -223,24 +240,20 @@ def run(
     else:
         queries = [start_stream(df, cfg, name, batch_fn, CONTINUOUS_INTERVAL)
                    for df, name, batch_fn in (streams[s] for s in started)]
-        summary.batch_under_way = not run_continuously(queries, loop.start() if loop is not None else None, stop)
-        summary.stopped_by = stop.signal_name if stop is not None else None
+        run_continuously(queries, loop.start() if loop is not None else None, stop)
+        if requested(stop):
+            return stopped(queries)
     return summary
 
 
-def run_continuously(queries: list[StreamingQuery], loop: AlertLoop | None, stop: StopRequest | None = None) -> bool:
+def run_continuously(queries: list[StreamingQuery], loop: AlertLoop | None, stop: StopRequest | None = None) -> None:
     """Wait until one of `queries` stops (raising its error, if it failed), the alert loop fails or `stop` is
-    requested, then stop them all (between micro-batches) and the loop; False when a requested stop found a
-    micro-batch still under way after `stopping.FINISH_S` (left running). The queries are watched themselves: the
-    session's `awaitAnyTermination` returns at once when any earlier query of the session has ended (a notebook's
-    or a test's available-now run)."""
+    requested; then stop them all and the loop, except on a requested stop (the caller ends the run:
+    `stopping.end_requested`). The queries are watched themselves: the session's `awaitAnyTermination` returns at
+    once when any earlier query of the session has ended (a notebook's or a test's available-now run)."""
     try:
-        while stop is None or not stop.requested.is_set():
-            for query in queries:
-                # Returns True once the query has ended, and raises its error if it failed.
-                if query.awaitTermination(1):
-                    _stop_all(queries, loop)
-                    return True
+        # awaitTermination returns True once its query has ended, and raises its error if it failed.
+        while not requested(stop) and not any(query.awaitTermination(1) for query in queries):
             if not queries:
                 time.sleep(1)  # alerts alone (no stream among the stages): only the clock drives them
             if loop is not None:
@@ -248,10 +261,8 @@ def run_continuously(queries: list[StreamingQuery], loop: AlertLoop | None, stop
     except BaseException:
         _stop_all(queries, loop)
         raise
-    if not stop_between_batches(queries):
-        return False
-    _stop_all(queries, loop)
-    return True
+    if not requested(stop):
+        _stop_all(queries, loop)
 
 
 def _stop_all(queries: list[StreamingQuery], loop: AlertLoop | None) -> None:
