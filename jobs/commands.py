@@ -98,22 +98,21 @@ def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
         try:
             started = time.perf_counter()
             spark = _spark(cfg, "rebalance-run", args)
+            stop.renew()
             spark_seconds = time.perf_counter() - started
             origin = f"Kafka topics {', '.join(cfg.kafka.topics)}" if cfg.source == "kafka" else str(cfg.landing)
             progress(f"reading {origin}, writing Delta tables under {cfg.lakehouse}")
             summary = run(spark, cfg, trigger=args.trigger, rebuild=args.rebuild, on_progress=progress, stop=stop)
-        except KeyboardInterrupt:
-            if stop.requested.is_set() and jvm_started():  # a second signal: end now, the JVM with us
-                print("rebalance run: stopped at once on a second signal; what was under way is read again by the "
-                      "next run", file=sys.stderr)
+            if summary.stopped_by is not None:
+                return _stopped(summary)
+        except BaseException as exc:
+            # After a stop request the streams may hold a batch at their gate: end them with the JVM, in one line.
+            if stop.requested.is_set() and jvm_started():
+                why = "a second signal" if isinstance(exc, KeyboardInterrupt) else type(exc).__name__
+                print(f"rebalance run: stopped at once ({why}); what was under way is read again by the next run",
+                      file=sys.stderr)
                 halt(1)
             raise
-    if summary.stopped_by is not None:
-        # A requested stop is how a continuous run ends: exit 0, so that a scheduler does not count it as a failure.
-        print(summary.stop_line())
-        if jvm_started():  # its streams are held at their gate (pipelines/flow/stopping.py): end them with the JVM
-            halt(0)
-        return 0
     print(f"run finished: {summary.line()}")
     if summary.quality is not None:
         print(summary.quality.line())
@@ -121,6 +120,22 @@ def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
     summary.seconds = {"spark start": spark_seconds, **summary.seconds}
     print(summary.time_line())
     return 0
+
+
+def _stopped(summary: Any) -> int:
+    """Say how a run stopped on request ended; exit 0 (a requested stop is how a continuous run ends, which a
+    scheduler must not count as a failure) unless a quality rule failed before it. A local run ends here with its
+    JVM: its streams hold their next batch at the gate (pipelines/flow/stopping.py)."""
+    from pipelines.session.gateway import halt, jvm_started
+
+    print(summary.stop_line())
+    code = 0
+    if summary.quality is not None:
+        print(summary.quality.line())
+        code = 1 if summary.quality.error() is not None else 0
+    if jvm_started():
+        halt(code)
+    return code
 
 
 # ---- parse ----------------------------------------------------------------------------------------------------

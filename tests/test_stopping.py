@@ -14,7 +14,7 @@ from pipelines.flow.stopping import StopRequest
 
 
 def test_a_signal_asks_to_stop_and_a_second_one_interrupts():
-    before = signal.getsignal(signal.SIGTERM)
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     with StopRequest() as stop:
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(0.1)  # the handler runs in the main thread between bytecodes
@@ -22,16 +22,16 @@ def test_a_signal_asks_to_stop_and_a_second_one_interrupts():
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.1)
-    assert signal.getsignal(signal.SIGTERM) is before
+    assert {sig: signal.getsignal(sig) for sig in before} == before
 
 
 def test_the_gate_lets_batches_under_way_finish_and_holds_new_ones():
     stop = StopRequest()
-    release, done = threading.Event(), []
-    batch = stop.guard(lambda df, batch_id: (release.wait(), done.append(batch_id)))
+    entered, release, done = threading.Event(), threading.Event(), []
+    batch = stop.guard(lambda df, batch_id: (entered.set(), release.wait(), done.append(batch_id)))
     running = threading.Thread(target=batch, args=(None, 1), daemon=True)
     running.start()
-    time.sleep(0.1)
+    assert entered.wait(5)
     stop.requested.set()
     held = threading.Thread(target=batch, args=(None, 2), daemon=True)
     held.start()

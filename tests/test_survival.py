@@ -509,10 +509,11 @@ def _lines_after_signal(conf: Path, sig: signal.Signals, after_s: float, env: di
 
 
 def _group_alive(group: int) -> bool:
+    """Whether the leader of process group `group` runs (a zombie, which a PID 1 that reaps nothing keeps, has
+    ended)."""
     try:
-        os.killpg(group, 0)
-        return True
-    except ProcessLookupError:
+        return Path(f"/proc/{group}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
         return False
 
 

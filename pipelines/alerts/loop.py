@@ -50,10 +50,14 @@ class AlertLoop:
         if self._error is not None:
             raise self._error
 
-    def stop(self, *, wait_s: float = 120.0) -> None:
-        """Let a running evaluation finish (up to `wait_s`), then stop; raises the error that ended the loop."""
+    def request_stop(self) -> None:
+        """Begin no new evaluation (the running one, if any, goes on)."""
         self._stopping.set()
         self._wake.set()
+
+    def stop(self, *, wait_s: float = 120.0) -> None:
+        """Let a running evaluation finish (up to `wait_s`), then stop; raises the error that ended the loop."""
+        self.request_stop()
         if self._thread.is_alive():
             self._thread.join(wait_s)
         self.check()

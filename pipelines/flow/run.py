@@ -160,7 +160,8 @@ def run(
 
     When `stop` is requested (a signal), the micro-batches under way finish, later ones and steps are not begun,
     and `stopped_by` names the signal; a local session's streams are then left held at their gate, for the caller
-    to end the process (`pipelines.flow.stopping`)."""
+    to end the process (`gateway.halt`): a `query.stop()` would wait for the held batch for good. Pass `stop` only
+    from a process that ends after the run (the command line does)."""
     summary = RunSummary()
     loop: AlertLoop | None = None
 
@@ -240,7 +241,7 @@ def run(
     else:
         queries = [start_stream(df, cfg, name, batch_fn, CONTINUOUS_INTERVAL)
                    for df, name, batch_fn in (streams[s] for s in started)]
-        run_continuously(queries, loop.start() if loop is not None else None, stop)
+        run_continuously(queries, loop.start() if loop is not None and not requested(stop) else None, stop)
         if requested(stop):
             return stopped(queries)
     return summary
@@ -259,7 +260,8 @@ def run_continuously(queries: list[StreamingQuery], loop: AlertLoop | None, stop
             if loop is not None:
                 loop.check()
     except BaseException:
-        _stop_all(queries, loop)
+        if not requested(stop):  # else a local stream may hold a batch at its gate: the caller ends the process
+            _stop_all(queries, loop)
         raise
     if not requested(stop):
         _stop_all(queries, loop)

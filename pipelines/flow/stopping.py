@@ -48,6 +48,14 @@ class StopRequest:
             self._before = {sig: signal.signal(sig, self._on_signal) for sig in SIGNALS}
         return self
 
+    def renew(self) -> None:
+        """Take the signals back after a Spark session started: a SparkContext that PySpark started itself (a
+        running gateway, a local Connect server) put its own SIGINT handler in place (cancel every job, raise
+        KeyboardInterrupt)."""
+        if self._before:
+            for sig in SIGNALS:
+                signal.signal(sig, self._on_signal)
+
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         for sig, handler in self._before.items():
             signal.signal(sig, handler)  # type: ignore[arg-type]  # what signal.signal returned before
@@ -115,6 +123,8 @@ def end_requested(stop: StopRequest, queries: list[Any], loop: Any, *, connect: 
         on_progress(f"{stop.signal_name}: stopping once the micro-batches under way finish (up to {FINISH_S:.0f} s; "
                     "a second signal stops at once)")
     left = deadline_after(FINISH_S)
+    if loop is not None:
+        loop.request_stop()  # no new evaluation while the batches under way finish
     if connect:
         for query in queries:
             query.stop()

@@ -11,6 +11,7 @@ when its standard input (a pipe from the driver) closes, and its Python worker d
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -54,8 +55,9 @@ def halt(code: int) -> None:
     """End this process at once with `code`, and the JVM it started with it (SIGKILL), as `kill -9` of both would:
     for a run stopped on request, whose streams are left holding their next micro-batch at the gate. Nothing is lost:
     a batch that did not finish is read again by the next run."""
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError):  # a reader gone with the same Ctrl-C (`rebalance run | tee log`)
+            stream.flush()
     for process in _started:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)  # the JVM leads its process group (its Python daemon has its own)
