@@ -98,7 +98,6 @@ def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
         try:
             started = time.perf_counter()
             spark = _spark(cfg, "rebalance-run", args)
-            stop.renew()
             spark_seconds = time.perf_counter() - started
             origin = f"Kafka topics {', '.join(cfg.kafka.topics)}" if cfg.source == "kafka" else str(cfg.landing)
             progress(f"reading {origin}, writing Delta tables under {cfg.lakehouse}")

@@ -48,14 +48,6 @@ class StopRequest:
             self._before = {sig: signal.signal(sig, self._on_signal) for sig in SIGNALS}
         return self
 
-    def renew(self) -> None:
-        """Take the signals back after a Spark session started: a SparkContext that PySpark started itself (a
-        running gateway, a local Connect server) put its own SIGINT handler in place (cancel every job, raise
-        KeyboardInterrupt)."""
-        if self._before:
-            for sig in SIGNALS:
-                signal.signal(sig, self._on_signal)
-
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         for sig, handler in self._before.items():
             signal.signal(sig, handler)  # type: ignore[arg-type]  # what signal.signal returned before
@@ -95,7 +87,7 @@ class StopRequest:
 def wait_for(query: Any, stop: StopRequest | None) -> bool:
     """Wait until the streaming `query` ends (raising its error if it failed) or a stop is requested; True when it
     ended."""
-    while stop is None or not stop.requested.is_set():
+    while not requested(stop):
         if query.awaitTermination(1):
             return True
     return False

@@ -32,18 +32,20 @@ def start_local(options: dict[str, str]) -> SparkSession:
     """A local Spark session with `options` (the JVM started in its own process session when none runs yet)."""
     connect = (options.get("spark.api.mode") or os.environ.get("SPARK_API_MODE", "")).lower() == "connect"
     # PySpark keeps its gateway after `spark.stop()`, and a new SparkContext reuses it.
+    # A SparkContext puts its own SIGINT handler in place (cancel every job, raise KeyboardInterrupt), whoever starts
+    # it (this function, PySpark on a running gateway, a local Connect server); a handler the caller set (a run's
+    # stop request) is put back.
+    handler = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
     if SparkContext._gateway is None and GATEWAY_PORT_ENV not in os.environ and not connect:
         conf = SparkConf().setAll(list(options.items()))
         gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True})  # type: ignore[no-untyped-call]
         _started[:] = [gateway.proc]  # PySpark keeps the process it started on the gateway
-        # A SparkContext puts its own SIGINT handler in place (cancel every job, raise KeyboardInterrupt); a
-        # handler the caller set (a run's stop request) stays.
-        handler = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
         SparkContext(conf=conf, gateway=gateway)
-        if handler is not None and handler is not signal.default_int_handler:
-            signal.signal(signal.SIGINT, handler)
     settings: dict[str, bool | float | int | str | None] = dict(options)
-    return SparkSession.builder.config(map=settings).getOrCreate()
+    spark = SparkSession.builder.config(map=settings).getOrCreate()
+    if handler is not None and handler is not signal.default_int_handler:
+        signal.signal(signal.SIGINT, handler)
+    return spark
 
 
 def jvm_started() -> bool:
