@@ -104,6 +104,8 @@ GOLD_ESTATE_INCIDENTS = _schema(
     ("ended_at", T, True), ("groups", ArrayType(S), False), ("groups_unaffected", ArrayType(S), True),
     ("rebalance_ids", ArrayType(S), False), ("unavailable_group_ms", L, True), ("cause_rule", S, False),
     ("evidence", ArrayType(_schema(("event_id", S, True), ("explanation", S, True))), True), ("summary", S, False),
+    # Added in 0.7.0 too: why each group of groups_unaffected did not rebalance (pipelines/gold/estate_spared.py).
+    ("groups_unaffected_why", ArrayType(_schema(("group_id", S, True), ("why", S, True))), True),
 )
 
 GOLD_ALERTS = _schema(

@@ -8,6 +8,7 @@ import random
 import pandas as pd
 
 from pipelines.gold.estate import EstateFacts, EstateParams, find_estate_incidents
+from pipelines.gold.estate_model import SparedFacts
 from pipelines.gold.estate_rules import ESTATE_BY_ID, ESTATE_RULES
 
 T0 = pd.Timestamp("2026-11-20 08:00:00")
@@ -46,6 +47,65 @@ def test_a_stalled_coordinator_expiring_members_of_three_groups_at_once_is_one_c
     assert found["groups_unaffected"] == ["quiet"]
     assert any(e["event_id"] == "p1" for e in found["evidence"])  # the broker's own pause is named
     assert found["unavailable_group_ms"] == 16_000
+
+
+def test_each_group_a_stall_spared_says_why_from_its_own_rows():
+    rows = [_r(f"r{i}", f"g{i}", 60 + i * 0.3, "session_timeout", "heartbeat_expiration", folder=f"app-{i}")
+            for i in range(2)]
+    at = T0 + pd.Timedelta(seconds=60)
+    asked: list[set[str]] = []
+
+    def spared(groups: set[str]) -> SparedFacts:
+        asked.append(groups)
+        return SparedFacts(
+            states={"idle": [{"state": "Empty", "started_at": T0, "ended_at": None, "protocol": "classic"}],
+                    "patient": [{"state": "Stable", "started_at": T0, "ended_at": None, "protocol": "classic"}],
+                    "brief": [{"state": "Stable", "started_at": T0, "ended_at": None, "protocol": "classic"}],
+                    "kip848": [{"state": "Stable", "started_at": T0, "ended_at": None, "protocol": "consumer"}]},
+            sessions={g: [{"member_id": f"{g}-m{k}", "group_instance_id": "i0" if k == 0 and g == "patient" else None,
+                           "instance": f"{g}-{k}", "joined_at": T0, "left_at": None} for k in range(2)]
+                      for g in ("patient", "brief", "kip848")} | {
+                "gone": [{"member_id": "x", "group_instance_id": None, "instance": "gone-0", "joined_at": T0,
+                          "left_at": at - pd.Timedelta(seconds=30)}]},
+            session_timeouts={"patient-0": 90_000, "patient-1": 60_000, "brief-0": 10_000})
+
+    facts = EstateFacts(broker_folders={"1": "broker-1"},
+                        broker_pauses=[{"pause_id": "p1", "instance": "broker-1", "duration_ms": 55_000.0,
+                                        "started_at": at - pd.Timedelta(seconds=55), "ended_at": at}],
+                        coordinated=[{"group_id": g, "coordinator": "1", "started_at": T0, "ended_at": None}
+                                     for g in ("g0", "g1", "idle", "patient", "brief", "kip848", "gone")],
+                        spared=spared)
+    [found] = _find(rows, facts)
+    assert asked == [{"idle", "patient", "brief", "kip848", "gone"}]  # one read, for the spared groups alone
+    why = {w["group_id"]: w["why"] for w in found["groups_unaffected_why"]}
+    assert sorted(why) == found["groups_unaffected"]
+    assert why["idle"] == "no member to lose: the group was Empty at the time"
+    assert why["gone"] == "no member of it was seen active at the time"
+    assert why["patient"] == ("2 members (1 static) with a session timeout 60 s (session.timeout.ms its clients "
+                              "logged) longer than the coordinator's 55.0 s pause")
+    assert why["brief"].startswith("2 members with a session timeout 10 s (session.timeout.ms its clients logged): "
+                                   "none expired")
+    assert "group.consumer.session.timeout.ms" in why["kip848"] and "45 s" in why["kip848"]
+
+
+def test_a_group_a_move_spared_that_rebalanced_for_its_own_reason_says_so():
+    unload = [{"event_id": f"u{p}", "event_ts": T0 + pd.Timedelta(seconds=10 + p / 10), "event_type": "group_unloaded",
+               "group_id": None, "offsets_partition": p, "instance": "broker-2", "broker": "2"} for p in (7, 9)]
+    rows = [_r("a", "g7", 25, "coordinator_change", "coordinator_failover", coordinator="3", folder="x"),
+            _r("b", "g9", 31, "unknown", None, coordinator="3", folder="y"),
+            _r("deploy", "g9b", 20, "membership_change", "member_join", coordinator="3", folder="z")]
+    steady = SparedFacts(sessions={"steady": [{"member_id": "s1", "group_instance_id": None, "instance": "steady-1",
+                                               "joined_at": T0, "left_at": None}]})
+    facts = EstateFacts(broker_folders={"2": "broker-2"}, lifecycle=unload,
+                        group_partitions={"g7": 7, "g9": 9, "g9b": 9, "steady": 7}, spared=lambda groups: steady)
+    [found] = _find(rows, facts)
+    assert found["groups_unaffected_why"] == [
+        {"group_id": "g9b", "why": "rebalanced at 08:00:20 for a reason of its own (member_join), not the incident's"},
+        {"group_id": "steady", "why": "1 member reached the new coordinator within its session timeout 45 s "
+                                      "(session.timeout.ms not logged, the clients' default)"}]
+    from pipelines.gold.explain import estate_lines
+
+    assert "    steady: 1 member reached the new coordinator" in "\n".join(estate_lines(found))
 
 
 def test_one_process_hosting_members_of_two_groups_is_a_shared_process():

@@ -14,8 +14,7 @@ import re
 from pathlib import Path
 
 from pipelines.gold import rules_data
-from pipelines.gold.estate_rules import ESTATE_RULES
-from pipelines.gold.rules_data import ESTATE_WINDOWS
+from pipelines.gold.estate_rules import ESTATE_RULES, ESTATE_WINDOWS
 from pipelines.settings.config import Thresholds
 from pipelines.silver.templates import load_templates
 from schemas.tables import TABLES

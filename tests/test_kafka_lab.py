@@ -207,6 +207,9 @@ def check_estate_incidents(found: list[dict], truth_file: Path) -> None:
         assert row is not None, (t, [(r["root_kind"], r["groups"], r["cause_rule"]) for r in found])
         assert row["root_instance"] == t["root_instance"], (row, t)
         assert set(t.get("groups_unaffected", [])) <= set(row["groups_unaffected"] or []), (row, t)
+    for row in found:  # each spared group says why, from its own rows
+        assert [w["group_id"] for w in row["groups_unaffected_why"] or []] == (row["groups_unaffected"] or []), row
+        assert all(w["why"] for w in row["groups_unaffected_why"] or []), row
     invented = set(key) - {(t["root_kind"], tuple(sorted(t["groups"]))) for t in truth}
     assert not invented, [(key[k]["summary"], key[k]["cause_rule"]) for k in sorted(invented)]
 

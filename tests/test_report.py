@@ -142,6 +142,8 @@ def _estate() -> dict:
     data["estate"] = [{"estate_incident_id": "x1", "root_kind": "coordinator_stall", "root_instance": "broker-2",
                        "started_at": T0 + dt.timedelta(minutes=20), "ended_at": T0 + dt.timedelta(minutes=21),
                        "groups": ["payments-ledger", "orders"], "groups_unaffected": ["shipping-events"],
+                       "groups_unaffected_why": [{"group_id": "shipping-events", "why": "no member to lose: the "
+                                                  "group was Empty at the time"}],
                        "unavailable_group_ms": 61000, "cause_rule": "estate_coordinator_stall",
                        "summary": "broker-2 expired members of 2 groups within 2 s"}]
     data["hourly"] += [{"hour": T0 + dt.timedelta(hours=2), "cause": "membership_change", "rebalances": 12}]
@@ -158,7 +160,8 @@ def test_the_estate_section_names_the_root_the_groups_it_rebalanced_and_those_it
     page = render(_estate())
     section = page[page.index('id="estate"'):page.index('id="incidents"')]
     assert "coordinator_stall" in section and "broker-2" in section and "1 min 1 s" in section
-    assert "payments-ledger, orders" in section and "shipping-events" in section
+    assert "payments-ledger, orders" in section
+    assert "shipping-events (no member to lose: the group was Empty at the time)" in section
     assert "broker-2 expired members of 2 groups within 2 s" in section
     assert "None." in render(_data("orders")).split('id="estate"')[1].split('id="incidents"')[0]
 

@@ -26,6 +26,7 @@ from pipelines.gold.estate_model import (
     Finder,
     Found,
     Row,
+    SparedFacts,
     at_text,
     eligible,
     end_of,
@@ -33,6 +34,7 @@ from pipelines.gold.estate_model import (
     secs,
 )
 from pipelines.gold.estate_rules import ESTATE_BY_ID
+from pipelines.gold.estate_spared import why_spared
 
 __all__ = ["LIFECYCLE_EVENTS", "EstateFacts", "EstateParams", "find_estate_incidents", "incident_row"]
 
@@ -49,7 +51,7 @@ def find_estate_incidents(rebalances: list[Row], facts: EstateFacts, params: Est
     over the eligible rebalances no earlier finding took; a finding left with too few groups once those are gone is
     dropped."""
     pool = [r for r in rebalances if eligible(r, facts)]
-    rows = []
+    kept: list[Found] = []
     for rule_id, finder in FINDERS:
         least = params.burst_min_groups if rule_id in _WEAK else params.min_groups
         taken: set[str] = set()
@@ -57,14 +59,29 @@ def find_estate_incidents(rebalances: list[Row], facts: EstateFacts, params: Est
                                                                          for r in f.rebalances)):
             f.rebalances = [r for r in f.rebalances if r["rebalance_id"] not in taken]
             if len(groups_of(f.rebalances)) >= least:
-                rows.append(incident_row(f))
+                kept.append(f)
                 taken |= {r["rebalance_id"] for r in f.rebalances}
         pool = [r for r in pool if r["rebalance_id"] not in taken]
-    return rows
+    spared_groups = set().union(*(f.unaffected for f in kept))
+    spared = facts.spared(spared_groups) if spared_groups else SparedFacts()
+    return [incident_row(f, _whys(f, rebalances, spared, params)) for f in kept]
 
 
-def incident_row(f: Found) -> Row:
-    """The gold_estate_incidents row of one finding."""
+def _whys(f: Found, rebalances: list[Row], spared: SparedFacts, params: EstateParams) -> list[Row]:
+    """Why each group `f` spared did not rebalance with the others."""
+    at = min(r["started_at"] for r in f.rebalances)
+    since = min(at, f.root_at) if f.root_at is not None else at
+    ids = {r["rebalance_id"] for r in f.rebalances}
+    return [{"group_id": g, "why": why_spared(g, at, f.rule, spared,
+                                              [r for r in rebalances if r["group_id"] == g and r["rebalance_id"]
+                                               not in ids], since=since,
+                                              until=max(end_of(r) for r in f.rebalances), pause_s=f.pause_s,
+                                              default_session_timeout_ms=params.default_session_timeout_ms)}
+            for g in sorted(f.unaffected)]
+
+
+def incident_row(f: Found, whys: list[Row] | None = None) -> Row:
+    """The gold_estate_incidents row of one finding (with why each group it spared did not rebalance)."""
     rows = sorted(f.rebalances, key=lambda r: (r["started_at"], r["rebalance_id"]))
     kind = ESTATE_BY_ID[f.rule].root_kind
     key = "|".join([kind, f.root_instance or "", rows[0]["rebalance_id"]])
@@ -79,6 +96,7 @@ def incident_row(f: Found) -> Row:
     return {
         "estate_incident_id": hashlib.sha256(key.encode()).hexdigest()[:24], "root_kind": kind,
         "root_instance": f.root_instance, "started_at": started, "ended_at": ended, "groups": groups,
-        "groups_unaffected": sorted(f.unaffected), "rebalance_ids": [r["rebalance_id"] for r in rows],
+        "groups_unaffected": sorted(f.unaffected), "groups_unaffected_why": whys or [],
+        "rebalance_ids": [r["rebalance_id"] for r in rows],
         "unavailable_group_ms": unavailable, "cause_rule": f.rule, "evidence": f.evidence, "summary": summary,
     }

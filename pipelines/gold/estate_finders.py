@@ -38,7 +38,7 @@ def shared_process(pool: list[Row], facts: EstateFacts, params: EstateParams) ->
             if len(groups_of(seed)) >= params.min_groups:
                 evidence = [line_of(r, f"{r['cause']} of member {r.get('trigger_member_id')} from {folder}")
                             for r in seed]
-                evidence += _pauses(facts, folder, seed[0]["started_at"], params.window_s)
+                evidence += _pause_lines(_pauses(facts, folder, seed[0]["started_at"], params.window_s), folder)
                 found.append(Found("estate_shared_process", folder, follow_ups(seed, pool, params.window_s),
                                    evidence))
     return found
@@ -46,13 +46,14 @@ def shared_process(pool: list[Row], facts: EstateFacts, params: EstateParams) ->
 
 def _pauses(facts: EstateFacts, folder: str | None, at: pd.Timestamp, window_s: float) -> list[Row]:
     """The GC pauses of `folder` ending from `window_s` before `at` to just after it."""
-    out = []
-    for p in facts.broker_pauses:
-        if p.get("instance") == folder and -window_s <= secs(p["ended_at"] - at) <= estate_window("estate_instant_s"):
-            out.append({"event_id": p.get("pause_id"),
-                        "explanation": f"{folder}: JVM paused {float(p['duration_ms']) / 1000:.1f} s, until "
-                                       f"{at_text(p['ended_at'])}"})
-    return out
+    return [p for p in facts.broker_pauses if p.get("instance") == folder
+            and -window_s <= secs(p["ended_at"] - at) <= estate_window("estate_instant_s")]
+
+
+def _pause_lines(pauses: list[Row], folder: str | None) -> list[Row]:
+    """Evidence entries naming `folder`'s GC pauses."""
+    return [{"event_id": p.get("pause_id"), "explanation": f"{folder}: JVM paused "
+             f"{float(p['duration_ms']) / 1000:.1f} s, until {at_text(p['ended_at'])}"} for p in pauses]
 
 
 def _coordinated_at(facts: EstateFacts, broker: str, at: pd.Timestamp) -> set[str]:
@@ -80,10 +81,12 @@ def coordinator_stall(pool: list[Row], facts: EstateFacts, params: EstateParams)
             folder = facts.broker_folders.get(broker)
             at = seed[0]["started_at"]
             evidence = [line_of(r, f"coordinator {broker} expired member {r.get('trigger_member_id')}") for r in seed]
-            evidence += _pauses(facts, folder, at, params.window_s)
+            pauses = _pauses(facts, folder, at, params.window_s)
+            evidence += _pause_lines(pauses, folder)
             rows_in = follow_ups(seed, pool, params.window_s)
             found.append(Found("estate_coordinator_stall", folder or f"broker {broker}", rows_in, evidence,
-                               _coordinated_at(facts, broker, at) - groups_of(rows_in)))
+                               _coordinated_at(facts, broker, at) - groups_of(rows_in),
+                               pause_s=max((float(p["duration_ms"]) / 1000 for p in pauses), default=None)))
     return found
 
 
@@ -139,7 +142,8 @@ def coordinator_moved(pool: list[Row], facts: EstateFacts, params: EstateParams)
             facts.broker_folders.get(str(e.get("broker")), str(e.get("broker") or e.get("instance"))), e)}
             for e in events[:20]]
         taken |= {r["rebalance_id"] for r in rows}
-        found.append(Found("estate_coordinator_moved", folder, rows, evidence, groups - groups_of(rows)))
+        found.append(Found("estate_coordinator_moved", folder, rows, evidence, groups - groups_of(rows),
+                           root_at=events[0]["event_ts"]))
     rest = [r for r in pool if r["rebalance_id"] not in taken and r.get("cause") == "coordinator_change"
             and r.get("cause_detail") != "rejoin"]
     for seed in chains(rest, params.window_s):

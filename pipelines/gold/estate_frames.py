@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.gold.estate import LIFECYCLE_EVENTS, EstateFacts, EstateParams, find_estate_incidents
-from pipelines.gold.estate_model import Later, eligible
+from pipelines.gold.estate_model import Later, SparedFacts, eligible
 from pipelines.gold.estate_rules import estate_window
 from pipelines.settings.limits import Thresholds
 from schemas.gold import GOLD_ESTATE_INCIDENTS
@@ -23,9 +23,11 @@ _REBALANCE_COLUMNS = ("rebalance_id", "group_id", "started_at", "completed_at", 
 
 
 def params_from(thresholds: Thresholds) -> EstateParams:
-    """The estate rules' configured windows (thresholds.estate_*, and the coordinator move window)."""
+    """The estate rules' configured windows (thresholds.estate_*, and the coordinator move window) and the session
+    timeout of a member that logged none."""
     return EstateParams(window_s=thresholds.estate_window_s, min_groups=thresholds.estate_min_groups,
-                        move_window_s=thresholds.coordinator_move_window_s)
+                        move_window_s=thresholds.coordinator_move_window_s,
+                        default_session_timeout_ms=thresholds.default_session_timeout_ms)
 
 
 def _records(df: DataFrame) -> list[dict[str, Any]]:
@@ -48,9 +50,29 @@ def _lifecycle_row(e: Any) -> dict[str, Any]:
     return row
 
 
-def estate_facts(events: DataFrame, pauses: DataFrame, states: DataFrame) -> EstateFacts:
-    """What the estate rules read beside the rebalances: one aggregate over silver_events; the brokers' GC pauses
-    and the groups' coordinators are read only if a rule asks."""
+def spared_facts(groups: set[str], events: DataFrame, states: DataFrame, sessions: DataFrame) -> SparedFacts:
+    """The states and member sessions of the groups an incident spared, and the session timeout each of their
+    members' processes logged (three reads narrowed to those groups)."""
+    names = sorted(groups)
+    reads = {"states": (states, ("group_id", "state", "started_at", "ended_at", "protocol"), "started_at"),
+             "sessions": (sessions, ("group_id", "member_id", "group_instance_id", "instance", "joined_at", "left_at"),
+                          "joined_at")}
+    by_group: dict[str, dict[str, list[dict[str, Any]]]] = {key: {} for key in reads}
+    for key, (frame, columns, order) in reads.items():
+        for row in _records(frame.filter(F.col("group_id").isin(*names)).select(*columns).orderBy(order)):
+            by_group[key].setdefault(row["group_id"], []).append(row)
+    instances = sorted({m["instance"] for rows in by_group["sessions"].values() for m in rows if m.get("instance")})
+    timeouts: dict[str, int] = {}
+    if instances:  # the client configuration each member's process logged (silver_events.settings)
+        logged = events.filter((F.col("event_type") == "client_config") & F.col("instance").isin(*instances)) \
+            .select("instance", F.col("settings")["session.timeout.ms"].alias("ms")).collect()
+        timeouts = {r["instance"]: int(r["ms"]) for r in logged if r["ms"] and str(r["ms"]).isdigit()}
+    return SparedFacts(states=by_group["states"], sessions=by_group["sessions"], session_timeouts=timeouts)
+
+
+def estate_facts(events: DataFrame, pauses: DataFrame, states: DataFrame, sessions: DataFrame) -> EstateFacts:
+    """What the estate rules read beside the rebalances: one aggregate over silver_events; the brokers' GC pauses,
+    the groups' coordinators and the rows of spared groups are read only if a rule asks."""
     lifecycle = F.struct("event_id", F.unix_micros("event_ts").alias("us"), "event_type", "group_id",
                          "offsets_partition", "instance", F.col("broker_id").cast("string").alias("broker"))
     row = events.agg(
@@ -77,6 +99,7 @@ def estate_facts(events: DataFrame, pauses: DataFrame, states: DataFrame) -> Est
                                            .groupBy("group_id", "coordinator")
                                            .agg(F.min("started_at").alias("started_at"),
                                                 F.max(F.coalesce("ended_at", "started_at")).alias("ended_at")))),
+        spared=lambda groups: spared_facts(groups, events, states, sessions),
     )
 
 
@@ -87,7 +110,7 @@ def estate_rows(rebalances: DataFrame, sessions: DataFrame, states: DataFrame, e
     weighed = estate_rebalances(rebalances, sessions)
     if not could_tie(weighed, params):
         return []  # the usual batch of a quiet estate: no silver read at all
-    return find_estate_incidents(weighed, estate_facts(events, pauses, states), params)
+    return find_estate_incidents(weighed, estate_facts(events, pauses, states, sessions), params)
 
 
 def could_tie(rebalances: list[dict[str, Any]], params: EstateParams) -> bool:

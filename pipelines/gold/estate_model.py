@@ -31,11 +31,12 @@ LEAVING = ("coordinator_resigned", "coordinator_unload_scheduled", "coordinator_
 class EstateParams:
     """The configured windows: rebalances of different groups this close share a root (`window_s`), a shared root
     ties at least `min_groups` groups, and a rebalance this soon after its group's coordinator moved is the move's
-    (`move_window_s`)."""
+    (`move_window_s`); a member whose session timeout no line shows has `default_session_timeout_ms`."""
 
     window_s: float = 30.0
     min_groups: int = 2
     move_window_s: float = 120.0
+    default_session_timeout_ms: int = 45_000
 
     @property
     def burst_min_groups(self) -> int:
@@ -45,10 +46,21 @@ class EstateParams:
 
 
 @dataclass
+class SparedFacts:
+    """The rows of the groups an incident spared: their states and member sessions (gold rows) and the
+    `session.timeout.ms` each member's process logged in its client configuration, by process folder."""
+
+    states: dict[str, list[Row]] = field(default_factory=dict)
+    sessions: dict[str, list[Row]] = field(default_factory=dict)
+    session_timeouts: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
 class EstateFacts:
     """What the rules read beside the rebalances: groups whose lines print no time (their times are line order, so
     they never coincide with another group's), each broker's folder, the coordinators' lifecycle lines, each group's
-    __consumer_offsets partition, the brokers' GC pauses, and which broker coordinated which group when."""
+    __consumer_offsets partition, the brokers' GC pauses, which broker coordinated which group when, and the rows of
+    the groups an incident spared (`spared`, read only for those)."""
 
     line_order_groups: set[str] = field(default_factory=set)
     broker_folders: dict[str, str] = field(default_factory=dict)
@@ -56,6 +68,7 @@ class EstateFacts:
     group_partitions: dict[str, int] = field(default_factory=dict)
     broker_pauses: Iterable[Row] = field(default_factory=list)
     coordinated: Iterable[Row] = field(default_factory=list)
+    spared: Callable[[set[str]], SparedFacts] = field(default=lambda groups: SparedFacts())
 
 
 class Later:
@@ -136,14 +149,17 @@ def at_text(ts: Any) -> str:
 
 @dataclass
 class Found:
-    """One estate incident before it becomes a row: its rule, root folder, rebalances, evidence and unaffected
-    groups."""
+    """One estate incident before it becomes a row: its rule, root folder, rebalances, evidence, unaffected groups,
+    the root broker's GC pause (seconds) when its log shows one, and when the root event began when it is not the first
+    rebalance (a coordinator move's first line)."""
 
     rule: str
     root_instance: str | None
     rebalances: list[Row]
     evidence: list[Row]
     unaffected: set[str] = field(default_factory=set)
+    pause_s: float | None = None
+    root_at: pd.Timestamp | None = None
 
 
 Finder = Callable[[list[Row], EstateFacts, EstateParams], list[Found]]

@@ -1,8 +1,7 @@
 """The estate rules: what ties rebalances of different groups into one estate incident, in the order they are tried.
 
 A rebalance belongs to at most one estate incident: the first rule below whose evidence covers it takes it. The
-numbers are the rule book's (ESTATE_WINDOWS in pipelines/gold/rules_data.py, `thresholds.estate_*` where
-configured). `docs/causes.md` lists
+numbers are the rule book's (ESTATE_WINDOWS below, `thresholds.estate_*` where configured). `docs/causes.md` lists
 these rules after the per-rebalance ones.
 """
 
@@ -10,7 +9,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipelines.gold.rules_data import ESTATE_WINDOWS
+# The estate rules' fixed numbers, each with what it rests on.
+ESTATE_WINDOWS: dict[str, tuple[float, str]] = {
+    "estate_instant_s": (2.0, "expiries on one coordinator this close are one instant: a broker waking from a stall "
+                              "runs its overdue expiry timers together (lab estate_stall on 4.2.2: two groups' members "
+                              "expired within milliseconds)"),
+    "estate_burst_s": (5.0, "rebalances of different groups starting within this of the first, with no shared "
+                            "evidence, are one burst (chosen: the lab's scripted steps, about 4 s apart, must not "
+                            "chain into one)"),
+    "estate_wave_gap_s": (120.0, "a deploy wave's next group restarts within this of the previous one (chosen: a "
+                                 "rolling deploy's pause between services)"),
+    "estate_unshared_min_groups": (4.0, "groups a deploy wave or a burst needs, having no shared evidence (chosen: "
+                                        "three groups' independent restarts coincided by chance in the simulator's "
+                                        "40-group estates; no real log sets it)"),
+}
 
 
 @dataclass(frozen=True)

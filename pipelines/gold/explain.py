@@ -166,6 +166,7 @@ def estate_lines(estate: dict[str, Any] | None) -> list[str]:
            f"  tied by rule {estate['cause_rule']}: {rule_entry.question if rule_entry else '?'}"]
     if estate.get("groups_unaffected"):
         out.append(f"  in its blast radius but not rebalanced: {', '.join(estate['groups_unaffected'])}")
+        out += [f"    {w['group_id']}: {w['why']}" for w in (estate.get("groups_unaffected_why") or [])]
     out += [f"  {e['explanation']}" for e in (estate.get("evidence") or [])[:8]]
     return out
 

@@ -155,8 +155,7 @@ def docs_text() -> str:
 
 def estate_docs() -> list[str]:
     """The estate rules' section of docs/causes.md."""
-    from pipelines.gold.estate_rules import ESTATE_RULES
-    from pipelines.gold.rules_data import ESTATE_WINDOWS
+    from pipelines.gold.estate_rules import ESTATE_RULES, ESTATE_WINDOWS
 
     out = ["", "## Estate incidents: what ties rebalances of different groups", "",
            "After every group's rebalances have their causes, these rules tie rebalances of different groups that "
@@ -171,7 +170,20 @@ def estate_docs() -> list[str]:
     out += ["", "Configured: `thresholds.estate_window_s` (rebalances of different groups this close can share a "
             "root), `thresholds.estate_min_groups` (a shared root ties at least this many groups; a deploy wave or a "
             "burst needs two more, and at least `estate_unshared_min_groups`), "
-            "`thresholds.coordinator_move_window_s`."]
+            "`thresholds.coordinator_move_window_s`.", "",
+            "Each group a coordinator event spared (`groups_unaffected`: coordinated by the stalled broker, or its "
+            "__consumer_offsets partition moved, and not rebalanced by it) gets one sentence in "
+            "`groups_unaffected_why` (`pipelines/gold/estate_spared.py`), from its own rows at the incident's start, "
+            "the first that applies: a rebalance of its own that no rule tied to the incident, begun between the "
+            "root event (a move's first line, else the first rebalance) and the incident's end; a state with no "
+            "member (`Empty`, `Dead`); no member session active then; else its members then (static ones counted) "
+            "and their shortest session timeout, with where that number comes from (the "
+            "`session.timeout.ms` their clients logged, else `thresholds.default_session_timeout_ms`; for KIP-848 "
+            "and streams groups, the broker's setting): after a move, they reached the new coordinator within it; "
+            "after a stall, it was longer than the broker's GC pause, or, when no pause is logged or the timeout is "
+            "shorter, none expired because their heartbeats reached the coordinator before it checked their "
+            "sessions (the lab's 12 s SIGSTOP of a 4.2.2 broker spared two of four groups whose one member each had "
+            "a 6 s timeout)."]
     return out
 
 

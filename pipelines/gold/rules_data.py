@@ -32,21 +32,6 @@ WINDOWS: dict[str, tuple[float, str]] = {
     "whatif_return_s": (1800.0, "what-if: a process that joins again later than this is a new start, not a return"),
 }
 
-# The estate rules' fixed numbers (pipelines/gold/estate_rules.py), each with what it rests on.
-ESTATE_WINDOWS: dict[str, tuple[float, str]] = {
-    "estate_instant_s": (2.0, "expiries on one coordinator this close are one instant: a broker waking from a stall "
-                              "runs its overdue expiry timers together (lab estate_stall on 4.2.2: two groups' members "
-                              "expired within milliseconds)"),
-    "estate_burst_s": (5.0, "rebalances of different groups starting within this of the first, with no shared "
-                            "evidence, are one burst (chosen: the lab's scripted steps, about 4 s apart, must not "
-                            "chain into one)"),
-    "estate_wave_gap_s": (120.0, "a deploy wave's next group restarts within this of the previous one (chosen: a "
-                                 "rolling deploy's pause between services)"),
-    "estate_unshared_min_groups": (4.0, "groups a deploy wave or a burst needs, having no shared evidence (chosen: "
-                                        "three groups' independent restarts coincided by chance in the simulator's "
-                                        "40-group estates; no real log sets it)"),
-}
-
 # Configured thresholds (pipelines.settings.config.Thresholds) a rule may name among its windows.
 CONFIGURED = ("coordinator_move_window_s", "heartbeat_tolerance_s", "gc_pause_min_ms", "poll_timeout_window_s",
               "rejoin_window_s", "incident_gap_s", "default_session_timeout_ms")

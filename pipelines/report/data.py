@@ -102,7 +102,7 @@ def _estate_incidents(t: Tables, groups: list[str] | None) -> Rows:
     if not t.has("gold_estate_incidents"):
         return []
     rows = t.rows("SELECT estate_incident_id, root_kind, root_instance, started_at, ended_at, groups, "
-                  "groups_unaffected, unavailable_group_ms, cause_rule, summary "
+                  "groups_unaffected, groups_unaffected_why, unavailable_group_ms, cause_rule, summary "
                   f"FROM {t.ref('gold_estate_incidents')} ORDER BY started_at DESC, estate_incident_id "
                   f"LIMIT {MAX_ROWS}")
     return rows if groups is None else [r for r in rows if set(r["groups"] or ()) & set(groups)]

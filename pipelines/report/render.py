@@ -42,6 +42,12 @@ color:#666}}
 """
 
 
+def spared(row: dict[str, Any]) -> list[str]:
+    """The groups an estate incident spared, each with why when the row says (older rows name the group alone)."""
+    whys = {w["group_id"]: w["why"] for w in row.get("groups_unaffected_why") or []}
+    return [f"{g} ({whys[g]})" if g in whys else g for g in row.get("groups_unaffected") or []]
+
+
 def render(data: dict[str, list[dict[str, Any]]], *, title: str = "Kafka rebalance report") -> str:
     """The whole page."""
     groups = data["groups"]
@@ -55,7 +61,8 @@ def render(data: dict[str, list[dict[str, Any]]], *, title: str = "Kafka rebalan
                    [("group_id", "group"), ("severity", "severity"), ("observed", "observed"),
                     ("configured", "configured"), ("advice", "advice"), ("benefit", "measured on this history")],
                    "advice")
-    estate = table([{**row, "lost": duration(row.get("unavailable_group_ms"))} for row in data.get("estate", [])],
+    estate = table([{**row, "lost": duration(row.get("unavailable_group_ms")), "groups_unaffected": spared(row)}
+                    for row in data.get("estate", [])],
                    [("started_at", "started (UTC)"), ("root_kind", "root"), ("root_instance", "root folder"),
                     ("groups", "groups rebalanced"), ("groups_unaffected", "groups it spared"),
                     ("lost", "group time without consuming"), ("summary", "summary")], "estate")

@@ -1,0 +1,61 @@
+"""Why a group in an estate incident's blast radius did not rebalance: what its own rows say of it at the incident's
+start (its state, its members then, their session timeout and where that number comes from, a rebalance of its own
+that no rule tied to the incident), in the order docs/causes.md gives. Pure Python; pipelines/gold/estate_frames.py
+reads the rows."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pipelines.gold.estate_model import Row, SparedFacts, secs
+from pipelines.gold.estate_rules import estate_window
+
+# Group states with no member to lose (classic and KIP-848 spellings).
+_MEMBERLESS = {"empty", "dead"}
+# Protocols whose session timeout is the broker's (KIP-848 consumer groups, KIP-1071 streams groups).
+_BROKER_TIMEOUT = {"consumer": "group.consumer.session.timeout.ms", "streams": "group.streams.session.timeout.ms"}
+
+
+def _during(row: Row, at: pd.Timestamp, start: str, end: str) -> bool:
+    began, ended = row.get(start), row.get(end)
+    return (began is None or pd.isna(began) or began <= at) and (ended is None or pd.isna(ended) or ended >= at)
+
+
+def _timeout(members: list[Row], protocol: str | None, facts: SparedFacts, default_ms: int) -> tuple[float, str]:
+    """The shortest session timeout of `members` in seconds, with where it comes from."""
+    if protocol in _BROKER_TIMEOUT:
+        return default_ms / 1000, f"the broker's {_BROKER_TIMEOUT[protocol]}, default"
+    logged = [facts.session_timeouts[m["instance"]] for m in members if m.get("instance") in facts.session_timeouts]
+    if logged:
+        return min(logged) / 1000, "session.timeout.ms its clients logged"
+    return default_ms / 1000, "session.timeout.ms not logged, the clients' default"
+
+
+def why_spared(group: str, at: pd.Timestamp, rule: str, facts: SparedFacts, own: list[Row], *, since: pd.Timestamp,
+               until: pd.Timestamp, pause_s: float | None, default_session_timeout_ms: int) -> str:
+    """One sentence: why `group`, in the blast radius of an incident of `rule` whose first rebalance began `at` (its
+    root event `since`, its last rebalance ended `until`), did not rebalance with the others. `own` are its
+    rebalances no rule tied to the incident; `pause_s` the root broker's GC pause."""
+    for r in own:
+        if -estate_window("estate_instant_s") <= secs(r["started_at"] - since) and r["started_at"] <= until:
+            reason = r.get("cause_detail") or r.get("cause") or "unknown"
+            return f"rebalanced at {r['started_at']:%H:%M:%S} for a reason of its own ({reason}), not the incident's"
+    state = next((s for s in reversed(facts.states.get(group, [])) if _during(s, at, "started_at", "ended_at")), None)
+    if state is not None and str(state["state"]).lower() in _MEMBERLESS:
+        return f"no member to lose: the group was {state['state']} at the time"
+    members = [m for m in facts.sessions.get(group, []) if _during(m, at, "joined_at", "left_at")]
+    if not members:
+        return "no member of it was seen active at the time"
+    timeout_s, source = _timeout(members, state.get("protocol") if state else None, facts, default_session_timeout_ms)
+    who = f"{len(members)} member{'s' if len(members) != 1 else ''}"
+    static = sum(1 for m in members if m.get("group_instance_id"))
+    if static:
+        who += f" ({static} static)"
+    limit = f"session timeout {timeout_s:g} s ({source})"
+    their, none = ("their", "none") if len(members) != 1 else ("its", "it was not")
+    if rule == "estate_coordinator_moved":
+        return f"{who} reached the new coordinator within {their} {limit}"
+    if pause_s is not None and timeout_s > pause_s:
+        return f"{who} with a {limit} longer than the coordinator's {pause_s:.1f} s pause"
+    return (f"{who} with a {limit}: {none} expired, {their} heartbeats reached the coordinator before it checked "
+            f"{their} session{'s' if len(members) != 1 else ''}")
