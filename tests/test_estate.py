@@ -67,7 +67,8 @@ def test_each_group_a_stall_spared_says_why_from_its_own_rows():
                       for g in ("patient", "brief", "kip848")} | {
                 "gone": [{"member_id": "x", "group_instance_id": None, "instance": "gone-0", "joined_at": T0,
                           "left_at": at - pd.Timedelta(seconds=30)}]},
-            session_timeouts={"patient-0": 90_000, "patient-1": 60_000, "brief-0": 10_000})
+            session_timeouts={("patient", "patient-0"): 90_000, ("", "patient-1"): 60_000,
+                              ("other-group", "patient-1"): 1_000, ("brief", "brief-0"): 10_000})
 
     facts = EstateFacts(broker_folders={"1": "broker-1"},
                         broker_pauses=[{"pause_id": "p1", "instance": "broker-1", "duration_ms": 55_000.0,
@@ -81,10 +82,11 @@ def test_each_group_a_stall_spared_says_why_from_its_own_rows():
     assert sorted(why) == found["groups_unaffected"]
     assert why["idle"] == "no member to lose: the group was Empty at the time"
     assert why["gone"] == "no member of it was seen active at the time"
-    assert why["patient"] == ("2 members (1 static) with a session timeout 60 s (session.timeout.ms its clients "
-                              "logged) longer than the coordinator's 55.0 s pause")
-    assert why["brief"].startswith("2 members with a session timeout 10 s (session.timeout.ms its clients logged): "
-                                   "none expired")
+    # patient-1's process also runs a consumer of another group: that group's setting is not patient's.
+    assert why["patient"] == ("2 members (1 static) with a session timeout of 60 s (session.timeout.ms as its "
+                              "clients logged it) longer than the coordinator's 55.0 s pause")
+    assert why["brief"] == ("2 members with a session timeout of 10 s (session.timeout.ms as its clients logged it): "
+                            "no session expired, their heartbeats reached the coordinator in time")
     assert "group.consumer.session.timeout.ms" in why["kip848"] and "45 s" in why["kip848"]
 
 
@@ -101,8 +103,8 @@ def test_a_group_a_move_spared_that_rebalanced_for_its_own_reason_says_so():
     [found] = _find(rows, facts)
     assert found["groups_unaffected_why"] == [
         {"group_id": "g9b", "why": "rebalanced at 08:00:20 for a reason of its own (member_join), not the incident's"},
-        {"group_id": "steady", "why": "1 member reached the new coordinator within its session timeout 45 s "
-                                      "(session.timeout.ms not logged, the clients' default)"}]
+        {"group_id": "steady", "why": "1 member reached the new coordinator within its session timeout of 45 s "
+                                      "(session.timeout.ms not logged, the client default)"}]
     from pipelines.gold.explain import estate_lines
 
     assert "    steady: 1 member reached the new coordinator" in "\n".join(estate_lines(found))

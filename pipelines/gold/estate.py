@@ -64,17 +64,19 @@ def find_estate_incidents(rebalances: list[Row], facts: EstateFacts, params: Est
         pool = [r for r in pool if r["rebalance_id"] not in taken]
     spared_groups = set().union(*(f.unaffected for f in kept))
     spared = facts.spared(spared_groups) if spared_groups else SparedFacts()
-    return [incident_row(f, _whys(f, rebalances, spared, params)) for f in kept]
+    return [incident_row(f, _whys(f, [r for r in rebalances if r["group_id"] not in facts.line_order_groups], spared,
+                                  params)) for f in kept]
 
 
 def _whys(f: Found, rebalances: list[Row], spared: SparedFacts, params: EstateParams) -> list[Row]:
-    """Why each group `f` spared did not rebalance with the others."""
+    """Why each group `f` spared did not rebalance with the others (`rebalances`: those whose times are times)."""
     at = min(r["started_at"] for r in f.rebalances)
     since = min(at, f.root_at) if f.root_at is not None else at
     ids = {r["rebalance_id"] for r in f.rebalances}
-    return [{"group_id": g, "why": why_spared(g, at, f.rule, spared,
-                                              [r for r in rebalances if r["group_id"] == g and r["rebalance_id"]
-                                               not in ids], since=since,
+    own = sorted((r for r in rebalances if r["rebalance_id"] not in ids), key=lambda r: (r["started_at"],
+                                                                                          r["rebalance_id"]))
+    return [{"group_id": g, "why": why_spared(g, at, f.rule, spared, [r for r in own if r["group_id"] == g],
+                                              since=since,
                                               until=max(end_of(r) for r in f.rebalances), pause_s=f.pause_s,
                                               default_session_timeout_ms=params.default_session_timeout_ms)}
             for g in sorted(f.unaffected)]

@@ -54,19 +54,22 @@ def spared_facts(groups: set[str], events: DataFrame, states: DataFrame, session
     """The states and member sessions of the groups an incident spared, and the session timeout each of their
     members' processes logged (three reads narrowed to those groups)."""
     names = sorted(groups)
-    reads = {"states": (states, ("group_id", "state", "started_at", "ended_at", "protocol"), "started_at"),
+    reads = {"states": (states, ("group_id", "state", "started_at", "ended_at", "protocol"),
+                        ("started_at", "state_id")),
              "sessions": (sessions, ("group_id", "member_id", "group_instance_id", "instance", "joined_at", "left_at"),
-                          "joined_at")}
+                          ("joined_at", "member_id"))}
     by_group: dict[str, dict[str, list[dict[str, Any]]]] = {key: {} for key in reads}
     for key, (frame, columns, order) in reads.items():
-        for row in _records(frame.filter(F.col("group_id").isin(*names)).select(*columns).orderBy(order)):
+        for row in _records(frame.filter(F.col("group_id").isin(*names)).orderBy(*order).select(*columns)):
             by_group[key].setdefault(row["group_id"], []).append(row)
     instances = sorted({m["instance"] for rows in by_group["sessions"].values() for m in rows if m.get("instance")})
-    timeouts: dict[str, int] = {}
-    if instances:  # the client configuration each member's process logged (silver_events.settings)
+    timeouts: dict[tuple[str, str], int] = {}
+    if instances:  # the client configuration each member's process logged (silver_events.settings), newest last
         logged = events.filter((F.col("event_type") == "client_config") & F.col("instance").isin(*instances)) \
-            .select("instance", F.col("settings")["session.timeout.ms"].alias("ms")).collect()
-        timeouts = {r["instance"]: int(r["ms"]) for r in logged if r["ms"] and str(r["ms"]).isdigit()}
+            .orderBy("event_ts", "event_id").select(
+                F.coalesce("group_id", F.col("settings")["group.id"], F.lit("")).alias("group"), "instance",
+                F.col("settings")["session.timeout.ms"].alias("ms")).collect()
+        timeouts = {(r["group"], r["instance"]): int(r["ms"]) for r in logged if r["ms"] and str(r["ms"]).isdigit()}
     return SparedFacts(states=by_group["states"], sessions=by_group["sessions"], session_timeouts=timeouts)
 
 

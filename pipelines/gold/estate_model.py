@@ -47,12 +47,13 @@ class EstateParams:
 
 @dataclass
 class SparedFacts:
-    """The rows of the groups an incident spared: their states and member sessions (gold rows) and the
-    `session.timeout.ms` each member's process logged in its client configuration, by process folder."""
+    """The rows of the groups an incident spared: their states and member sessions (gold rows, in time order) and the
+    `session.timeout.ms` each member's process logged in its client configuration, by (group id, process folder); the
+    group id is empty where the configuration names none."""
 
     states: dict[str, list[Row]] = field(default_factory=dict)
     sessions: dict[str, list[Row]] = field(default_factory=dict)
-    session_timeouts: dict[str, int] = field(default_factory=dict)
+    session_timeouts: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 @dataclass

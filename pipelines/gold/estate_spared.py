@@ -21,14 +21,18 @@ def _during(row: Row, at: pd.Timestamp, start: str, end: str) -> bool:
     return (began is None or pd.isna(began) or began <= at) and (ended is None or pd.isna(ended) or ended >= at)
 
 
-def _timeout(members: list[Row], protocol: str | None, facts: SparedFacts, default_ms: int) -> tuple[float, str]:
+def _timeout(group: str, members: list[Row], protocol: str | None, facts: SparedFacts,
+             default_ms: int) -> tuple[float, str]:
     """The shortest session timeout of `members` in seconds, with where it comes from."""
     if protocol in _BROKER_TIMEOUT:
         return default_ms / 1000, f"the broker's {_BROKER_TIMEOUT[protocol]}, default"
-    logged = [facts.session_timeouts[m["instance"]] for m in members if m.get("instance") in facts.session_timeouts]
-    if logged:
-        return min(logged) / 1000, "session.timeout.ms its clients logged"
-    return default_ms / 1000, "session.timeout.ms not logged, the clients' default"
+    known = facts.session_timeouts
+    logged = [known.get((group, m["instance"]), known.get(("", m["instance"]))) for m in members if m.get("instance")]
+    values = [t for t in logged if t is not None]
+    if values:
+        clients = "its client" if len(members) == 1 else "its clients"
+        return min(values) / 1000, f"session.timeout.ms as {clients} logged it"
+    return default_ms / 1000, "session.timeout.ms not logged, the client default"
 
 
 def why_spared(group: str, at: pd.Timestamp, rule: str, facts: SparedFacts, own: list[Row], *, since: pd.Timestamp,
@@ -46,16 +50,17 @@ def why_spared(group: str, at: pd.Timestamp, rule: str, facts: SparedFacts, own:
     members = [m for m in facts.sessions.get(group, []) if _during(m, at, "joined_at", "left_at")]
     if not members:
         return "no member of it was seen active at the time"
-    timeout_s, source = _timeout(members, state.get("protocol") if state else None, facts, default_session_timeout_ms)
+    timeout_s, source = _timeout(group, members, state.get("protocol") if state else None, facts,
+                                 default_session_timeout_ms)
     who = f"{len(members)} member{'s' if len(members) != 1 else ''}"
     static = sum(1 for m in members if m.get("group_instance_id"))
     if static:
         who += f" ({static} static)"
-    limit = f"session timeout {timeout_s:g} s ({source})"
-    their, none = ("their", "none") if len(members) != 1 else ("its", "it was not")
+    limit = f"session timeout of {timeout_s:g} s ({source})"
     if rule == "estate_coordinator_moved":
-        return f"{who} reached the new coordinator within {their} {limit}"
+        return f"{who} reached the new coordinator within {'its' if len(members) == 1 else 'their'} {limit}"
     if pause_s is not None and timeout_s > pause_s:
         return f"{who} with a {limit} longer than the coordinator's {pause_s:.1f} s pause"
-    return (f"{who} with a {limit}: {none} expired, {their} heartbeats reached the coordinator before it checked "
-            f"{their} session{'s' if len(members) != 1 else ''}")
+    if len(members) == 1:
+        return f"{who} with a {limit}: its session did not expire, its heartbeats reached the coordinator in time"
+    return f"{who} with a {limit}: no session expired, their heartbeats reached the coordinator in time"

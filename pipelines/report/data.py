@@ -101,9 +101,8 @@ def _incident_details(t: Tables, rebalances: str) -> dict[str, Rows]:
 def _estate_incidents(t: Tables, groups: list[str] | None) -> Rows:
     if not t.has("gold_estate_incidents"):
         return []
-    rows = t.rows("SELECT estate_incident_id, root_kind, root_instance, started_at, ended_at, groups, "
-                  "groups_unaffected, groups_unaffected_why, unavailable_group_ms, cause_rule, summary "
-                  f"FROM {t.ref('gold_estate_incidents')} ORDER BY started_at DESC, estate_incident_id "
+    # Every column: a table written before groups_unaffected_why existed (and not run since) still reads.
+    rows = t.rows(f"SELECT * FROM {t.ref('gold_estate_incidents')} ORDER BY started_at DESC, estate_incident_id "
                   f"LIMIT {MAX_ROWS}")
     return rows if groups is None else [r for r in rows if set(r["groups"] or ()) & set(groups)]
 
