@@ -44,6 +44,18 @@ def _estate_row(lab: Lab, kind: str, root: str | None, groups: list[str], unaffe
                              "scenario": lab.scenario, "kafka_version": lab.kit.version})
 
 
+def _coordinator_event(lab: Lab, broker: int, found: dict[str, list], members: dict[str, Member], said: str) -> None:
+    """The truth of what one broker did to the groups it coordinated: an estate incident (`coordinator_event`, the
+    others unaffected) when two or more rebalanced; then each group's member leaves."""
+    hit = [g for g in members if found[g]]
+    lab.progress(f"  {said} {hit or 'no group'}")
+    if len(hit) >= 2:
+        _estate_row(lab, "coordinator_event", lab.cluster.instance(broker), hit,
+                    [g for g in members if g not in hit], min(found[g][0].started_at for g in hit))
+    for m in members.values():
+        _teardown(lab, [m])
+
+
 def estate_stall(lab: Lab) -> None:
     """A broker coordinating four groups stalls (SIGSTOP past its members' session timeout, short of the controller
     fencing it). The truth is what the broker logged on waking: the groups whose members it expired (an estate
@@ -66,13 +78,7 @@ def estate_stall(lab: Lab) -> None:
         {g: [Expect("session_timeout", "heartbeat_expiration", EXPIRY, trigger=members[g].member_id, count=(0, 1)),
              Expect("session_timeout", "rejoin", JOIN, trigger=_id_of(members[g]), count=(0, 1))] for g in groups},
         stall, timeout=150, settle=15.0, title=f"broker {broker} SIGSTOP {STALL_S:.0f} s")
-    hit = [g for g in groups if found[g]]
-    lab.progress(f"  on waking, broker {broker} rebalanced {hit or 'no group'}")
-    if len(hit) >= 2:
-        _estate_row(lab, "coordinator_event", lab.cluster.instance(broker), hit,
-                    [g for g in groups if g not in hit], min(found[g][0].started_at for g in hit))
-    for m in members.values():
-        _teardown(lab, [m])
+    _coordinator_event(lab, broker, found, members, f"on waking, broker {broker} rebalanced")
 
 
 def estate_host_freeze(lab: Lab) -> None:
@@ -127,13 +133,8 @@ def estate_restart(lab: Lab) -> None:
     found = lab.step_groups(
         {g: [Expect("coordinator_change", "coordinator_failover", None, trigger=FROM_BROKER, count=(0, 2))]
          for g in groups}, restart, timeout=180, settle=10.0, title=f"broker {broker} restarted")
-    hit = [g for g in groups if found[g]]
-    lab.progress(f"  broker {broker} restarted after {time.time() - started:.0f} s; rebalanced: {hit or 'no group'}")
-    if len(hit) >= 2:
-        _estate_row(lab, "coordinator_event", lab.cluster.instance(broker), hit,
-                    [g for g in groups if g not in hit], min(found[g][0].started_at for g in hit))
-    for m in members.values():
-        _teardown(lab, [m])
+    _coordinator_event(lab, broker, found, members,
+                       f"broker {broker} restarted after {time.time() - started:.0f} s; rebalanced:")
 
 
 def estate_rolling(lab: Lab) -> None:

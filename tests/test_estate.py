@@ -91,11 +91,7 @@ def test_each_group_a_stall_spared_says_why_from_its_own_rows():
 
 
 def test_a_group_a_move_spared_that_rebalanced_for_its_own_reason_says_so():
-    unload = [{"event_id": f"u{p}", "event_ts": T0 + pd.Timedelta(seconds=10 + p / 10), "event_type": "group_unloaded",
-               "group_id": None, "offsets_partition": p, "instance": "broker-2", "broker": "2"} for p in (7, 9)]
-    rows = [_r("a", "g7", 25, "coordinator_change", "coordinator_failover", coordinator="3", folder="x"),
-            _r("b", "g9", 31, "unknown", None, coordinator="3", folder="y"),
-            _r("deploy", "g9b", 20, "membership_change", "member_join", coordinator="3", folder="z")]
+    unload, rows = _move_of_partitions_7_and_9()
     steady = SparedFacts(sessions={"steady": [{"member_id": "s1", "group_instance_id": None, "instance": "steady-1",
                                                "joined_at": T0, "left_at": None}]})
     facts = EstateFacts(broker_folders={"2": "broker-2"}, lifecycle=unload,
@@ -118,12 +114,19 @@ def test_one_process_hosting_members_of_two_groups_is_a_shared_process():
         "shared_process", "billing-svc", ["orders", "payments"])
 
 
-def test_groups_rebalancing_after_their_broker_unloaded_them_are_a_coordinator_move():
+def _move_of_partitions_7_and_9() -> tuple[list[dict], list[dict]]:
+    """Broker 2 unloads __consumer_offsets partitions 7 and 9; two of their groups rebalance after (g7 blamed on the
+    move, g9 unknown), a third (g9b) on a member joining."""
     unload = [{"event_id": f"u{p}", "event_ts": T0 + pd.Timedelta(seconds=10 + p / 10), "event_type": "group_unloaded",
                "group_id": None, "offsets_partition": p, "instance": "broker-2", "broker": "2"} for p in (7, 9)]
     rows = [_r("a", "g7", 25, "coordinator_change", "coordinator_failover", coordinator="3", folder="x"),
             _r("b", "g9", 31, "unknown", None, coordinator="3", folder="y"),
             _r("deploy", "g9b", 20, "membership_change", "member_join", coordinator="3", folder="z")]
+    return unload, rows
+
+
+def test_groups_rebalancing_after_their_broker_unloaded_them_are_a_coordinator_move():
+    unload, rows = _move_of_partitions_7_and_9()
     facts = EstateFacts(broker_folders={"2": "broker-2"}, lifecycle=unload,
                         group_partitions={"g7": 7, "g9": 9, "g9b": 9, "elsewhere": 4})
     [found] = _find(rows, facts)
