@@ -6,13 +6,17 @@ import argparse
 import sys
 from pathlib import Path
 
+from bench import scale
 from bench.report import markdown
 from bench.runner import DEFAULT_LINES, DEFAULT_PROBES, QUICK_LINES, QUICK_PROBES, Options, run_benchmark
 
 
 def parse_options(argv: list[str] | None = None) -> Options:
     """Command-line arguments to Options (`--quick` changes the defaults of --lines and --probes)."""
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     epilog="python -m bench --scale [--help]: a simulated day of a large estate "
+                                            "(50 brokers, 300 groups) on local[*] and a standalone cluster, "
+                                            "about 40 minutes on 2 cores (bench/scale.py)")
     parser.add_argument("--lines", type=int, help=f"lines of the 1x dataset (default {DEFAULT_LINES:,}; "
                         f"--quick: {QUICK_LINES:,}); the 4x dataset has four times as many")
     parser.add_argument("--quick", action="store_true",
@@ -47,8 +51,12 @@ def parse_options(argv: list[str] | None = None) -> Options:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark, print the markdown table and which targets are met."""
-    results = run_benchmark(parse_options(argv))
+    """Run the benchmark, print the markdown table and which targets are met; `--scale` runs the scale benchmark
+    instead (bench/scale.py, its own options: `python -m bench --scale --help`)."""
+    args = sys.argv[1:] if argv is None else argv
+    if "--scale" in args:
+        return scale.main(scale.parse_args([a for a in args if a != "--scale"]))
+    results = run_benchmark(parse_options(args))
     print(markdown(results))
     print(results["verdict"])
     print("results: " + ", ".join(results["files"]))

@@ -60,10 +60,14 @@ class Measured:
     # CPU seconds of the command's descendants (its JVM, Python workers), as last seen before they ended: nobody in
     # this process reaps them, so the benchmark's own CPU accounting would not see them otherwise.
     descendants_cpu_s: float = 0.0
+    # Peak memory of other process trees watched meanwhile (a standalone cluster's workers and their executors).
+    watched_peak_mb: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """Seconds and MB, rounded, and the steps when the command reported them."""
         out: dict[str, Any] = {"seconds": round(self.seconds, 2), "peak_mb": round(self.peak_mb, 1)}
+        if self.watched_peak_mb:
+            out["watched_peak_mb"] = round(self.watched_peak_mb, 1)
         if self.steps:
             out["steps"] = self.steps
         return out
@@ -78,12 +82,14 @@ def run_steps(output: str) -> dict[str, float]:
     return {}
 
 
-def measure_process(cmd: list[str], *, cwd: Path) -> Measured:
-    """Run `cmd` to its end, sampling its process tree's memory (`bench.memory.tree_bytes`) every 0.2 s; fail loudly
-    on a non-zero exit (a benchmark of a failed run measures nothing)."""
+def measure_process(cmd: list[str], *, cwd: Path, env: dict[str, str] | None = None,
+                    watch: tuple[int, ...] = ()) -> Measured:
+    """Run `cmd` to its end, sampling its process tree's memory (`bench.memory.tree_bytes`) every 0.2 s, and the
+    summed trees of the `watch` processes; fail loudly on a non-zero exit (a benchmark of a failed run measures
+    nothing)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    peak = [0]
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak = [0, 0]
     cpu: dict[int, float] = {}
     done = threading.Event()
 
@@ -91,6 +97,7 @@ def measure_process(cmd: list[str], *, cwd: Path) -> Measured:
         while not done.is_set():
             parents = process_parents()  # one scan of /proc for both the memory and the CPU of the tree
             peak[0] = max(peak[0], tree_bytes(proc.pid, parents))
+            peak[1] = max(peak[1], sum(tree_bytes(pid, parents) for pid in watch))
             below = descendants(proc.pid, parents)
             for pid in below:
                 cpu[pid] = max(cpu.get(pid, 0.0), own_cpu_s(pid))
@@ -104,10 +111,11 @@ def measure_process(cmd: list[str], *, cwd: Path) -> Measured:
     sampler.join()
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode}:\n{output[-4000:]}")
-    return Measured(seconds, peak[0] / MB, run_steps(output), round(sum(cpu.values()), 1))
+    return Measured(seconds, peak[0] / MB, run_steps(output), round(sum(cpu.values()), 1), peak[1] / MB)
 
 
-def _link_all(files: list[Path], source: Path, target: Path) -> None:
+def link_all(files: list[Path], source: Path, target: Path) -> None:
+    """Hard-link `files` (under `source`) to the same relative paths under `target`."""
     for path in files:
         dest = target / path.relative_to(source)
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -145,13 +153,13 @@ def measure_estate(name: str, root: Path, *, hours: float, groups: int, seed: in
     rebalance = [str(Path(sys.executable).with_name("rebalance")), "run", "--landing", str(landing),
                  "--lakehouse", str(lakehouse)]
     timed_conf = ["--conf", str(conf)] if conf else []
-    _link_all(history, summary.landing_dir, landing)
+    link_all(history, summary.landing_dir, landing)
     history_lines = sum(1 for p in history for _ in p.open("rb"))
     say(f"{name}: {hours:g} h, {len(history)} history files ({history_lines:,} lines); running the history")
     setup = measure_process([*rebalance, "--conf", str(setup_conf(root, conf, max_files=len(history)))],
                             cwd=Path.cwd())
     rebalance += timed_conf
-    _link_all(increment, summary.landing_dir, landing)
+    link_all(increment, summary.landing_dir, landing)
     increment_lines = sum(1 for p in increment for _ in p.open("rb"))
     say(f"{name}: history took {setup.seconds:.0f} s; timing the increment ({increment_lines:,} lines)")
     timed = measure_process(rebalance, cwd=Path.cwd())

@@ -166,3 +166,29 @@ def test_a_process_tree_counts_pages_its_forks_share_once(tmp_path):
             os.kill(pid, signal.SIGKILL)
         proc.kill()
         proc.wait()
+
+
+def _scale_run(lines: int, seconds: float, peak_mb: float, increment_s: float) -> dict:
+    return {"files": 10, "lines": lines, "us_per_line": round(seconds * 1e6 / lines, 2), "replay_share": 0.1,
+            "day": {"seconds": seconds, "peak_mb": peak_mb}, "increment_files": 2, "increment_lines": 50,
+            "increment": {"seconds": increment_s, "peak_mb": peak_mb}}
+
+
+def test_the_scale_figures_compare_the_full_estate_with_its_quarter_and_the_hour():
+    from bench.scale import _figures, markdown, parse_args
+
+    runs = {"quarter": _scale_run(1_000_000, 100.0, 2_000.0, 60.0), "full": _scale_run(4_000_000, 520.0, 3_000.0,
+                                                                                       75.0),
+            "hour": _scale_run(200_000, 50.0, 1_800.0, 50.0)}
+    figures = {**_figures(runs["quarter"], runs["full"], "peak_mb"), "increment_day_over_hour": 1.5}
+    assert figures == {"us_per_line_full_over_quarter": 1.3, "driver_memory_full_over_quarter": 1.5,
+                       "increment_day_over_hour": 1.5}
+    shape = {"groups": 300, "brokers": 50, "hours": 24.0}
+    table = markdown({"estates": {k: shape for k in runs}, "local": runs, "figures": figures})
+    assert "| local us_per_line_full_over_quarter | 1.3 | <= 1.3 | yes |" in table
+    assert "| local driver_memory_full_over_quarter | 1.5 | <= 1.3 | **no** |" in table
+    assert table.count("| local | ") == 3
+    opts = parse_args(["--groups", "40", "--brokers", "4", "--no-cluster"])
+    assert (opts.groups, opts.brokers, opts.cluster, opts.hours) == (40, 4, False, 24.0)
+    with pytest.raises(SystemExit):
+        parse_args(["--density", "0"])

@@ -131,3 +131,15 @@ def test_a_local_session_lists_many_files_without_a_spark_job(spark, tmp_path):
     finally:
         context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
     assert lines.count() == 40
+
+
+def test_the_files_of_a_batch_come_from_its_own_log_entry_or_the_compacted_one(tmp_path):
+    cfg = make_config(tmp_path)
+    log = inputs.checkpoint_dir(cfg, inputs.INGEST_QUERY) / "sources" / "0"
+    log.mkdir(parents=True)
+    entry = '{{"path":"file:///landing/b-{n}/server.log","timestamp":1,"batchId":{n}}}'
+    (log / "9.compact").write_text("v1\n" + "\n".join(entry.format(n=n) for n in (1, 8, 9, 19, 9)) + "\n")
+    (log / "10").write_text("v1\n" + entry.format(n=10) + "\n")
+    assert inputs.landing_batch_files(cfg, 9) == ["file:///landing/b-9/server.log"] * 2
+    assert inputs.landing_batch_files(cfg, 10) == ["file:///landing/b-10/server.log"]
+    assert inputs.landing_batch_files(cfg, 11) is None

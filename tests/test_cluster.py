@@ -19,7 +19,7 @@ from pyspark.testing import assertDataFrameEqual
 from jobs.cli import main as cli
 from pipelines.storage import lake
 from schemas.tables import TABLES
-from tests import cluster
+from bench import cluster
 from tests.conftest import make_config
 
 pytestmark = [pytest.mark.cluster,

@@ -4,6 +4,7 @@ as a batch, and where each streaming query keeps its checkpoint."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -96,10 +97,15 @@ def landing_batch_files(cfg: Config, batch_id: int) -> list[str] | None:
     JSON line per file after a version line; every tenth batch is compacted into `<id>.compact` with all earlier
     entries). None when the log cannot tell (Auto Loader keeps its own state)."""
     log = checkpoint_dir(cfg, INGEST_QUERY) / "sources" / "0"
+    # A compact file holds every file the stream ever read (it grows with the landing's history): only the lines
+    # that name this batch are decoded.
+    mark = re.compile(rf'"batchId"\s*:\s*{batch_id}(?!\d)')
     for name in (str(batch_id), f"{batch_id}.compact"):
         file = log / name
         if file.is_file():
-            entries = [json.loads(line) for line in file.read_text().splitlines()[1:] if line.strip()]
+            with file.open(encoding="utf-8") as lines:
+                next(lines, None)  # the log's version line
+                entries = [json.loads(line) for line in lines if mark.search(line)]
             return [e["path"] for e in entries if e.get("batchId") == batch_id]
     return None
 

@@ -1,6 +1,6 @@
 """The product as it is shipped, outside this checkout: a virtualenv with only the built wheel (and its dependencies)
 installed, and a Spark standalone cluster of one master and two one-core workers on 127.0.0.1, each its own JVM,
-whose executors run that virtualenv's Python. Used by tests/test_cluster.py."""
+whose executors run that virtualenv's Python. Used by tests/test_cluster.py and the scale benchmark (bench/scale.py)."""
 
 from __future__ import annotations
 
