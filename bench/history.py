@@ -35,7 +35,7 @@ import yaml
 
 from bench.dataset import landing_files
 from bench.facts import own_cpu_s
-from bench.memory import MB, descendants, process_parents, tree_bytes
+from bench.memory import MB, descendants, process_parents, pss_bytes, tree_bytes
 from pipelines.settings.config import DEFAULT_CONF
 from simulator import simulate
 
@@ -60,11 +60,12 @@ class Measured:
     # CPU seconds of the command's descendants (its JVM, Python workers), as last seen before they ended: nobody in
     # this process reaps them, so the benchmark's own CPU accounting would not see them otherwise.
     descendants_cpu_s: float = 0.0
-    # Peak memory of other process trees watched meanwhile (a standalone cluster's workers and their executors).
+    # Peak memory of the processes below the watched ones, meanwhile (a standalone cluster's executors and their
+    # Python workers, below the Worker daemons).
     watched_peak_mb: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
-        """Seconds and MB, rounded, and the steps when the command reported them."""
+        """Seconds and MB, rounded, the steps when the command reported them and the watched processes' peak."""
         out: dict[str, Any] = {"seconds": round(self.seconds, 2), "peak_mb": round(self.peak_mb, 1)}
         if self.watched_peak_mb:
             out["watched_peak_mb"] = round(self.watched_peak_mb, 1)
@@ -84,9 +85,9 @@ def run_steps(output: str) -> dict[str, float]:
 
 def measure_process(cmd: list[str], *, cwd: Path, env: dict[str, str] | None = None,
                     watch: tuple[int, ...] = ()) -> Measured:
-    """Run `cmd` to its end, sampling its process tree's memory (`bench.memory.tree_bytes`) every 0.2 s, and the
-    summed trees of the `watch` processes; fail loudly on a non-zero exit (a benchmark of a failed run measures
-    nothing)."""
+    """Run `cmd` to its end, sampling its process tree's memory (`bench.memory.tree_bytes`) every 0.2 s, and that of
+    the processes below each of `watch`; fail loudly on a non-zero exit (a benchmark of a failed run measures
+    nothing), and end the command when this process is interrupted."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peak = [0, 0]
@@ -97,7 +98,7 @@ def measure_process(cmd: list[str], *, cwd: Path, env: dict[str, str] | None = N
         while not done.is_set():
             parents = process_parents()  # one scan of /proc for both the memory and the CPU of the tree
             peak[0] = max(peak[0], tree_bytes(proc.pid, parents))
-            peak[1] = max(peak[1], sum(tree_bytes(pid, parents) for pid in watch))
+            peak[1] = max(peak[1], sum(tree_bytes(pid, parents) - pss_bytes(pid) for pid in watch))
             below = descendants(proc.pid, parents)
             for pid in below:
                 cpu[pid] = max(cpu.get(pid, 0.0), own_cpu_s(pid))
@@ -105,9 +106,14 @@ def measure_process(cmd: list[str], *, cwd: Path, env: dict[str, str] | None = N
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    output, _ = proc.communicate()
+    try:
+        output, _ = proc.communicate()
+    except BaseException:
+        proc.kill()
+        raise
+    finally:
+        done.set()
     seconds = time.perf_counter() - start
-    done.set()
     sampler.join()
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode}:\n{output[-4000:]}")

@@ -3,19 +3,23 @@
 
 The simulator writes a day of an estate of `--brokers` brokers and `--groups` consumer groups (2 to 6 member
 processes each: about 1,160 host folders at the default 300), thinned with `--density` (application, GC and broker
-housekeeping lines; the group activity stays whole), and the same estate at a quarter of its brokers and groups.
-Each estate's day but its last hour runs through a whole `rebalance run` process with the configuration as a user
-has it (the day), then its last hour is landed and run (the increment). The full estate's first two hours are run
-the same way (the increment after an hour). With the cluster (default), the wheel built from this checkout, alone in
-a virtualenv, drives a standalone master and two one-core workers (`bench/cluster.py`) over the quarter and the full
-day, and the driver's memory is its own process tree (the workers' and executors' are measured apart).
+housekeeping lines; the group activity stays whole), and the same estate at a quarter of its brokers and groups (and
+of its incidents: one cycle of incidents per four times as many hours). Each estate's day but its last hour runs
+through a whole `rebalance run` process with the configuration as a user has it (the day), then its last hour is
+landed and run (the increment). The same last hour of the full estate is also run after only the hour before it
+(the increment after an hour: the same files, after 1 hour of history instead of 23). With the cluster (default),
+the wheel built from this checkout, alone in a virtualenv, drives a standalone master and two one-core workers
+(`bench/cluster.py`) over the quarter and the full day; the driver's memory is then its own process tree, and the
+executors' (the processes below the workers) is measured apart. Each driver first runs one small file untimed (its
+JVM records the class-data archive later runs map, as a user's first run does).
 
 Figures (ratios within one run; seconds are context):
 - `us_per_line_full_over_quarter`: the day's microseconds per line, full estate / quarter (target <= 1.3);
 - `driver_memory_full_over_quarter`: the day's peak driver memory, full / quarter (target <= 1.3; on the cluster
   the driver alone, on `local[*]` the whole process tree, where the executors live in the driver's JVM);
 - `increment_day_over_hour`: the last hour's increment after the day / after one hour (target <= 1.2);
-- the replay's share: the `reconstruct` step's seconds over the run's steps.
+- context: microseconds per line over the ingest and reconstruct steps alone (no JVM start, setup, quality or
+  alerts), and the replay's share (the `reconstruct` step's seconds over the run's steps).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Callable
@@ -36,6 +41,7 @@ import yaml
 
 from bench import cluster
 from bench.history import last_hour_files, link_all, measure_process
+from pipelines.session.spark import JAR_CACHE
 from simulator import simulate
 
 TARGETS = {"us_per_line_full_over_quarter": 1.3, "driver_memory_full_over_quarter": 1.3,
@@ -86,9 +92,25 @@ def _share(steps: dict[str, float], step: str) -> float | None:
     return round(steps.get(step, 0.0) / total, 3) if total else None
 
 
-def run_estate(name: str, root: Path, landing: Path, driver: Driver, say: Say) -> dict[str, Any]:
-    """The estate's files but the last hour's as one run (the day), then the last hour's (the increment)."""
+def _hour(path: Path) -> str | None:
+    """The hour suffix of an hourly broker or client file (`server.log.2026-11-20-08`), None for the others."""
+    return path.name.rsplit(".", 1)[-1] if path.name.startswith(("server.log.", "consumer.log.")) else None
+
+
+def last_hours(history: list[Path], hours: int) -> list[Path]:
+    """The history cut to its last `hours` hourly files of each process, with every file that is not hourly (the GC
+    logs, which span the whole estate)."""
+    kept = sorted({h for p in history if (h := _hour(p)) is not None})[-hours:]
+    return [p for p in history if _hour(p) is None or _hour(p) in kept]
+
+
+def run_estate(name: str, root: Path, landing: Path, driver: Driver, say: Say, *,
+               history_hours: int | None = None) -> dict[str, Any]:
+    """The estate's files but the last hour's as one run (the day; with `history_hours`, only that many hours of
+    it), then the last hour's (the increment)."""
     history, increment = last_hour_files(landing)
+    if history_hours is not None:
+        history = last_hours(history, history_hours)
     root.mkdir(parents=True, exist_ok=True)
     work_landing, lakehouse = root / "landing", root / "lakehouse"
     command = [*driver.command, "run", "--landing", str(work_landing), "--lakehouse", str(lakehouse),
@@ -102,24 +124,38 @@ def run_estate(name: str, root: Path, landing: Path, driver: Driver, say: Say) -
     say(f"{name}: took {day.seconds:.0f} s; the last hour ({len(increment):,} files, {increment_lines:,} lines)")
     inc = measure_process(command, cwd=root, env=driver.env, watch=driver.watch)
     say(f"{name}: the increment took {inc.seconds:.0f} s")
+    work_s = day.steps.get("ingest", 0.0) + day.steps.get("reconstruct", 0.0)
     return {"files": len(history), "lines": lines, "us_per_line": round(day.seconds * 1e6 / lines, 2),
+            "work_us_per_line": round(work_s * 1e6 / lines, 2) if work_s else None,
             "replay_share": _share(day.steps, "reconstruct"), "day": day.as_dict(),
             "increment_files": len(increment), "increment_lines": increment_lines, "increment": inc.as_dict()}
 
 
-def simulate_estate(root: Path, opts: ScaleOptions, *, groups: int, brokers: int, hours: float) -> dict[str, Any]:
-    """One simulated estate under `root`/sim: its landing directory, lines, files and rebalances."""
-    summary = simulate(root / "sim", seed=opts.seed, groups=groups, brokers=brokers, hours=hours,
-                       noise_density=opts.density, cycle_every_hours=opts.cycle_every_hours)
+def warm_up(root: Path, landing: Path, driver: Driver) -> None:
+    """One untimed run of the estate's smallest file, so that the timed runs start as a user's later runs do (the
+    driver's class-data archive recorded, the jars in place)."""
+    smallest = min((p for p in landing.rglob("*") if p.is_file()), key=lambda p: p.stat().st_size)
+    root.mkdir(parents=True, exist_ok=True)
+    link_all([smallest], landing, root / "landing")
+    measure_process([*driver.command, "run", "--landing", str(root / "landing"), "--lakehouse",
+                     str(root / "lakehouse"), *_conf(root, driver)], cwd=root, env=driver.env)
+
+
+def simulate_estate(root: Path, opts: ScaleOptions, *, groups: int, brokers: int,
+                    cycle_every_hours: float) -> dict[str, Any]:
+    """One simulated day under `root`/sim: its landing directory, lines, files and rebalances."""
+    summary = simulate(root / "sim", seed=opts.seed, groups=groups, brokers=brokers, hours=opts.hours,
+                       noise_density=opts.density, cycle_every_hours=cycle_every_hours)
     members = sum(1 for p in summary.landing_dir.iterdir() if not p.name.startswith("broker"))
-    return {"landing": summary.landing_dir, "groups": groups, "brokers": brokers, "hours": hours,
+    return {"landing": summary.landing_dir, "groups": groups, "brokers": brokers, "hours": opts.hours,
             "lines": summary.lines, "files": summary.files, "rebalances": summary.rebalances,
             "instance_folders": members}
 
 
-def _figures(quarter: dict[str, Any], full: dict[str, Any], memory: str) -> dict[str, float]:
+def scale_figures(quarter: dict[str, Any], full: dict[str, Any]) -> dict[str, float]:
+    """Microseconds per line and the driver's peak memory over the day, the full estate over its quarter."""
     return {"us_per_line_full_over_quarter": round(full["us_per_line"] / quarter["us_per_line"], 3),
-            "driver_memory_full_over_quarter": round(full["day"][memory] / quarter["day"][memory], 3)}
+            "driver_memory_full_over_quarter": round(full["day"]["peak_mb"] / quarter["day"]["peak_mb"], 3)}
 
 
 def _on_cluster(work: Path, estates: dict[str, dict[str, Any]], say: Say) -> dict[str, Any]:
@@ -127,34 +163,51 @@ def _on_cluster(work: Path, estates: dict[str, dict[str, Any]], say: Say) -> dic
     say("cluster: building the wheel and its virtualenv")
     python = cluster.wheel_venv(root / "wheel")
     out: dict[str, Any] = {}
-    with cluster.standalone_cluster(python, root, worker_memory="3g") as running:
-        spark = {"master": running.url, "driver_memory": "2g", "shuffle_partitions": 4,
-                 "conf": {"spark.executor.memory": "2g", "spark.executor.cores": 1,
-                          "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}}
-        workers = tuple(p.pid for p in running.processes[1:])
-        driver = Driver([str(python.with_name("rebalance"))], cluster.clean_env(), spark, workers)
-        for name in ("quarter", "full"):
-            out[name] = run_estate(f"cluster {name}", root / name, estates[name]["landing"], driver, say)
-    return {**out, "figures": _figures(out["quarter"], out["full"], "peak_mb")}
+    archives = set(JAR_CACHE.glob("*.jsa"))
+    try:
+        with cluster.standalone_cluster(python, root, worker_memory="3g") as running:
+            spark = {"master": running.url, "driver_memory": "2g", "shuffle_partitions": 4,
+                     "conf": {"spark.executor.memory": "2g", "spark.executor.cores": 1,
+                              "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}}
+            workers = tuple(p.pid for p in running.processes[1:])
+            driver = Driver([str(python.with_name("rebalance"))], cluster.clean_env(), spark, workers)
+            warm_up(root / "warm-up", estates["quarter"]["landing"], driver)
+            for name in ("quarter", "full"):
+                out[name] = run_estate(f"cluster {name}", root / name, estates[name]["landing"], driver, say)
+    finally:
+        for archive in set(JAR_CACHE.glob("*.jsa")) - archives:  # the temporary virtualenv's own, ~200 MB
+            archive.unlink(missing_ok=True)
+    return {**out, "figures": scale_figures(out["quarter"], out["full"])}
 
 
 def measure_scale(work: Path, opts: ScaleOptions, say: Say) -> dict[str, Any]:
-    """Simulate the estates, run them locally (and on the cluster), and their figures."""
-    shapes = {"quarter": (max(1, opts.groups // 4), max(2, opts.brokers // 4), opts.hours),
-              "full": (opts.groups, opts.brokers, opts.hours), "hour": (opts.groups, opts.brokers, 2.0)}
+    """Simulate the estates, run them on the cluster (unless left out) and locally, and their figures."""
+    quarter_groups = max(1, opts.groups // 4)
+    shapes = {"quarter": (quarter_groups, max(1, opts.brokers // 4),
+                          opts.cycle_every_hours * opts.groups / quarter_groups),
+              "full": (opts.groups, opts.brokers, opts.cycle_every_hours)}
     estates = {}
-    for name, (groups, brokers, hours) in shapes.items():
-        estates[name] = simulate_estate(work / "estates" / name, opts, groups=groups, brokers=brokers, hours=hours)
-        say(f"simulated {name}: {groups} groups on {brokers} brokers, {hours:g} h, {estates[name]['lines']:,} "
-            f"lines in {estates[name]['files']:,} files, {estates[name]['rebalances']} rebalances")
+    for name, (groups, brokers, cycle) in shapes.items():
+        estates[name] = simulate_estate(work / "estates" / name, opts, groups=groups, brokers=brokers,
+                                        cycle_every_hours=cycle)
+        say(f"simulated {name}: {groups} groups on {brokers} brokers, {opts.hours:g} h, "
+            f"{estates[name]['lines']:,} lines in {estates[name]['files']:,} files, "
+            f"{estates[name]['rebalances']} rebalances")
     result: dict[str, Any] = {
         "estates": {k: {key: v for key, v in e.items() if key != "landing"} for k, e in estates.items()}}
-    if opts.cluster and not cluster.java_missing():  # first: the part most likely to fail fails early
+    if not opts.cluster:
+        say("cluster: left out (--no-cluster)")
+    elif cluster.java_missing():
+        say("cluster: left out, no Java runtime on PATH")
+    else:  # first: the part most likely to fail fails early
         result["cluster"] = _on_cluster(work, estates, say)
     local = Driver([str(Path(sys.executable).with_name("rebalance"))])
+    warm_up(work / "local" / "warm-up", estates["quarter"]["landing"], local)
     runs = {name: run_estate(f"local {name}", work / "local" / name, estates[name]["landing"], local, say)
             for name in shapes}
-    figures = {**_figures(runs["quarter"], runs["full"], "peak_mb"),
+    runs["hour"] = run_estate("local full after an hour", work / "local" / "hour", estates["full"]["landing"],
+                              local, say, history_hours=1)
+    figures = {**scale_figures(runs["quarter"], runs["full"]),
                "increment_day_over_hour": round(runs["full"]["increment"]["seconds"]
                                                 / runs["hour"]["increment"]["seconds"], 3)}
     return {**result, "local": runs, "figures": figures}
@@ -168,33 +221,45 @@ def markdown(result: dict[str, Any]) -> str:
         for name, value in found.items():
             target = TARGETS[name]
             rows.append(f"| {where} {name} | {value} | <= {target:g} | {'yes' if value <= target else '**no**'} |")
-    rows += ["", "| run | estate | files | lines | seconds | µs/line | peak MB (driver tree) | workers' peak MB | "
-             "replay share | last hour: files, lines, seconds |", "|---|---|---|---|---|---|---|---|---|---|"]
+    rows += ["", "| run | estate | files | lines | seconds | µs/line (ingest + reconstruct only) | peak MB (driver "
+             "tree) | executors' peak MB | replay share | last hour: files, lines, seconds |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for where in ("local", "cluster"):
         for name, run in (result["local"] if where == "local" else result.get("cluster", {})).items():
             if name == "figures":
                 continue
-            shape = result["estates"][name]
-            rows.append(f"| {where} | {name}: {shape['groups']} groups, {shape['brokers']} brokers, "
-                        f"{shape['hours']:g} h | {run['files']:,} | {run['lines']:,} | {run['day']['seconds']} | "
-                        f"{run['us_per_line']} | {run['day']['peak_mb']} | {run['day'].get('watched_peak_mb', '')} "
-                        f"| {run['replay_share']} | {run['increment_files']:,}, {run['increment_lines']:,}, "
-                        f"{run['increment']['seconds']} |")
+            shape = result["estates"]["full" if name == "hour" else name]
+            span = "1 h of history" if name == "hour" else f"{shape['hours']:g} h"
+            rows.append(f"| {where} | {name}: {shape['groups']} groups, {shape['brokers']} brokers, {span} | "
+                        f"{run['files']:,} | {run['lines']:,} | {run['day']['seconds']} | {run['us_per_line']} "
+                        f"({run['work_us_per_line']}) | {run['day']['peak_mb']} | "
+                        f"{run['day'].get('watched_peak_mb', '')} | {run['replay_share']} | "
+                        f"{run['increment_files']:,}, {run['increment_lines']:,}, {run['increment']['seconds']} |")
     return "\n".join(rows)
 
 
+def _interrupted(signum: int, _frame: Any) -> None:
+    raise SystemExit(128 + signum)  # unwinds the blocks that stop the cluster and the runs
+
+
 def main(opts: ScaleOptions) -> int:
-    """Measure, print the table and write `<time>-scale.json` and `.md` under the results directory."""
+    """Measure, print the table and write `<time>-scale.json` and `.md` under the results directory. The scratch
+    directory is kept when a run fails (its logs tell why)."""
     def say(message: str) -> None:
         print(f"[{datetime.now():%H:%M:%S}] {message}", flush=True)
 
+    if opts.work is not None and opts.work.exists() and any(opts.work.iterdir()):
+        raise SystemExit(f"--work {opts.work} is not empty: the estates are simulated into it")
+    signal.signal(signal.SIGTERM, _interrupted)
     work = opts.work or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     started = datetime.now(timezone.utc)
     try:
         result = measure_scale(work, opts, say)
-    finally:
-        if opts.work is None:
-            shutil.rmtree(work, ignore_errors=True)
+    except BaseException:
+        say(f"failed; the scratch directory is kept: {work}")
+        raise
+    if opts.work is None:
+        shutil.rmtree(work, ignore_errors=True)
     result = {"started": started.isoformat(timespec="seconds"), "cores": os.cpu_count(),
               "options": {k: str(v) if isinstance(v, Path) else v for k, v in vars(opts).items()}, **result}
     opts.out.mkdir(parents=True, exist_ok=True)
@@ -213,12 +278,12 @@ def parse_args(argv: list[str]) -> ScaleOptions:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--brokers", type=int, default=50, help="brokers of the full estate (default 50)")
     parser.add_argument("--groups", type=int, default=300, help="consumer groups of the full estate (default 300)")
-    parser.add_argument("--hours", type=float, default=24.0, help="span of the day (default 24)")
+    parser.add_argument("--hours", type=float, default=24.0, help="span of the day, at least 3 (default 24)")
     parser.add_argument("--density", type=float, default=0.05,
                         help="share of application, GC and broker housekeeping lines kept (default 0.05)")
     parser.add_argument("--cycle-every-hours", type=float, default=4.0,
                         help="one cycle of incidents (every kind once) per this many hours (default 4)")
-    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--seed", type=int, default=7, help="simulation seed (default 7)")
     parser.add_argument("--no-cluster", action="store_true", help="local[*] only")
     parser.add_argument("--out", type=Path, default=Path("bench/results"), help="results directory")
     parser.add_argument("--work", type=Path, help="scratch directory (default: a temporary one, removed after)")

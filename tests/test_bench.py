@@ -169,26 +169,38 @@ def test_a_process_tree_counts_pages_its_forks_share_once(tmp_path):
 
 
 def _scale_run(lines: int, seconds: float, peak_mb: float, increment_s: float) -> dict:
-    return {"files": 10, "lines": lines, "us_per_line": round(seconds * 1e6 / lines, 2), "replay_share": 0.1,
+    return {"files": 10, "lines": lines, "us_per_line": round(seconds * 1e6 / lines, 2),
+            "work_us_per_line": round(seconds * 0.8e6 / lines, 2), "replay_share": 0.1,
             "day": {"seconds": seconds, "peak_mb": peak_mb}, "increment_files": 2, "increment_lines": 50,
             "increment": {"seconds": increment_s, "peak_mb": peak_mb}}
 
 
 def test_the_scale_figures_compare_the_full_estate_with_its_quarter_and_the_hour():
-    from bench.scale import _figures, markdown, parse_args
+    from bench.scale import markdown, parse_args, scale_figures
 
     runs = {"quarter": _scale_run(1_000_000, 100.0, 2_000.0, 60.0), "full": _scale_run(4_000_000, 520.0, 3_000.0,
                                                                                        75.0),
             "hour": _scale_run(200_000, 50.0, 1_800.0, 50.0)}
-    figures = {**_figures(runs["quarter"], runs["full"], "peak_mb"), "increment_day_over_hour": 1.5}
+    figures = {**scale_figures(runs["quarter"], runs["full"]), "increment_day_over_hour": 1.5}
     assert figures == {"us_per_line_full_over_quarter": 1.3, "driver_memory_full_over_quarter": 1.5,
                        "increment_day_over_hour": 1.5}
     shape = {"groups": 300, "brokers": 50, "hours": 24.0}
-    table = markdown({"estates": {k: shape for k in runs}, "local": runs, "figures": figures})
+    table = markdown({"estates": {"quarter": shape, "full": shape}, "local": runs, "figures": figures})
     assert "| local us_per_line_full_over_quarter | 1.3 | <= 1.3 | yes |" in table
     assert "| local driver_memory_full_over_quarter | 1.5 | <= 1.3 | **no** |" in table
     assert table.count("| local | ") == 3
+    assert "| local | hour: 300 groups, 50 brokers, 1 h of history | 10 | 200,000 | 50.0 | 250.0 (200.0) |" in table
     opts = parse_args(["--groups", "40", "--brokers", "4", "--no-cluster"])
     assert (opts.groups, opts.brokers, opts.cluster, opts.hours) == (40, 4, False, 24.0)
     with pytest.raises(SystemExit):
         parse_args(["--density", "0"])
+
+
+def test_the_increment_after_an_hour_keeps_the_last_hour_of_history_and_every_gc_log(tmp_path):
+    from bench.scale import last_hours
+
+    files = [tmp_path / "broker-1" / f"server.log.2026-11-20-{h:02d}" for h in (8, 9, 10)]
+    files += [tmp_path / "svc-0" / f"consumer.log.2026-11-20-{h:02d}" for h in (9, 10)]
+    files.append(tmp_path / "svc-0" / "gc.log")
+    kept = last_hours(files, 1)
+    assert [p.name for p in kept] == ["server.log.2026-11-20-10", "consumer.log.2026-11-20-10", "gc.log"]

@@ -16,10 +16,10 @@ import pytest
 import yaml
 from pyspark.testing import assertDataFrameEqual
 
+from bench import cluster
 from jobs.cli import main as cli
 from pipelines.storage import lake
 from schemas.tables import TABLES
-from bench import cluster
 from tests.conftest import make_config
 
 pytestmark = [pytest.mark.cluster,
