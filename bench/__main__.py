@@ -16,7 +16,7 @@ def parse_options(argv: list[str] | None = None) -> Options:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      epilog="python -m bench --scale [--help]: a simulated day of a large estate "
                                             "(50 brokers, 300 groups) on local[*] and a standalone cluster, "
-                                            "about 40 minutes on 2 cores (bench/scale.py)")
+                                            "about 55 minutes on 2 cores (bench/scale.py)")
     parser.add_argument("--lines", type=int, help=f"lines of the 1x dataset (default {DEFAULT_LINES:,}; "
                         f"--quick: {QUICK_LINES:,}); the 4x dataset has four times as many")
     parser.add_argument("--quick", action="store_true",
