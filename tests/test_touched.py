@@ -1,0 +1,35 @@
+"""Which groups an ingest batch's files touch: the groups the reconstruct stream then rebuilds from their history."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pipelines.flow.reconstruct import touched_groups
+
+EVENTS = ("event_id string, source_file string, instance string, source_kind string, group_id string, "
+          "event_type string, event_ts timestamp")
+FILES = "source_file string, instance string, event_lines long, gc_pause_lines long"
+T = dt.datetime(2026, 11, 20, 10, 0, 0)
+
+
+def _touched(spark, files) -> list[str]:
+    events = spark.createDataFrame([
+        ("e1", "h1/app.log", "h1", "client", "orders", "member_joined", T),
+        ("e2", "h2/app.log", "h2", "client", "billing", "member_joined", T),
+        ("e3", "b1/server.log", "b1", "broker", "search", "rebalance_started", T),
+    ], EVENTS)
+    return sorted(r.group_id for r in touched_groups(spark.createDataFrame(files, FILES), events).collect())
+
+
+def test_a_file_with_events_touches_their_groups(spark):
+    assert _touched(spark, [("b1/server.log", "b1", 1, 0)]) == ["search"]
+
+
+def test_a_gc_log_touches_the_groups_with_members_in_its_folder(spark):
+    # A member's GC log names no group: its pauses explain the groups that member belongs to.
+    assert _touched(spark, [("h1/gc.log", "h1", 0, 3)]) == ["orders"]
+
+
+def test_a_file_that_typed_nothing_touches_no_group(spark):
+    # Application lines in a member's folder cannot change gold: replaying the folder's groups would be for nothing.
+    assert _touched(spark, [("h1/app-2.log", "h1", 0, 0), ("h2/app-2.log", "h2", 0, 0)]) == []
