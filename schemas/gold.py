@@ -38,7 +38,7 @@ GOLD_MEMBER_SESSIONS = _schema(
     ("left_at", T, True), ("end_reason", S, False), ("first_generation", I, True), ("last_generation", I, True),
     ("rebalances", I, False),
     # Added in 0.3.0: java, librdkafka, streams, connect (and kafka-python, aiokafka, kafkajs, kafka-go, sarama,
-    # franz-go, ruby-kafka), from the member's own lines (null when none tells).
+    # franz-go, ruby-kafka, brod), from the member's own lines (null when none tells).
     ("client_kind", S, True),
     # Added in 0.4.0: the member's group type (consumer, streams, connect, share). A share group's sessions are its
     # only rows: its members come and go without a rebalance.

@@ -18,6 +18,7 @@ POLL_TIMEOUT = ("This member will leave the group because consumer poll timeout 
                 "typically implies that the poll loop is spending too much time processing messages. You can address "
                 "this either by increasing max.poll.interval.ms or by reducing the maximum size of batches returned "
                 "in poll() with max.poll.records.")
+BROD_HEADER = "Group member (billing,coor=#PID<0.812.0>,cb=#PID<0.811.0>,generation={generation}):"
 FILES = {
     # A book's Streams log: the record broke after `assigned `, the blank kept at the end of the line.
     "streams.log": ["2017/07/05 15:03:18.045 INFO ... Setting newly assigned ",
@@ -54,6 +55,20 @@ FILES = {
                    "\tclient.id = consumer-orders-1",
                    "\tgroup.id = orders",
                    " (org.apache.kafka.clients.consumer.ConsumerConfig)"],
+    # brod (Erlang): a header that names the group and generation, the message on the next line (its source's
+    # format, `Group member (~s,coor=~p,cb=~p,generation=~p):\n` ++ Fmt, under Elixir's console layout); a join
+    # failure's reason on a third line, a received assignment's topics and partitions indented under it.
+    "brod.log": ["2026-11-20 10:00:01.100 [info] " + BROD_HEADER.format(generation=7),
+                 "re-joining group, reason::unknown_member_id",
+                 "2026-11-20 10:00:01.200 [info] " + BROD_HEADER.format(generation=7),
+                 "failed to join group",
+                 "reason: :rebalance_in_progress",
+                 "2026-11-20 10:00:02.300 [info] " + BROD_HEADER.format(generation=8),
+                 "elected=false",
+                 "2026-11-20 10:00:02.400 [info] " + BROD_HEADER.format(generation=8),
+                 "assignments received:",
+                 "  payments:",
+                 "    partition=0 begin_offset=42"],
 }
 
 
@@ -99,6 +114,14 @@ def test_a_paste_cut_short_and_an_empty_revoke_keep_their_lines_apart(staged):
                                                 "client_partitions_assigned"]
     assert [(line, n, event) for line, n, _, event, _ in _rows(staged, "empty.log")] == [
         (1, 1, "client_partitions_revoked")]
+
+
+def test_a_header_that_ends_before_its_message_is_one_record_with_it(staged):
+    parsed = staged.parsed.filter(F.element_at(F.split("source_file", "/"), -1) == "brod.log")
+    events = [(r.line_no, r.record_lines, r.event_type, r.group_id, r.generation)
+              for r in parsed.filter(F.col("disposition") == "event").orderBy("line_no").collect()]
+    assert events == [(1, 2, "client_rejoin_requested", "billing", 7), (3, 2, "client_join_failed", "billing", 7),
+                      (6, 2, "client_joined", "billing", 8), (8, 4, "client_synced", "billing", 8)]
 
 
 def test_a_logger_suffix_on_a_line_of_its_own_ends_the_record_before_it(staged):

@@ -6,13 +6,13 @@ and the record is unfinished. A line cannot start a record when it is not blank,
 head does (a time or number after at most eight marks or blanks, `{`, a container prefix) and holds no time in its
 first 80 characters and no level or `level=` key in its first 100. The record is unfinished when, from the strongest
 sign to the weakest: the lines so far leave a bracket, brace, parenthesis or double quote open, or the last one ends
-before its message (a layout's separator such as ` : ` or ` - `, or a client's `[Consumer clientId=.., groupId=..]`
-prefix, with nothing after it); the last one ends with an opening bracket, a comma, a colon or an equals sign; it
-ends with a blank (a wrap keeps the space it broke at, but so do some complete lines). After a group line (a
-prefilter candidate) only the first sign counts: Java ends `Adding newly assigned partitions: ` with an empty list.
-A line with a group wording of its own joins on the first sign only, and starts afresh when nothing on the line
-before it continues: a stripped paste of bare messages, or one cut short with `...`, keeps its lines apart. Indented
-lines under a head that ends with a colon are its list, not a wrap.
+before its message (a layout's separator such as ` : ` or ` - `, a client's `[Consumer clientId=.., groupId=..]`
+prefix, or a `(key=value,..):` context, with nothing after it); the last one ends with an opening bracket, a comma,
+a colon or an equals sign; it ends with a blank (a wrap keeps the space it broke at, but so do some complete
+lines). After a group line (a prefilter candidate) only the first sign counts: Java ends `Adding newly assigned
+partitions: ` with an empty list. A line with a group wording of its own joins on the first sign only, and starts
+afresh when nothing on the line before it continues: a stripped paste of bare messages, or one cut short with `...`,
+keeps its lines apart. Indented lines under a head that ends with a colon are its list, not a wrap.
 
 The physical lines stay in the bronze record, joined by WRAP (LF then CR; a file's line reader splits at LF, CR and
 CRLF, so no line read from a file holds that pair; a Kafka value is one line as sent, where a CRLF blank line inside
@@ -42,8 +42,10 @@ MAY_CONTINUE_WRAP = (
 ENDS_OPEN = r"[\s\[({,:=|>-]$"
 _ENDS_STRONG = r"[\[({,:=]\s*$"
 _ENDS_BLANK = r"\s$"
-# A layout's separator or a client's `[key=value, ...]` prefix with nothing after it: the message is on the next line.
-_ENDS_BEFORE_MESSAGE = r"(?:\s[:|>-]|\[[^\[\]]*(?:clientId|groupId)=[^\[\]]*\])\s*$"
+# A layout's separator, a client's `[key=value, ...]` prefix, or a context of key=value pairs in parentheses and a
+# colon (brod's `Group member (<group>,coor=..,generation=N):` header) with nothing after it: the message is on the
+# next line.
+_ENDS_BEFORE_MESSAGE = r"(?:\s[:|>-]|\[[^\[\]]*(?:clientId|groupId)=[^\[\]]*\]|\([^()]*=[^()]*\):)\s*$"
 _ELIDED = r"(?:\.\.\.|\u2026)\s*$"
 # Colours pasted with or without their ESC (`^[[36m`, `[36m`) are not brackets a message opened.
 _COLOURS = r"(?:\x1b|\^\[)\[[0-9;]*m|\[[0-9;]+m"

@@ -118,6 +118,8 @@ CLIENT_REASONS: tuple[tuple[re.Pattern[str], str, str], ...] = (
     # Kafka Streams (KIP-441): the follow-up rebalance its assignor scheduled while warm-up replicas catch up after
     # an instance joined; planned, and no member joined or left for it.
     (re.compile(r"triggered followup rebalance scheduled", re.I), "membership_change", "probing_rebalance"),
+    # brod: the application changed the member's topics (`re-joining group, reason:topics`, an Erlang atom).
+    (re.compile(r"^:?topics$"), "metadata_change", "subscription_change"),
 )
 
 

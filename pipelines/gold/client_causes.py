@@ -42,7 +42,10 @@ _COORDINATOR_GONE = re.compile(r"NOT_COORDINATOR|not coordinator|not the correct
                                # The same errors as Sarama's and kafka-go's texts word them.
                                r"|not coordinated by this broker"
                                r"|still loading offsets after a leader change|group load in progress"
-                               r"|offset's topic has not yet been created", re.I)
+                               r"|offset's topic has not yet been created"
+                               # brod: its error atoms before 3.0 (`GroupCoordinatorNotAvailable`) and the loss of
+                               # the member's own connection to its coordinator (`{connection_down, Reason}`).
+                               r"|CoordinatorNotAvailable|connection_down", re.I)
 _NEW_MEMBER_SIGNS = re.compile(r"need to re-join with the given member-id", re.I)
 # What a verdict from members' lines alone cannot see, said in its explanation.
 _MISSING = "; the coordinator's log is missing, so its own reason is unknown"

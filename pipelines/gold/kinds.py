@@ -1,6 +1,6 @@
 """What kind of group a group is (`consumer`, `streams`, `connect`, `share`) and which client each of its members
 runs (`java`, `librdkafka`, `streams`, `connect`, `kafka-python`, `aiokafka`, `kafkajs`, `kafka-go`, `sarama`,
-`franz-go`, `ruby-kafka`), from the lines they print.
+`franz-go`, `ruby-kafka`, `brod`), from the lines they print.
 
 A broker's classic-protocol lines never say a group's protocol type, so the type comes from the wordings: a
 streams-group or share-group line of a 4.x coordinator, or the members' own Kafka Streams or Connect lines. The
@@ -16,12 +16,12 @@ from typing import Any
 # Template id prefix -> the client that prints it (pipelines/silver/wordings: client_*.yml).
 _CLIENT_OF_TEMPLATE = {"r_": "librdkafka", "s_": "streams", "w_": "connect", "c_": "java", "k_": "java",
                        "p_": "kafka-python", "a_": "aiokafka", "j_": "kafkajs", "g_": "kafka-go", "m_": "sarama",
-                       "f_": "franz-go", "y_": "ruby-kafka"}
+                       "f_": "franz-go", "y_": "ruby-kafka", "o_": "brod"}
 # A Streams or Connect process also prints its embedded Java consumer's lines: its own kind wins. kafka-python prints
 # some of the Java client's 0.10 wordings (typed by Java rows): its own rows win over them. aiokafka prints many of
 # kafka-python's wordings (typed by kafka-python rows): its own rows win over those.
 _PRECEDENCE = ("connect", "streams", "librdkafka", "aiokafka", "kafka-python", "kafkajs", "kafka-go", "sarama",
-               "franz-go", "ruby-kafka", "java")
+               "franz-go", "ruby-kafka", "brod", "java")
 
 
 def group_type(events: list[dict[str, Any]]) -> str:

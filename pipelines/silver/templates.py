@@ -67,7 +67,7 @@ EVENT_FIELDS = tuple(sorted({FIELD_COLUMNS.get(f, f) for f in FIELD_PATTERNS if 
 COMPONENTS = ("broker_classic", "broker_new", "broker_groups_4x", "client_classic", "client_kip848", "client_debug",
               "client_librdkafka", "client_streams", "client_connect", "client_kafka_python", "client_aiokafka",
               "client_kafkajs", "client_kafka_go", "client_sarama", "client_sarama_cluster", "client_franz_go",
-              "client_ruby_kafka", "client_callbacks", "client_errors")
+              "client_ruby_kafka", "client_brod", "client_callbacks", "client_errors")
 # After a template: an optional final period, trailing blanks, and any later lines of the record (a stack trace).
 TAIL = r"\.?\s*(?:\n[\s\S]*)?$"
 # After a template that ends with its own words (not a field): the quote that closed a message an application
