@@ -43,6 +43,7 @@ from bench import cluster
 from bench.history import last_hour_files, link_all, measure_process
 from pipelines.session.spark import JAR_CACHE
 from simulator import simulate
+from simulator.frameworks import parse_shares
 
 TARGETS = {"us_per_line_full_over_quarter": 1.3, "driver_memory_full_over_quarter": 1.3,
            "increment_day_over_hour": 1.2}
@@ -58,6 +59,8 @@ class ScaleOptions:
     hours: float = 24.0
     density: float = 0.05
     cycle_every_hours: float = 4.0
+    # Frameworks of the consumers (simulator/frameworks.py); librdkafka clients are not simulated.
+    client_kinds: str = "java=6,streams=3,connect=1"
     seed: int = 7
     cluster: bool = True
     out: Path = Path("bench/results")
@@ -145,7 +148,8 @@ def simulate_estate(root: Path, opts: ScaleOptions, *, groups: int, brokers: int
                     cycle_every_hours: float) -> dict[str, Any]:
     """One simulated day under `root`/sim: its landing directory, lines, files and rebalances."""
     summary = simulate(root / "sim", seed=opts.seed, groups=groups, brokers=brokers, hours=opts.hours,
-                       noise_density=opts.density, cycle_every_hours=cycle_every_hours)
+                       noise_density=opts.density, cycle_every_hours=cycle_every_hours,
+                       client_kinds=parse_shares(opts.client_kinds))
     members = sum(1 for p in summary.landing_dir.iterdir() if not p.name.startswith("broker"))
     return {"landing": summary.landing_dir, "groups": groups, "brokers": brokers, "hours": opts.hours,
             "lines": summary.lines, "files": summary.files, "rebalances": summary.rebalances,
@@ -283,6 +287,9 @@ def parse_args(argv: list[str]) -> ScaleOptions:
                         help="share of application, GC and broker housekeeping lines kept (default 0.05)")
     parser.add_argument("--cycle-every-hours", type=float, default=4.0,
                         help="one cycle of incidents (every kind once) per this many hours (default 4)")
+    parser.add_argument("--client-kinds", default=ScaleOptions.client_kinds, metavar="KIND=SHARE[,...]",
+                        help="frameworks of the consumers, as shares of java, streams and connect (default "
+                             f"{ScaleOptions.client_kinds}; librdkafka clients are not simulated)")
     parser.add_argument("--seed", type=int, default=7, help="simulation seed (default 7)")
     parser.add_argument("--no-cluster", action="store_true", help="local[*] only")
     parser.add_argument("--out", type=Path, default=Path("bench/results"), help="results directory")
@@ -290,8 +297,13 @@ def parse_args(argv: list[str]) -> ScaleOptions:
     args = parser.parse_args(argv)
     if args.groups < 4 or args.brokers < 2 or args.hours < 3 or not 0 < args.density <= 1:
         parser.error("--groups must be at least 4, --brokers at least 2, --hours at least 3 and --density in (0, 1]")
+    try:
+        parse_shares(args.client_kinds)
+    except ValueError as exc:
+        parser.error(f"--client-kinds: {exc}")
     return ScaleOptions(brokers=args.brokers, groups=args.groups, hours=args.hours, density=args.density,
-                        cycle_every_hours=args.cycle_every_hours, seed=args.seed, cluster=not args.no_cluster,
+                        cycle_every_hours=args.cycle_every_hours, client_kinds=args.client_kinds, seed=args.seed,
+                        cluster=not args.no_cluster,
                         out=args.out, work=args.work)
 
 

@@ -40,6 +40,16 @@ _VERSION_HELP = ("wording of the broker and client logs: 2.4, 2.8, 3.6 or 4.1 (d
                  "--group-protocol consumer or mixed)")
 
 
+def _client_kinds(text: str) -> dict[str, float]:
+    """`java=6,streams=2,connect=1` as shares (argparse type: a bad value is a usage error)."""
+    from simulator.frameworks import parse_shares
+
+    try:
+        return parse_shares(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _add_simulation(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kafka-version", default=None, help=_VERSION_HELP)
     p.add_argument("--group-protocol", choices=["classic", "consumer", "mixed"], default="classic", help=_PROTOCOL_HELP)
@@ -100,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--cycle-every-hours", type=float, default=2.0, metavar="H",
                      help="plan one cycle of incidents (every kind once) per H hours of span (default 2); above 2, "
                           "spread them evenly over the span")
+    sim.add_argument("--client-kinds", type=_client_kinds, metavar="KIND=SHARE[,...]",
+                     help="frameworks of the classic groups' consumers, as shares: java (a plain consumer), streams "
+                          "(a Kafka Streams thread), connect (a Connect sink task); e.g. java=6,streams=2,connect=1 "
+                          "(default: all java)")
     _add_simulation(sim)
     sim.add_argument("--gzip", action="store_true", help="gzip the log files")
 

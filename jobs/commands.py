@@ -60,7 +60,7 @@ def cmd_simulate(args: argparse.Namespace, *, progress: Progress) -> int:
     summary = simulate(
         args.out, seed=args.seed, groups=args.groups, hours=args.hours, lines=args.lines,
         kafka_version=args.kafka_version, gzip_files=args.gzip, progress=progress, group_protocol=args.group_protocol,
-        noise_density=args.noise_density, cycle_every_hours=args.cycle_every_hours,
+        noise_density=args.noise_density, cycle_every_hours=args.cycle_every_hours, client_kinds=args.client_kinds,
     )
     causes = ", ".join(f"{cause} {n}" for cause, n in sorted(summary.by_cause.items()))
     print(f"wrote {summary.lines} lines in {summary.files} files under {summary.landing_dir}")

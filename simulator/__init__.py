@@ -37,13 +37,15 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from simulator import frameworks
 from simulator.consumer import Consumers
 from simulator.estate import BrokerStalls
+from simulator.frameworks import kinds_for
 from simulator.javautil import offsets_partition
 from simulator.kip848 import ConsumerGroupCoord
 from simulator.model import GroupCoord, GroupSpec, Instance, World
@@ -98,21 +100,29 @@ def _protocol(group_protocol: str, index: int) -> str:
     return group_protocol
 
 
-def _groups(world: World, rng: random.Random, count: int, group_protocol: str = "classic") -> list[GroupSpec]:
+def _groups(world: World, rng: random.Random, count: int, group_protocol: str = "classic",
+            client_kinds: Mapping[str, float] | None = None) -> list[GroupSpec]:
     specs = []
-    for i in range(count):
-        group_id, service, topic, app_logger = SERVICES[i % len(SERVICES)]
+    for i, wanted in enumerate(kinds_for(count, client_kinds)):
+        base, service, topic, app_logger = SERVICES[i % len(SERVICES)]
         if i >= len(SERVICES):
             suffix = f"-{i // len(SERVICES) + 1}"
-            group_id, service, topic = group_id + suffix, service + suffix, topic + suffix
+            base, service, topic = base + suffix, service + suffix, topic + suffix
+        protocol = _protocol(group_protocol, i)
+        # Streams and Connect run classic groups here (a 4.x Streams application's own protocol is not simulated).
+        kind = wanted if protocol == "classic" else "java"
+        group_id = frameworks.group_id(kind, base)
         session = 10_000 if i % 2 == 0 else 45_000
+        # Connect's log4j layout is its own (the connector context, `(logger:line)`); no logback variant.
+        layout = "connect" if kind == "connect" else "logback" if i % 4 == 1 else "log4j"
         spec = GroupSpec(group_id=group_id, service=service, topic=topic, partitions=rng.choice((6, 8, 12, 12, 16)),
-                         session_ms=session, layout="logback" if i % 4 == 1 else "log4j", app_logger=app_logger,
+                         session_ms=session, layout=layout, app_logger=app_logger,
                          offsets_partition=offsets_partition(group_id), heap_mb=rng.choice((1024, 2048, 4096)),
-                         noise_every_ms=rng.randint(1_500, 6_000), protocol=_protocol(group_protocol, i))
+                         noise_every_ms=rng.randint(1_500, 6_000), protocol=protocol, kind=kind)
         for ordinal in range(rng.randint(2, 6)):
+            client, thread = frameworks.client_id(kind, group_id, base, ordinal, rng)
             spec.instances.append(Instance(name=f"{service}-{ordinal}", group=spec, ordinal=ordinal,
-                                           client_id=f"consumer-{group_id}-{ordinal + 1}"))
+                                           client_id=client, thread=thread))
         spec.coord = ConsumerGroupCoord(world, spec) if spec.protocol == "consumer" else GroupCoord(world, spec)
         specs.append(spec)
     return specs
@@ -138,7 +148,7 @@ def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.
              kafka_version: str = "3.6", brokers: int = 3, start: datetime | None = None, gzip_files: bool = False,
              progress: Callable[[str], None] | None = None, group_protocol: str = "classic",
              noise_density: float | None = None, cycle_every_hours: float = 2.0,
-             broker_stalls: int = 0) -> SimulationSummary:
+             broker_stalls: int = 0, client_kinds: Mapping[str, float] | None = None) -> SimulationSummary:
     """Simulate `groups` consumer groups on `brokers` brokers; write landing/ logs and truth/rebalances.jsonl.
 
     With `lines`, the span grows and broker noise fills up to that many lines (±10%); otherwise `hours` is the span.
@@ -149,7 +159,9 @@ def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.
     `cycle_every_hours` of span; above the default 2 h, each group's incidents are spread evenly over the span
     instead of at most 30 minutes apart, so that a long quiet history has activity to its end. `broker_stalls`
     estate events (simulator/estate.py) are spread over the span; those that expired members of two or more groups
-    are written to truth/estate_incidents.jsonl.
+    are written to truth/estate_incidents.jsonl. `client_kinds` (kind -> share, kinds of simulator/frameworks.py;
+    default all plain Java consumers) spreads Kafka Streams applications and Connect sink connectors over the
+    classic groups.
     """
     if groups < 1 or brokers < 1 or hours <= 0 or (lines is not None and lines < 1):
         raise ValueError("groups and brokers must be >= 1, hours > 0 and lines (when given) >= 1")
@@ -170,7 +182,7 @@ def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.
     start_ms = int(begin.timestamp() * 1000)
     rng = random.Random(seed)
     world = World(rng=rng, wording=wording, start=start_ms, end=start_ms, brokers=brokers)
-    specs = _groups(world, rng, groups, group_protocol)
+    specs = _groups(world, rng, groups, group_protocol, client_kinds)
     world.groups = specs
     density = 1.0 if noise_density is None else noise_density
     if lines is not None:

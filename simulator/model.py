@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from simulator.frameworks import echoes, stream_thread_prefix
 from simulator.javautil import OFFSETS_TOPIC, seeded_uuid
 from simulator.render import GROUP_COORDINATOR, GROUP_METADATA_MANAGER, NEW_GROUP_METADATA_MANAGER, Wording
 
@@ -51,6 +52,7 @@ class GroupSpec:
     heap_mb: int
     noise_every_ms: int
     protocol: str = "classic"
+    kind: str = "java"  # the framework its consumers run in: simulator/frameworks.py
     instances: list[Instance] = field(default_factory=list)
     coord: Any = None
     busy: bool = False
@@ -66,6 +68,7 @@ class Instance:
     group: GroupSpec
     ordinal: int
     client_id: str
+    thread: str = "main"  # the thread its consumer polls on
     procs: list[Proc] = field(default_factory=list)
     records: list[tuple[int, int, str, str, str, str]] = field(default_factory=list)
     active: bool = True
@@ -100,6 +103,7 @@ class Proc:
     kstate: str = "UNSUBSCRIBED"
     local_epoch: int = 0
     busy_until: int = 0
+    assigned_once: bool = False  # a Streams thread's first assignment follows STARTING, later ones RUNNING
 
     @property
     def group(self) -> GroupSpec:
@@ -188,8 +192,17 @@ class World:
         self.broker_records[broker].append((t, self.seq(), level, f"{message} ({logger})"))
 
     def client_lines(self, proc: Proc, t: int, lines: list[tuple[str, str, str, str]]) -> None:
+        kind = proc.group.kind
         for level, logger, thread, message in lines:
             proc.inst.records.append((t, self.seq(), level, logger, thread, message))
+            if kind == "java":
+                continue
+            for after, e_level, e_logger, e_message in echoes(kind, message, self.rng,
+                                                              first_assignment=not proc.assigned_once):
+                prefixed = stream_thread_prefix(proc.inst.thread) + e_message
+                proc.inst.records.append((t + after, self.seq(), e_level, e_logger, thread, prefixed))
+            if message.startswith("Adding newly assigned partitions"):
+                proc.assigned_once = True
 
     def new_member_id(self, client_id: str) -> str:
         return f"{client_id}-{seeded_uuid(self.rng)}"

@@ -7,6 +7,7 @@ import json
 import random
 import sys
 import time
+import zlib
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
@@ -118,6 +119,11 @@ def hour_name(clock: Clock, t_ms: int) -> str:
     return clock.second(t_ms, "%Y-%m-%d-%H")
 
 
+def source_line(logger: str) -> int:
+    """A stand-in for the source line log4j's `%L` prints: fixed per logger (the parser reads none of it)."""
+    return 100 + zlib.crc32(logger.encode()) % 1400
+
+
 def client_line_renderer(inst: Instance, clock: Clock) -> Callable[[tuple[int, int, str, str, str, str]], str]:
     """The formatter of one instance's client log layout."""
     spec = inst.group
@@ -133,9 +139,19 @@ def client_line_renderer(inst: Instance, clock: Clock) -> Callable[[tuple[int, i
             t, _, level, logger, thread, message = rec
             name = short.get(logger) or short.setdefault(logger, abbreviate_logger(logger))
             body = prefix + message if logger in LOG_CONTEXT else message
-            return f"{clock.logback(t)} [{threads.get(thread, 'main')}] {level:<5} {name} - {body}"
+            return f"{clock.logback(t)} [{threads.get(thread, inst.thread)}] {level:<5} {name} - {body}"
 
         return logback
+
+    if spec.layout == "connect":
+        context = f"[{spec.group_id.removeprefix('connect-')}|task-{inst.ordinal}] "
+
+        def connect(rec: tuple[int, int, str, str, str, str]) -> str:
+            t, _, level, logger, _thread, message = rec
+            body = prefix + message if logger in LOG_CONTEXT else message
+            return f"[{clock.log4j(t)}] {level} {context}{body} ({logger}:{source_line(logger)})"
+
+        return connect
 
     def log4j(rec: tuple[int, int, str, str, str, str]) -> str:
         t, _, level, logger, _thread, message = rec

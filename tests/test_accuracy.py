@@ -58,6 +58,18 @@ def test_older_wordings(spark, tmp_path, version, protocol):
     _check_accuracy(spark, cfg, sim.truth_file)
 
 
+def test_streams_and_connect_consumers_are_read_like_plain_ones(spark, tmp_path):
+    # Their consumers' lines under a Streams thread's names and Connect's own layout (`[connector|task-n] ...
+    # (logger:line)`), with the Streams thread's state transitions around each assignment.
+    sim = simulate(tmp_path, seed=21, groups=3, hours=2.0, kafka_version="3.6",
+                   client_kinds={"java": 1, "streams": 1, "connect": 1})
+    cfg = make_config(tmp_path, landing=sim.landing_dir)
+    run(spark, cfg)
+    _check_accuracy(spark, cfg, sim.truth_file)
+    found = {r.group_id for r in lake.read_table(spark, cfg, "gold_rebalances").select("group_id").distinct().collect()}
+    assert found == {"orders-processor", "payments-ledger", "connect-shipping-events"}
+
+
 @pytest.mark.slow
 def test_shuffled_arrival_gives_the_batch_result(spark, estate, tmp_path):
     sim = estate["sim"]
