@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +30,15 @@ class Dataset:
 def landing_files(landing: Path) -> tuple[Path, ...]:
     """The files the pipeline reads: `<landing>/<instance>/<file>`, hidden names excluded as Spark does."""
     return tuple(sorted(p for p in landing.glob("*/*") if p.is_file() and not p.name.startswith((".", "_"))))
+
+
+def lines_in(files: Iterable[Path]) -> int:
+    """The lines of `files` (each file closed as soon as it is counted)."""
+    total = 0
+    for path in files:
+        with path.open("rb") as handle:
+            total += sum(1 for _ in handle)
+    return total
 
 
 def generate(root: Path, name: str, *, lines: int, groups: int, seed: int,

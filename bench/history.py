@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from bench.dataset import landing_files
+from bench.dataset import landing_files, lines_in
 from bench.facts import own_cpu_s
 from bench.memory import MB, descendants, process_parents, pss_bytes, tree_bytes
 from pipelines.settings.config import DEFAULT_CONF
@@ -160,13 +160,13 @@ def measure_estate(name: str, root: Path, *, hours: float, groups: int, seed: in
                  "--lakehouse", str(lakehouse)]
     timed_conf = ["--conf", str(conf)] if conf else []
     link_all(history, summary.landing_dir, landing)
-    history_lines = sum(1 for p in history for _ in p.open("rb"))
+    history_lines = lines_in(history)
     say(f"{name}: {hours:g} h, {len(history)} history files ({history_lines:,} lines); running the history")
     setup = measure_process([*rebalance, "--conf", str(setup_conf(root, conf, max_files=len(history)))],
                             cwd=Path.cwd())
     rebalance += timed_conf
     link_all(increment, summary.landing_dir, landing)
-    increment_lines = sum(1 for p in increment for _ in p.open("rb"))
+    increment_lines = lines_in(increment)
     say(f"{name}: history took {setup.seconds:.0f} s; timing the increment ({increment_lines:,} lines)")
     timed = measure_process(rebalance, cwd=Path.cwd())
     rerun = measure_process(rebalance, cwd=Path.cwd())

@@ -40,6 +40,7 @@ from typing import Any
 import yaml
 
 from bench import cluster
+from bench.dataset import lines_in
 from bench.history import last_hour_files, link_all, measure_process
 from pipelines.session.spark import JAR_CACHE
 from simulator import simulate
@@ -76,10 +77,6 @@ class Driver:
     env: dict[str, str] | None = None
     spark: dict[str, Any] | None = None
     watch: tuple[int, ...] = ()
-
-
-def _lines(files: list[Path]) -> int:
-    return sum(1 for p in files for _ in p.open("rb"))
 
 
 def _conf(root: Path, driver: Driver) -> list[str]:
@@ -119,11 +116,11 @@ def run_estate(name: str, root: Path, landing: Path, driver: Driver, say: Say, *
     command = [*driver.command, "run", "--landing", str(work_landing), "--lakehouse", str(lakehouse),
                *_conf(root, driver)]
     link_all(history, landing, work_landing)
-    lines = _lines(history)
+    lines = lines_in(history)
     say(f"{name}: {len(history):,} files, {lines:,} lines before the last hour; running them")
     day = measure_process(command, cwd=root, env=driver.env, watch=driver.watch)
     link_all(increment, landing, work_landing)
-    increment_lines = _lines(increment)
+    increment_lines = lines_in(increment)
     say(f"{name}: took {day.seconds:.0f} s; the last hour ({len(increment):,} files, {increment_lines:,} lines)")
     inc = measure_process(command, cwd=root, env=driver.env, watch=driver.watch)
     say(f"{name}: the increment took {inc.seconds:.0f} s")
