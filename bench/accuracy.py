@@ -60,7 +60,8 @@ def confusion_table(confusion: dict[tuple[str, str], int]) -> list[str]:
 
 
 def evaluate_version(spark, version: str, root: Path, *, seed: int, groups: int, hours: float,
-                     lines: int | None, group_protocol: str = "classic", broker_stalls: int = 0) -> dict:
+                     lines: int | None, group_protocol: str = "classic", broker_stalls: int = 0,
+                     deploy_waves: int = 0) -> dict:
     """Simulate one estate, run the batch pipeline, match the truth: counts, confusion, mismatches, timings."""
     from pyspark.sql import functions as F
 
@@ -72,7 +73,7 @@ def evaluate_version(spark, version: str, root: Path, *, seed: int, groups: int,
     t0 = time.monotonic()
     extra: dict[str, Any] = {} if group_protocol == "classic" else {"group_protocol": group_protocol}
     sim = simulate(root / version, seed=seed, groups=groups, hours=hours, lines=lines, kafka_version=version,
-                   broker_stalls=broker_stalls, **extra)
+                   broker_stalls=broker_stalls, deploy_waves=deploy_waves, **extra)
     estate_truth_file = sim.truth_file.parent / "estate_incidents.jsonl"
     estate_truth = ([json.loads(line) for line in estate_truth_file.read_text().splitlines()]
                     if estate_truth_file.exists() else [])
@@ -151,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--broker-stalls", type=int, default=0,
                         help="estate events per estate: broker stalls that expire members of several groups at once "
                              "(truth/estate_incidents.jsonl; default 0, the estates of earlier reports)")
+    parser.add_argument("--deploy-waves", type=int, default=0,
+                        help="estate events per estate: deploy waves that restart one process of four to six groups "
+                             "in turn (truth/estate_incidents.jsonl; default 0)")
     parser.add_argument("--group-protocol", choices=("classic", "consumer", "mixed"), default="mixed",
                         help="group protocol of the 4.x estates (older versions are always classic; default: mixed, "
                              "every other group a KIP-848 consumer group)")
@@ -174,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             protocol = args.group_protocol if int(version.split(".")[0]) >= 4 else "classic"
             run = evaluate_version(spark, version, work, seed=args.seed + index, groups=args.groups,
                                    hours=args.hours, lines=args.lines, group_protocol=protocol,
-                                   broker_stalls=args.broker_stalls)
+                                   broker_stalls=args.broker_stalls, deploy_waves=args.deploy_waves)
             print(f"  {run['lines']:,} lines: {run['result'].line()}; {run['estates'].line()} "
                   f"({run['simulate_s']:.0f} s simulate, {run['pipeline_s']:.0f} s pipeline)", file=sys.stderr,
                   flush=True)

@@ -44,7 +44,7 @@ from pathlib import Path
 
 from simulator import frameworks
 from simulator.consumer import Consumers
-from simulator.estate import BrokerStalls
+from simulator.estate import BrokerStalls, DeployWaves
 from simulator.frameworks import kinds_for
 from simulator.javautil import offsets_partition
 from simulator.kip848 import ConsumerGroupCoord
@@ -148,7 +148,8 @@ def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.
              kafka_version: str = "3.6", brokers: int = 3, start: datetime | None = None, gzip_files: bool = False,
              progress: Callable[[str], None] | None = None, group_protocol: str = "classic",
              noise_density: float | None = None, cycle_every_hours: float = 2.0,
-             broker_stalls: int = 0, client_kinds: Mapping[str, float] | None = None) -> SimulationSummary:
+             broker_stalls: int = 0, deploy_waves: int = 0,
+             client_kinds: Mapping[str, float] | None = None) -> SimulationSummary:
     """Simulate `groups` consumer groups on `brokers` brokers; write landing/ logs and truth/rebalances.jsonl.
 
     With `lines`, the span grows and broker noise fills up to that many lines (±10%); otherwise `hours` is the span.
@@ -159,7 +160,8 @@ def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.
     `cycle_every_hours` of span; above the default 2 h, each group's incidents are spread evenly over the span
     instead of at most 30 minutes apart, so that a long quiet history has activity to its end. `broker_stalls`
     estate events (simulator/estate.py) are spread over the span; those that expired members of two or more groups
-    are written to truth/estate_incidents.jsonl. `client_kinds` (kind -> share, kinds of simulator/frameworks.py;
+    are written to truth/estate_incidents.jsonl, with the `deploy_waves` (each restarts one process of four to six
+    idle classic groups in turn) between them. `client_kinds` (kind -> share, kinds of simulator/frameworks.py;
     default all plain Java consumers) spreads Kafka Streams applications and Connect sink connectors over the
     classic groups.
     """
@@ -201,6 +203,8 @@ def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.
     incidents.plan()
     stalls = BrokerStalls(world, consumers, incidents, seed=seed, count=broker_stalls)
     stalls.plan()
+    waves = DeployWaves(world, consumers, incidents, seed=seed, count=deploy_waves)
+    waves.plan()
     world.run(until)
     # the Scala coordinator's offset expiration pass; the new coordinator (4.x) logs its cleanup only at DEBUG
     for broker in range(1, brokers + 1 if not wording.new_coordinator else 1):
@@ -238,8 +242,9 @@ def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.
     write_gc(out, world, clock, gc)
     truth_file = out_dir / "truth" / "rebalances.jsonl"
     write_truth(truth_file, world.truth)
-    if stalls.truth:
-        write_estate_truth(out_dir / "truth" / "estate_incidents.jsonl", stalls.truth)
+    estate_truth = sorted(stalls.truth + waves.truth, key=lambda row: row["started_at"])
+    if estate_truth:
+        write_estate_truth(out_dir / "truth" / "estate_incidents.jsonl", estate_truth)
     by_cause = dict(sorted(Counter(row["cause"] for row in world.truth).items()))
     say(f"done: {out.lines:,} lines in {out.files} files, {len(world.truth)} rebalances")
     return SimulationSummary(landing_dir=landing, truth_file=truth_file, files=out.files, lines=out.lines,

@@ -1,11 +1,14 @@
-"""Estate events: one broker stall that rebalances several groups at once (truth/estate_incidents.jsonl).
+"""Estate events: one broker stall that rebalances several groups at once, or a deploy wave that restarts processes
+of several groups one after another (truth/estate_incidents.jsonl).
 
 Modelled on what the lab measured on real brokers (3.9.2 and 4.2.2, lab/estate_scenarios.py): a broker frozen past
 its members' session timeout leaves every client logging that its coordinator is unavailable (`session timed out
 without receiving a heartbeat response`) and finding it again after the thaw; on waking, the broker expires the
 members of some of its groups (those whose queued heartbeats lost the race with its expiry timers) and not others.
-Opt-in (`simulate(..., estate_events=True)`) with a random stream of its own, so estates simulated without it stay
-as they were.
+A deploy wave is what the lab's rolling restart across services does (estate_rolling): one process of each group
+in turn stops (its consumer leaves) and starts again (a new member joins), each group's restart a minute or less after
+the previous one settled, with nothing shared but the timing. Both are opt-in (`simulate(..., broker_stalls=N,
+deploy_waves=N)`) with random streams of their own, so estates simulated without them stay as they were.
 """
 
 from __future__ import annotations
@@ -94,6 +97,67 @@ class BrokerStalls:
     def _rejoin(self, t: int, proc: Any) -> None:
         proc.silent_tag = None
         self.c.evicted_on_heartbeat(t, proc, REJOIN)
+
+    def _release(self, t: int, groups: list[GroupSpec]) -> None:
+        for g in groups:
+            g.hold = False
+
+
+LEAVE = Tag("membership_change", "member_leave", "deploy_wave")
+JOIN = Tag("membership_change", "member_join", "deploy_wave")
+WAVE_GROUPS = (4, 6)  # groups a wave restarts: the deploy-wave rule needs four (estate_unshared_min_groups)
+
+
+class DeployWaves:
+    """Plans `count` deploy waves spread over the span. A wave holds every group (none starts an incident of its own
+    until the wave ends: another group's restart inside the window would be, to anyone reading the logs, part of the
+    wave), waits until the incidents under way are over, restarts one process of four to six idle classic groups in
+    turn and records the estate incident."""
+
+    def __init__(self, world: World, consumers: Consumers, incidents: Incidents, *, seed: int, count: int) -> None:
+        self.world, self.c, self.incidents = world, consumers, incidents
+        self.rng = random.Random(f"{seed}:waves")
+        self.count = count
+        self.truth: list[dict[str, Any]] = []
+
+    def plan(self) -> None:
+        span = self.world.end - self.world.start
+        for i in range(self.count):
+            # off the broker stalls' times (i + 1) / (count + 1) of the span, so that the two rarely meet
+            self.world.at(self.world.start + int(span * (i + 0.3) / self.count), self.wave, 0, [])
+
+    def wave(self, t: int, attempt: int, held: list[GroupSpec]) -> None:
+        """Hold the estate, then start the wave once no group is in an incident (or give up after 30 minutes)."""
+        if attempt == 0:
+            held = [g for g in self.world.groups if not g.hold]
+            for g in held:
+                g.hold = True
+        # Groups of two members or more: restarting a lone member empties its group, and the join that refills it
+        # is a fresh start, which the estate rules leave out (a wave then misses that group).
+        idle = [g for g in held if g.protocol == "classic" and self.incidents.idle(g) and g.coord is not None
+                and len(g.coord.members) >= 2]
+        if any(g.busy for g in self.world.groups) or len(idle) < WAVE_GROUPS[0]:
+            if attempt < 90 and t + 30 * MINUTE < self.world.end:
+                self.world.at(t + 20_000, self.wave, attempt + 1, held)
+            else:
+                self._release(t, held)
+            return
+        chosen = self.rng.sample(idle, min(len(idle), self.rng.randint(*WAVE_GROUPS)))
+        self.truth.append({"root_kind": "deploy_wave", "root_instance": None,
+                           "groups": sorted(g.group_id for g in chosen), "groups_unaffected": [], "started_at": t,
+                           "scenario": "deploy_wave"})
+        self._restart(t, chosen, 0, held)
+
+    def _restart(self, t: int, groups: list[GroupSpec], k: int, held: list[GroupSpec]) -> None:
+        """Restart one process of the k-th group; the next group's follows once this one's new member settled."""
+        if k == len(groups):
+            self.world.at(t + 2 * MINUTE, self._release, held)
+            return
+        old = self.incidents.pick(groups[k])
+        self.c.stop(t, old, LEAVE)
+        new = self.c.start(old.inst, t + self.rng.randint(2_500, 7_000), JOIN)
+        new.on_stable.append(lambda t1: self.world.at(t1 + self.rng.randint(10_000, 60_000), self._restart, groups,
+                                                      k + 1, held))
 
     def _release(self, t: int, groups: list[GroupSpec]) -> None:
         for g in groups:

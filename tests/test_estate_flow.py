@@ -60,3 +60,21 @@ def test_a_broker_stall_landing_in_two_drops_gives_the_batch_result_and_one_aler
                        tables["silver_events"], tables["silver_gc_pauses"], params_from(cfg.thresholds))
     assert write_estate(spark, cfg, rows) == 1
     assert [lake.table_version(spark, cfg, name) for name in ("gold_estate_incidents", "gold_rebalances")] == versions
+
+
+def test_a_simulated_deploy_wave_is_found_with_its_groups(spark, tmp_path):
+    # One process of four to six idle groups restarts in turn (simulator/estate.py DeployWaves): the batch pipeline
+    # ties exactly those groups' leaves and joins into one deploy wave.
+    sim = simulate(tmp_path / "sim", seed=5, groups=8, brokers=2, hours=1.0, noise_density=0.05, deploy_waves=1,
+                   kafka_version="3.6")
+    truth = [json.loads(line) for line in (tmp_path / "sim" / "truth" / "estate_incidents.jsonl").read_text()
+             .splitlines()]
+    assert [t["root_kind"] for t in truth] == ["deploy_wave"] and len(truth[0]["groups"]) >= 4
+    waved = [json.loads(line) for line in sim.truth_file.read_text().splitlines()
+             if json.loads(line)["scenario"] == "deploy_wave"]
+    assert {r["group_id"] for r in waved} == set(truth[0]["groups"])
+    assert {r["cause_detail"] for r in waved} == {"member_leave", "member_join"}
+    with batch_tables(spark, make_config(tmp_path, landing=sim.landing_dir)) as tables:
+        found = [r.asDict() for r in tables["gold_estate_incidents"].collect()]
+    score = match_estates(found, truth)
+    assert (score.found, score.truth, score.invented) == (1, 1, 0), (score, found)
