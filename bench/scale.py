@@ -4,10 +4,12 @@
 The simulator writes a day of an estate of `--brokers` brokers and `--groups` consumer groups (2 to 6 member
 processes each: about 1,160 host folders at the default 300), thinned with `--density` (application, GC and broker
 housekeeping lines; the group activity stays whole), and the same estate at a quarter of its brokers and groups (and
-of its incidents: one cycle of incidents per four times as many hours). Each estate's day but its last hour runs
-through a whole `rebalance run` process with the configuration as a user has it (the day), then its last hour is
-landed and run (the increment). The same last hour of the full estate is also run after only the hour before it
-(the increment after an hour: the same files, after 1 hour of history instead of 23). With the cluster (default),
+of its incidents: one cycle of incidents per four times as many hours). The increment is one hour of the day's second
+half, the latest in which the most true rebalances start (the last hours of a simulated day hold none):
+each estate's files before that hour run through a whole `rebalance run` process with the configuration as a user
+has it (the day), then that hour's files are landed and run (the increment). The same hour of the full estate is also
+run after only the hour before it (the increment after an hour: the same files, after one hour of history instead
+of the day's). With the cluster (default),
 the wheel built from this checkout, alone in a virtualenv, drives a standalone master and two one-core workers
 (`bench/cluster.py`) over the quarter and the full day; the driver's memory is then its own process tree, and the
 executors' (the processes below the workers) is measured apart. Each driver first runs one small file untimed (its
@@ -17,7 +19,7 @@ Figures (ratios within one run; seconds are context):
 - `us_per_line_full_over_quarter`: the day's microseconds per line, full estate / quarter (target <= 1.3);
 - `driver_memory_full_over_quarter`: the day's peak driver memory, full / quarter (target <= 1.3; on the cluster
   the driver alone, on `local[*]` the whole process tree, where the executors live in the driver's JVM);
-- `increment_day_over_hour`: the last hour's increment after the day / after one hour (target <= 1.2);
+- `increment_day_over_hour`: the increment after the day / after one hour (target <= 1.2);
 - context: microseconds per line over the ingest and reconstruct steps alone (no JVM start, setup, quality or
   alerts), and the replay's share (the `reconstruct` step's seconds over the run's steps).
 """
@@ -40,8 +42,8 @@ from typing import Any
 import yaml
 
 from bench import cluster
-from bench.dataset import lines_in
-from bench.history import last_hour_files, link_all, measure_process
+from bench.dataset import landing_files, lines_in
+from bench.history import link_all, measure_process
 from pipelines.session.spark import JAR_CACHE
 from simulator import simulate
 from simulator.frameworks import parse_shares
@@ -104,11 +106,36 @@ def last_hours(history: list[Path], hours: int) -> list[Path]:
     return [p for p in history if _hour(p) is None or _hour(p) in kept]
 
 
-def run_estate(name: str, root: Path, landing: Path, driver: Driver, say: Say, *,
+def increment_hour(truth_file: Path, landing: Path) -> tuple[str, int]:
+    """The hour the increment is taken from: of the second half of the estate's hours, the latest one in which the
+    most true rebalances start, and how many start in it (a quiet estate's groups have one or two incidents each,
+    planned early in the span: the last hours of a simulated day hold none). Hours as the hourly files name them
+    (`2026-11-20-08`, UTC)."""
+    every = sorted({h for p in landing_files(landing) if (h := _hour(p)) is not None})
+    hours = every[len(every) // 2:]
+    starts: dict[str, int] = dict.fromkeys(hours, 0)
+    for line in truth_file.read_text(encoding="utf-8").splitlines():
+        started = json.loads(line)["started_at"]  # 2026-11-20T08:36:22.093Z
+        hour = started[:10] + "-" + started[11:13]
+        if hour in starts:
+            starts[hour] += 1
+    best = max(hours, key=lambda h: (starts[h], h))
+    return best, starts[best]
+
+
+def split_at(landing: Path, hour: str) -> tuple[list[Path], list[Path]]:
+    """The estate's files before `hour` (and the files that are not hourly: the GC logs) and those of `hour`; the
+    hours after it are left out."""
+    files = landing_files(landing)
+    history = [p for p in files if (h := _hour(p)) is None or h < hour]
+    return history, [p for p in files if _hour(p) == hour]
+
+
+def run_estate(name: str, root: Path, landing: Path, hour: str, driver: Driver, say: Say, *,
                history_hours: int | None = None) -> dict[str, Any]:
-    """The estate's files but the last hour's as one run (the day; with `history_hours`, only that many hours of
-    it), then the last hour's (the increment)."""
-    history, increment = last_hour_files(landing)
+    """The estate's files before `hour` as one run (the day; with `history_hours`, only that many hours of it), then
+    the files of `hour` (the increment)."""
+    history, increment = split_at(landing, hour)
     if history_hours is not None:
         history = last_hours(history, history_hours)
     root.mkdir(parents=True, exist_ok=True)
@@ -117,11 +144,11 @@ def run_estate(name: str, root: Path, landing: Path, driver: Driver, say: Say, *
                *_conf(root, driver)]
     link_all(history, landing, work_landing)
     lines = lines_in(history)
-    say(f"{name}: {len(history):,} files, {lines:,} lines before the last hour; running them")
+    say(f"{name}: {len(history):,} files, {lines:,} lines before hour {hour}; running them")
     day = measure_process(command, cwd=root, env=driver.env, watch=driver.watch)
     link_all(increment, landing, work_landing)
     increment_lines = lines_in(increment)
-    say(f"{name}: took {day.seconds:.0f} s; the last hour ({len(increment):,} files, {increment_lines:,} lines)")
+    say(f"{name}: took {day.seconds:.0f} s; hour {hour} ({len(increment):,} files, {increment_lines:,} lines)")
     inc = measure_process(command, cwd=root, env=driver.env, watch=driver.watch)
     say(f"{name}: the increment took {inc.seconds:.0f} s")
     work_s = day.steps.get("ingest", 0.0) + day.steps.get("reconstruct", 0.0)
@@ -148,7 +175,9 @@ def simulate_estate(root: Path, opts: ScaleOptions, *, groups: int, brokers: int
                        noise_density=opts.density, cycle_every_hours=cycle_every_hours,
                        client_kinds=parse_shares(opts.client_kinds))
     members = sum(1 for p in summary.landing_dir.iterdir() if not p.name.startswith("broker"))
-    return {"landing": summary.landing_dir, "groups": groups, "brokers": brokers, "hours": opts.hours,
+    hour, starting = increment_hour(summary.truth_file, summary.landing_dir)
+    return {"landing": summary.landing_dir, "increment_hour": hour, "increment_rebalances": starting,
+            "groups": groups, "brokers": brokers, "hours": opts.hours,
             "lines": summary.lines, "files": summary.files, "rebalances": summary.rebalances,
             "instance_folders": members}
 
@@ -174,7 +203,8 @@ def _on_cluster(work: Path, estates: dict[str, dict[str, Any]], say: Say) -> dic
             driver = Driver([str(python.with_name("rebalance"))], cluster.clean_env(), spark, workers)
             warm_up(root / "warm-up", estates["quarter"]["landing"], driver)
             for name in ("quarter", "full"):
-                out[name] = run_estate(f"cluster {name}", root / name, estates[name]["landing"], driver, say)
+                out[name] = run_estate(f"cluster {name}", root / name, estates[name]["landing"],
+                                       estates[name]["increment_hour"], driver, say)
     finally:
         for archive in set(JAR_CACHE.glob("*.jsa")) - archives:  # the temporary virtualenv's own, ~200 MB
             archive.unlink(missing_ok=True)
@@ -204,10 +234,11 @@ def measure_scale(work: Path, opts: ScaleOptions, say: Say) -> dict[str, Any]:
         result["cluster"] = _on_cluster(work, estates, say)
     local = Driver([str(Path(sys.executable).with_name("rebalance"))])
     warm_up(work / "local" / "warm-up", estates["quarter"]["landing"], local)
-    runs = {name: run_estate(f"local {name}", work / "local" / name, estates[name]["landing"], local, say)
+    runs = {name: run_estate(f"local {name}", work / "local" / name, estates[name]["landing"],
+                             estates[name]["increment_hour"], local, say)
             for name in shapes}
     runs["hour"] = run_estate("local full after an hour", work / "local" / "hour", estates["full"]["landing"],
-                              local, say, history_hours=1)
+                              estates["full"]["increment_hour"], local, say, history_hours=1)
     figures = {**scale_figures(runs["quarter"], runs["full"]),
                "increment_day_over_hour": round(runs["full"]["increment"]["seconds"]
                                                 / runs["hour"]["increment"]["seconds"], 3)}
@@ -223,7 +254,8 @@ def markdown(result: dict[str, Any]) -> str:
             target = TARGETS[name]
             rows.append(f"| {where} {name} | {value} | <= {target:g} | {'yes' if value <= target else '**no**'} |")
     rows += ["", "| run | estate | files | lines | seconds | µs/line (ingest + reconstruct only) | peak MB (driver "
-             "tree) | executors' peak MB | replay share | last hour: files, lines, seconds |",
+             "tree) | executors' peak MB | replay share | increment: hour, rebalances starting, files, lines, "
+             "seconds |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for where in ("local", "cluster"):
         for name, run in (result["local"] if where == "local" else result.get("cluster", {})).items():
@@ -235,7 +267,8 @@ def markdown(result: dict[str, Any]) -> str:
                         f"{run['files']:,} | {run['lines']:,} | {run['day']['seconds']} | {run['us_per_line']} "
                         f"({run['work_us_per_line']}) | {run['day']['peak_mb']} | "
                         f"{run['day'].get('watched_peak_mb', '')} | {run['replay_share']} | "
-                        f"{run['increment_files']:,}, {run['increment_lines']:,}, {run['increment']['seconds']} |")
+                        f"{shape['increment_hour']}, {shape['increment_rebalances']}, {run['increment_files']:,}, "
+                        f"{run['increment_lines']:,}, {run['increment']['seconds']} |")
     return "\n".join(rows)
 
 

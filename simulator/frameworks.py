@@ -78,8 +78,10 @@ def echoes(kind: str, message: str, rng: random.Random, *, first_assignment: boo
     """The lines a Streams thread prints around one of its consumer's lines (none for the other kinds)."""
     if kind != "streams":
         return []
-    if message.startswith(("Revoke previously assigned partitions", "Lost previously assigned partitions")):
+    if message.startswith("Revoke previously assigned partitions"):
         return [(rng.randint(0, 3), "INFO", STREAM_THREAD, f"partition revocation took {rng.randint(0, 40)} ms.")]
+    if message.startswith("Lost previously assigned partitions"):
+        return [(rng.randint(0, 3), "INFO", STREAM_THREAD, f"partitions lost took {rng.randint(0, 40)} ms.")]
     if message.startswith("Adding newly assigned partitions"):
         before = "STARTING" if first_assignment else "RUNNING"
         restored = rng.randint(20, 900)

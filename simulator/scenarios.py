@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from simulator import frameworks
 from simulator.consumer import Consumers
 from simulator.model import GroupSpec, Instance, Proc, Tag, World
 from simulator.render import GROUP_METADATA, GROUP_METADATA_MANAGER
@@ -128,8 +129,11 @@ class Incidents:
                 inst.active = True
                 return inst
         ordinal = len(group.instances)
-        inst = Instance(name=f"{group.service}-{ordinal}", group=group, ordinal=ordinal,
-                        client_id=f"consumer-{group.group_id}-{ordinal + 1}")
+        # named as its framework names it (a plain consumer draws nothing from the random stream here)
+        client, thread = frameworks.client_id(group.kind, group.group_id, group.group_id.removeprefix("connect-"),
+                                              ordinal, self.rng)
+        inst = Instance(name=f"{group.service}-{ordinal}", group=group, ordinal=ordinal, client_id=client,
+                        thread=thread)
         group.instances.append(inst)
         return inst
 

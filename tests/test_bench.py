@@ -184,12 +184,13 @@ def test_the_scale_figures_compare_the_full_estate_with_its_quarter_and_the_hour
     figures = {**scale_figures(runs["quarter"], runs["full"]), "increment_day_over_hour": 1.5}
     assert figures == {"us_per_line_full_over_quarter": 1.3, "driver_memory_full_over_quarter": 1.5,
                        "increment_day_over_hour": 1.5}
-    shape = {"groups": 300, "brokers": 50, "hours": 24.0}
+    shape = {"groups": 300, "brokers": 50, "hours": 24.0, "increment_hour": "2026-11-21-05", "increment_rebalances": 7}
     table = markdown({"estates": {"quarter": shape, "full": shape}, "local": runs, "figures": figures})
     assert "| local us_per_line_full_over_quarter | 1.3 | <= 1.3 | yes |" in table
     assert "| local driver_memory_full_over_quarter | 1.5 | <= 1.3 | **no** |" in table
     assert table.count("| local | ") == 3
     assert "| local | hour: 300 groups, 50 brokers, 1 h of history | 10 | 200,000 | 50.0 | 250.0 (200.0) |" in table
+    assert "| 2026-11-21-05, 7, 2, 50, 50.0 |" in table
     opts = parse_args(["--groups", "40", "--brokers", "4", "--no-cluster"])
     assert (opts.groups, opts.brokers, opts.cluster, opts.hours) == (40, 4, False, 24.0)
     with pytest.raises(SystemExit):
@@ -204,3 +205,24 @@ def test_the_increment_after_an_hour_keeps_the_last_hour_of_history_and_every_gc
     files.append(tmp_path / "svc-0" / "gc.log")
     kept = last_hours(files, 1)
     assert [p.name for p in kept] == ["server.log.2026-11-20-10", "consumer.log.2026-11-20-10", "gc.log"]
+
+
+def test_the_increment_is_the_latest_hour_of_the_second_half_where_most_rebalances_start(tmp_path):
+    import json
+
+    from bench.scale import increment_hour, split_at
+
+    landing = tmp_path / "landing"
+    for folder, name in [("broker-1", f"server.log.2026-11-20-{h:02d}") for h in range(8, 16)] + [
+            ("svc-0", f"consumer.log.2026-11-20-{h:02d}") for h in range(8, 16)] + [("svc-0", "gc.log")]:
+        (landing / folder).mkdir(parents=True, exist_ok=True)
+        (landing / folder / name).write_text("x\n")
+    truth = tmp_path / "rebalances.jsonl"
+    # 09:00 is the busiest hour of all, but not in the second half (12-15); 12:00 and 13:00 tie: the later wins.
+    starts = ["09:01", "09:02", "09:03", "12:10", "12:20", "13:05", "13:06", "15:59"]
+    truth.write_text("".join(json.dumps({"started_at": f"2026-11-20T{s}:00.000Z"}) + "\n" for s in starts))
+    assert increment_hour(truth, landing) == ("2026-11-20-13", 2)
+    history, increment = split_at(landing, "2026-11-20-13")
+    assert sorted(p.name for p in increment) == ["consumer.log.2026-11-20-13", "server.log.2026-11-20-13"]
+    assert "gc.log" in {p.name for p in history} and "server.log.2026-11-20-12" in {p.name for p in history}
+    assert not {p.name for p in history} & {"server.log.2026-11-20-14", "consumer.log.2026-11-20-15"}

@@ -24,7 +24,8 @@ RECORDS = [
     ("o_elected", ["elected=true"], {}),
     ("o_assignments", ["assignments received:", "  payments:", "    partition=0 begin_offset=undefined"], {}),
     ("o_join_failed", ["failed to join group", "reason: :not_coordinator"], {}),
-    ("o_leaving", ["Leaving group, reason: hb_timeout"], {"reason": "hb_timeout"}),
+    ("o_leaving_hb_timeout", ["Leaving group, reason: hb_timeout"], {}),
+    ("o_leaving", ["Leaving group, reason: shutdown"], {"reason": "shutdown"}),
     ("o_coordinator_connected", ["connected to group coordinator kafka-2.kafka:9092"],
      {"coordinator": "kafka-2.kafka:9092"}),
 ]
@@ -99,3 +100,11 @@ def test_a_rebalance_the_member_only_heard_of_names_no_cause_it_cannot_see():
                           template_id="o_rejoin"),
               client_line(601, "client_joined", generation=8, template_id="o_elected")]
     assert reconstruct_group("g", events)[-1]["cause_rule"] == "client_seen_rebalancing"
+
+
+def test_a_member_that_left_for_want_of_heartbeat_answers_says_its_session_ran_out():
+    events = [client_line(0, "client_joined", generation=7, template_id="o_elected"),
+              client_line(600, "client_session_timeout", generation=7, template_id="o_leaving_hb_timeout"),
+              client_line(605, "client_joined", generation=8, template_id="o_elected")]
+    verdict = reconstruct_group("g", events)[-1]
+    assert (verdict["cause"], verdict["cause_rule"]) == ("session_timeout", "client_session_expired")

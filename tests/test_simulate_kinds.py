@@ -58,3 +58,20 @@ def test_each_framework_names_its_group_client_and_thread_as_kafka_does(kinds_ru
     plain = _lines(kinds_run.landing_dir, "orders-svc")
     assert "clientId=consumer-orders-processor-1, groupId=orders-processor]" in plain
     assert "stream-thread" not in plain and "|task-" not in plain
+
+
+def test_every_member_of_a_framework_group_is_named_by_its_framework_scaled_up_ones_too(kinds_run):
+    landing = kinds_run.landing_dir
+    streams = sorted(landing.glob("payments-svc-*"))
+    connect = sorted(landing.glob("shipping-svc-*"))
+    assert streams and connect
+    for folder in streams:
+        text = "".join(p.read_text() for p in folder.glob("consumer.log.*"))
+        assert set(re.findall(r"clientId=([^,]+),", text)) == {f"{folder_thread}-consumer" for folder_thread in
+                                                              set(re.findall(r"stream-thread \[([^\]]+)\]", text))}
+        assert "stream-thread [main]" not in text
+    for folder in connect:
+        text = "".join(p.read_text() for p in folder.glob("consumer.log.*"))
+        ordinal = folder.name.rsplit("-", 1)[1]
+        assert set(re.findall(r"clientId=([^,]+),", text)) == {f"connector-consumer-shipping-events-{ordinal}"}
+        assert f"[shipping-events|task-{ordinal}] " in text

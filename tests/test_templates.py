@@ -60,7 +60,7 @@ def test_component_files_hold_every_row_once_in_match_order():
     assert {t.kind for b in brokers for t in load_rows(b)} == {"broker"}
     clients = ("client_classic", "client_kip848", "client_librdkafka", "client_streams", "client_connect",
                "client_kafka_python", "client_aiokafka", "client_kafkajs", "client_kafka_go", "client_sarama",
-               "client_sarama_cluster", "client_franz_go", "client_ruby_kafka")
+               "client_sarama_cluster", "client_franz_go", "client_ruby_kafka", "client_brod")
     assert {t.kind for c in clients for t in load_rows(c)} == {"client"}
 
 
@@ -135,7 +135,7 @@ NEW_COMPONENTS = {"client_librdkafka": 10, "client_streams": 10, "client_connect
                   "client_aiokafka": 10, "client_kafkajs": 10, "client_kafka_go": 10, "client_sarama": 5,
                   "client_franz_go": 10, "client_ruby_kafka": 10, "client_callbacks": 10,
                   "client_errors": 20, "client_debug": 20,
-                  "client_sarama_cluster": 2}
+                  "client_sarama_cluster": 2, "client_brod": 5}
 
 
 @pytest.mark.parametrize("component", NEW_COMPONENTS)
