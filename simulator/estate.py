@@ -25,15 +25,29 @@ EXPIRY = Tag("session_timeout", "heartbeat_expiration", "broker_stall")
 REJOIN = Tag("session_timeout", "rejoin", "broker_stall")
 
 
-class BrokerStalls:
-    """Plans `count` broker stalls spread over the span; each waits until at least three groups of one broker are
-    idle, holds them, freezes the broker and records the estate incident it made."""
+class EstateEvents:
+    """What the estate events share: `count` of them planned over the span, a random stream of their own (so that
+    estates simulated without them stay as they were), the truth rows they record, and releasing the groups they
+    held."""
+
+    STREAM = ""
 
     def __init__(self, world: World, consumers: Consumers, incidents: Incidents, *, seed: int, count: int) -> None:
         self.world, self.c, self.incidents = world, consumers, incidents
-        self.rng = random.Random(f"{seed}:estate")
+        self.rng = random.Random(f"{seed}:{self.STREAM}")
         self.count = count
         self.truth: list[dict[str, Any]] = []
+
+    def _release(self, t: int, groups: list[GroupSpec]) -> None:
+        for g in groups:
+            g.hold = False
+
+
+class BrokerStalls(EstateEvents):
+    """Plans `count` broker stalls spread over the span; each waits until at least three groups of one broker are
+    idle, holds them, freezes the broker and records the estate incident it made."""
+
+    STREAM = "estate"
 
     def plan(self) -> None:
         if self.world.w.new_coordinator or self.world.brokers < 2:
@@ -98,9 +112,6 @@ class BrokerStalls:
         proc.silent_tag = None
         self.c.evicted_on_heartbeat(t, proc, REJOIN)
 
-    def _release(self, t: int, groups: list[GroupSpec]) -> None:
-        for g in groups:
-            g.hold = False
 
 
 LEAVE = Tag("membership_change", "member_leave", "deploy_wave")
@@ -108,17 +119,13 @@ JOIN = Tag("membership_change", "member_join", "deploy_wave")
 WAVE_GROUPS = (4, 6)  # groups a wave restarts: the deploy-wave rule needs four (estate_unshared_min_groups)
 
 
-class DeployWaves:
+class DeployWaves(EstateEvents):
     """Plans `count` deploy waves spread over the span. A wave holds every group (none starts an incident of its own
     until the wave ends: another group's restart inside the window would be, to anyone reading the logs, part of the
     wave), waits until the incidents under way are over, restarts one process of four to six idle classic groups in
     turn and records the estate incident."""
 
-    def __init__(self, world: World, consumers: Consumers, incidents: Incidents, *, seed: int, count: int) -> None:
-        self.world, self.c, self.incidents = world, consumers, incidents
-        self.rng = random.Random(f"{seed}:waves")
-        self.count = count
-        self.truth: list[dict[str, Any]] = []
+    STREAM = "waves"
 
     def plan(self) -> None:
         span = self.world.end - self.world.start
@@ -159,6 +166,3 @@ class DeployWaves:
         new.on_stable.append(lambda t1: self.world.at(t1 + self.rng.randint(10_000, 60_000), self._restart, groups,
                                                       k + 1, held))
 
-    def _release(self, t: int, groups: list[GroupSpec]) -> None:
-        for g in groups:
-            g.hold = False
