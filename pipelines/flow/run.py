@@ -118,7 +118,7 @@ def check_checkpoints(spark: SparkSession, cfg: Config) -> None:
     """Refuse to start a fresh ingest checkpoint over tables that already hold data (it would skip or redo work)."""
     checkpoint = inputs.checkpoint_dir(cfg, INGEST_QUERY)
     files = lake.table(cfg, "bronze_files")
-    if checkpoint.joinpath("offsets").exists() or not files.exists(spark):
+    if inputs.written_batches(checkpoint) or not files.exists(spark):
         return
     if lake.read_table(spark, cfg, "bronze_files").limit(1).count():
         raise PipelineStateError(
@@ -214,7 +214,7 @@ def run(
         for stage in started:
             df, name, batch_fn = streams[stage]
             with summary.timed(stage):
-                finished[name] = start_stream(df, cfg, name, batch_fn, AVAILABLE_NOW)
+                finished[name] = start_stream(df, cfg, name, batch_fn, AVAILABLE_NOW, on_progress=on_progress)
                 if not wait_for(finished[name], stop):
                     return stopped(list(finished.values()))
         if before is not None:
@@ -239,7 +239,7 @@ def run(
         if failed is not None:
             raise failed
     else:
-        queries = [start_stream(df, cfg, name, batch_fn, CONTINUOUS_INTERVAL)
+        queries = [start_stream(df, cfg, name, batch_fn, CONTINUOUS_INTERVAL, on_progress=on_progress)
                    for df, name, batch_fn in (streams[s] for s in started)]
         run_continuously(queries, loop.start() if loop is not None and not requested(stop) else None, stop)
         if requested(stop):

@@ -21,6 +21,7 @@ from importlib import metadata
 from pipelines.bronze.lines import LineIds
 from pipelines.settings.config import Config
 from pipelines.state.errors import PipelineStateError
+from pipelines.storage.inputs import written_batches
 
 CHECKPOINT_LAYOUT = 1
 # Checkpoint layouts this release continues from (0.1.0 wrote layout 1 without a marker file).
@@ -46,7 +47,7 @@ def check_release(cfg: Config) -> LineIds:
         found = json.loads(marker.read_text(encoding="utf-8"))
         layout, release = found.get("checkpoint_layout"), found.get("release", "unknown")
         line_ids = "content" if found.get("line_ids") == "content" else "position"
-    elif any((root / q / "offsets").is_dir() for q in ("ingest", "reconstruct")):
+    elif any(written_batches(root / q) for q in ("ingest", "reconstruct")):
         layout, release, line_ids = 1, "0.1.0", "position"
     else:
         layout, release, line_ids = CHECKPOINT_LAYOUT, this_release(), "content"
