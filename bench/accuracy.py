@@ -61,7 +61,7 @@ def confusion_table(confusion: dict[tuple[str, str], int]) -> list[str]:
 
 def evaluate_version(spark, version: str, root: Path, *, seed: int, groups: int, hours: float,
                      lines: int | None, group_protocol: str = "classic", broker_stalls: int = 0,
-                     deploy_waves: int = 0) -> dict:
+                     deploy_waves: int = 0, client_kinds: dict[str, float] | None = None) -> dict:
     """Simulate one estate, run the batch pipeline, match the truth: counts, confusion, mismatches, timings."""
     from pyspark.sql import functions as F
 
@@ -72,6 +72,8 @@ def evaluate_version(spark, version: str, root: Path, *, seed: int, groups: int,
 
     t0 = time.monotonic()
     extra: dict[str, Any] = {} if group_protocol == "classic" else {"group_protocol": group_protocol}
+    if client_kinds:
+        extra["client_kinds"] = client_kinds
     sim = simulate(root / version, seed=seed, groups=groups, hours=hours, lines=lines, kafka_version=version,
                    broker_stalls=broker_stalls, deploy_waves=deploy_waves, **extra)
     estate_truth_file = sim.truth_file.parent / "estate_incidents.jsonl"
@@ -158,7 +160,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group-protocol", choices=("classic", "consumer", "mixed"), default="mixed",
                         help="group protocol of the 4.x estates (older versions are always classic; default: mixed, "
                              "every other group a KIP-848 consumer group)")
+    parser.add_argument("--client-kinds", metavar="KIND=SHARE[,...]",
+                        help="frameworks of the classic groups' consumers (java, streams, connect, librdkafka), as "
+                             "shares, e.g. java=5,librdkafka=2,streams=2,connect=1 (default: all java, the estates "
+                             "of earlier reports)")
     args = parser.parse_args(argv)
+    from simulator.frameworks import parse_shares
+    try:
+        kinds = parse_shares(args.client_kinds) if args.client_kinds else None
+    except ValueError as e:
+        parser.error(f"--client-kinds: {e}")
     versions = [v.strip() for v in args.versions.split(",") if v.strip()]
 
     from pipelines.session.spark import get_spark
@@ -178,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
             protocol = args.group_protocol if int(version.split(".")[0]) >= 4 else "classic"
             run = evaluate_version(spark, version, work, seed=args.seed + index, groups=args.groups,
                                    hours=args.hours, lines=args.lines, group_protocol=protocol,
-                                   broker_stalls=args.broker_stalls, deploy_waves=args.deploy_waves)
+                                   broker_stalls=args.broker_stalls, deploy_waves=args.deploy_waves,
+                                   client_kinds=kinds)
             print(f"  {run['lines']:,} lines: {run['result'].line()}; {run['estates'].line()} "
                   f"({run['simulate_s']:.0f} s simulate, {run['pipeline_s']:.0f} s pipeline)", file=sys.stderr,
                   flush=True)

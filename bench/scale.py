@@ -62,8 +62,8 @@ class ScaleOptions:
     hours: float = 24.0
     density: float = 0.05
     cycle_every_hours: float = 4.0
-    # Frameworks of the consumers (simulator/frameworks.py); librdkafka clients are not simulated.
-    client_kinds: str = "java=6,streams=3,connect=1"
+    # Frameworks of the consumers (simulator/frameworks.py), as shares.
+    client_kinds: str = "java=5,librdkafka=2,streams=2,connect=1"
     seed: int = 7
     cluster: bool = True
     out: Path = Path("bench/results")
@@ -318,8 +318,8 @@ def parse_args(argv: list[str]) -> ScaleOptions:
     parser.add_argument("--cycle-every-hours", type=float, default=4.0,
                         help="one cycle of incidents (every kind once) per this many hours (default 4)")
     parser.add_argument("--client-kinds", default=ScaleOptions.client_kinds, metavar="KIND=SHARE[,...]",
-                        help="frameworks of the consumers, as shares of java, streams and connect (default "
-                             f"{ScaleOptions.client_kinds}; librdkafka clients are not simulated)")
+                        help="frameworks of the consumers, as shares of java, librdkafka, streams and connect "
+                             f"(default {ScaleOptions.client_kinds})")
     parser.add_argument("--seed", type=int, default=7, help="simulation seed (default 7)")
     parser.add_argument("--no-cluster", action="store_true", help="local[*] only")
     parser.add_argument("--out", type=Path, default=Path("bench/results"), help="results directory")

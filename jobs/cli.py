@@ -112,8 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "spread them evenly over the span")
     sim.add_argument("--client-kinds", type=_client_kinds, metavar="KIND=SHARE[,...]",
                      help="frameworks of the classic groups' consumers, as shares: java (a plain consumer), streams "
-                          "(a Kafka Streams thread), connect (a Connect sink task); e.g. java=6,streams=2,connect=1 "
-                          "(default: all java)")
+                          "(a Kafka Streams thread), connect (a Connect sink task), librdkafka (a non-Java service "
+                          "over librdkafka at its default log level: only its warnings, no GC log); e.g. "
+                          "java=5,librdkafka=2,streams=2,connect=1 (default: all java)")
     _add_simulation(sim)
     sim.add_argument("--gzip", action="store_true", help="gzip the log files")
 

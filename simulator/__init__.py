@@ -113,8 +113,8 @@ def _groups(world: World, rng: random.Random, count: int, group_protocol: str = 
         kind = wanted if protocol == "classic" else "java"
         group_id = frameworks.group_id(kind, base)
         session = 10_000 if i % 2 == 0 else 45_000
-        # Connect's log4j layout is its own (the connector context, `(logger:line)`); no logback variant.
-        layout = "connect" if kind == "connect" else "logback" if i % 4 == 1 else "log4j"
+        # Connect's log4j layout and librdkafka's stderr lines are their own; no logback variant of either.
+        layout = kind if kind in ("connect", "librdkafka") else "logback" if i % 4 == 1 else "log4j"
         spec = GroupSpec(group_id=group_id, service=service, topic=topic, partitions=rng.choice((6, 8, 12, 12, 16)),
                          session_ms=session, layout=layout, app_logger=app_logger,
                          offsets_partition=offsets_partition(group_id), heap_mb=rng.choice((1024, 2048, 4096)),
@@ -219,7 +219,7 @@ def simulate(out_dir: Path, *, seed: int = 7, groups: int = 4, hours: float = 2.
         for inst in spec.instances:
             app[inst.name] = [rec for proc in inst.procs
                               for rec in app_noise(proc, rng, until, spec.noise_every_ms / density)]
-            for proc in inst.procs:
+            for proc in inst.procs if spec.kind != "librdkafka" else ():  # no JVM, no GC log
                 gc[(inst.name, proc.run)] = gc_events(proc, rng, until, spec.heap_mb, density)
     structured = (sum(len(v) for v in app.values()) + sum(len(v) for v in gc.values())
                   + sum(1 + r[5].count("\n") for s in specs for i in s.instances for r in i.records if r[0] < until)

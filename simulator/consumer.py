@@ -6,6 +6,7 @@ Client and broker share one clock; requests reach the coordinator 1-3 ms after t
 
 from __future__ import annotations
 
+from simulator.frameworks import rdkafka_connect_failed, rdkafka_max_poll, rdkafka_session_timeout, writes_java_lines
 from simulator.javautil import base64_id
 from simulator.kip848 import Kip848Consumers
 from simulator.model import HEARTBEAT_MS, REBALANCE_TIMEOUT_MS, GroupCoord, Instance, Proc, Tag, World
@@ -223,6 +224,8 @@ class Consumers:
     def _poll_timeout(self, t: int, proc: Proc, resume_after_ms: int, tag: Tag, blocked_at: int) -> None:
         coord = self.coord(proc)
         self.log(proc, t, self.w.poll_timeout(proc.member_id, coord.broker))
+        if not writes_java_lines(proc.group.kind):
+            self.log(proc, t, [rdkafka_max_poll(t - blocked_at - REBALANCE_TIMEOUT_MS, REBALANCE_TIMEOUT_MS)])
         self.world.at(t + self.latency(), coord.leave, proc, self.w.poll_timeout_leave_reason(), tag)
         self.world.at(t + resume_after_ms, self._poll_returns, proc, Tag(tag.cause, "rejoin", tag.scenario), blocked_at)
 
@@ -231,9 +234,11 @@ class Consumers:
         proc.blocked = False
         p = proc.assigned[0] if proc.assigned else 0
         self.app(proc, t, f"Batch of 500 records from {proc.group.topic}-{p} took {t - blocked_at} ms", "WARN")
-        self.log(proc, t + 1, [self.w.failing_commit()])
-        self.app(proc, t + 2, "Offset commit failed, the batch will be redelivered: "
-                              f"org.apache.kafka.clients.consumer.CommitFailedException: {COMMIT_FAILED_TEXT}", "WARN")
+        if writes_java_lines(proc.group.kind):
+            self.log(proc, t + 1, [self.w.failing_commit()])
+            self.app(proc, t + 2, "Offset commit failed, the batch will be redelivered: "
+                                  f"org.apache.kafka.clients.consumer.CommitFailedException: {COMMIT_FAILED_TEXT}",
+                     "WARN")
         proc.member_id = ""
         self.rejoin_as_new(t + self.world.rng.randint(3, 20), proc, tag)
 
@@ -251,11 +256,17 @@ class Consumers:
         rng, broker = self.world.rng, self.coord(proc).broker
         proc.silent, proc.silent_tag = "unreachable", tag
         ip = f"10.30.0.{broker}"
+        java = writes_java_lines(proc.group.kind)
+        if not java and until - t > proc.group.session_ms:
+            after = proc.group.session_ms + rng.randint(0, 999)
+            self.log(proc, t + after, [rdkafka_session_timeout(after, broker, "Local: Broker transport failure")])
         step = t
         while step < until:
             step += rng.randint(900, 1100)
             if step >= until:
                 break
+            if not java and step - t < 1_200:  # librdkafka says it once; the same error again is suppressed
+                self.log(proc, step, [rdkafka_connect_failed(broker, ip)])
             self.log(proc, step, [self.w.connection_failed(broker, ip)])
             self.log(proc, step + 1, self.w.coordinator_unavailable(broker, "coordinator unavailable", True))
             self.log(proc, step + rng.randint(50, 110), [self.w.discovered(broker, HB)])

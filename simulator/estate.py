@@ -17,6 +17,7 @@ import random
 from typing import Any
 
 from simulator.consumer import SESSION_EXPIRED_CAUSE, Consumers
+from simulator.frameworks import rdkafka_session_timeout, writes_java_lines
 from simulator.model import GroupSpec, Tag, World
 from simulator.render import HB
 from simulator.scenarios import MINUTE, Incidents
@@ -80,6 +81,9 @@ class BrokerStalls(EstateEvents):
                     # again after the thaw.
                     t_lost = proc.last_heartbeat(t) + g.session_ms + self.rng.randint(1, 40)
                     self.c.log(proc, t_lost, self.c.w.coordinator_unavailable(best, SESSION_EXPIRED_CAUSE, False))
+                    if not writes_java_lines(g.kind):  # librdkafka's own session timer says it instead
+                        waited = t_lost - proc.last_heartbeat(t)
+                        self.c.log(proc, t_lost, [rdkafka_session_timeout(waited, best, "Success")])
                     self.c.log(proc, thaw + self.rng.randint(20, 200), [self.c.w.discovered(best, HB)])
         expirable = [g for g in groups if g.session_ms < duration]
         chosen = self.rng.sample(expirable, self.rng.randint(2, len(expirable))) if len(expirable) >= 2 else []

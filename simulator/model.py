@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simulator.frameworks import echoes, stream_thread_prefix
+from simulator.frameworks import echoes, sent_reason, stream_thread_prefix, writes_java_lines
 from simulator.javautil import OFFSETS_TOPIC, seeded_uuid
 from simulator.render import GROUP_COORDINATOR, GROUP_METADATA_MANAGER, NEW_GROUP_METADATA_MANAGER, Wording
 
@@ -193,7 +193,10 @@ class World:
 
     def client_lines(self, proc: Proc, t: int, lines: list[tuple[str, str, str, str]]) -> None:
         kind = proc.group.kind
+        java = writes_java_lines(kind)
         for level, logger, thread, message in lines:
+            if not java and not level.isdigit() and logger != proc.group.app_logger:
+                continue  # the Java client's line, which a librdkafka consumer does not print
             proc.inst.records.append((t, self.seq(), level, logger, thread, message))
             if kind == "java":
                 continue
@@ -300,7 +303,8 @@ class GroupCoord(CoordinatorBase):
                 self.try_complete(t)
             else:
                 tag = proc.join_tag or Tag("membership_change", "member_join", "unplanned")
-                self.prepare(t, w.reason_add(mid, w.new_member_client_reason(mid)), tag, mid)
+                self.prepare(t, w.reason_add(mid, sent_reason(proc.group.kind, w.new_member_client_reason(mid))),
+                             tag, mid)
             return
         member = self.members.get(mid)
         if member is None:
@@ -310,7 +314,7 @@ class GroupCoord(CoordinatorBase):
             self.try_complete(t)
         elif self.state == "Stable" and mid == self.leader:
             tag = proc.join_tag or Tag("metadata_change", "partition_count_change", "unplanned")
-            self.prepare(t, w.reason_leader_rejoin(mid, proc.client_reason), tag, mid)
+            self.prepare(t, w.reason_leader_rejoin(mid, sent_reason(proc.group.kind, proc.client_reason)), tag, mid)
         else:
             raise SimulationError(f"follower {mid} rejoined {self.spec.group_id} in state {self.state}")
 
@@ -323,7 +327,8 @@ class GroupCoord(CoordinatorBase):
         member = self.remove(mid)
         if member is None:
             raise SimulationError(f"LeaveGroup from unknown member {mid}")
-        before, reason, after = self.world.w.left_group(self.metadata(proc), mid, self.spec.group_id, leave_reason)
+        before, reason, after = self.world.w.left_group(self.metadata(proc), mid, self.spec.group_id,
+                                                         sent_reason(proc.group.kind, leave_reason))
         if before:
             self.log(t, before)
         self.after_removal(t, reason, tag, mid)

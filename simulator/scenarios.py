@@ -20,6 +20,8 @@ CYCLE = ["scale_up", "scale_down", "rolling_deploy", "crash", "gc_pause", "gc_sh
          "metadata_change", "coordinator_change", "crash_loop", "service_restart"]
 # incidents that need a short session timeout to play out in minutes
 PREFER_SHORT_SESSION = ("gc_pause", "coordinator_change", "crash_loop")
+# incidents a librdkafka consumer cannot have: its process is no JVM, and its heartbeats run on their own thread
+NEEDS_JVM = ("gc_pause", "gc_short")
 
 Done = Callable[[int], None]
 
@@ -56,6 +58,10 @@ class Incidents:
             self.rng.shuffle(kinds)
             for i, kind in enumerate(kinds):
                 pool = short if kind in PREFER_SHORT_SESSION else groups
+                if kind in NEEDS_JVM:
+                    pool = [g for g in pool if g.kind != "librdkafka"] or [g for g in groups if g.kind != "librdkafka"]
+                    if not pool:
+                        continue
                 if kind == "scale_up":
                     pool = [g for g in pool if len(g.instances) < 6] or pool
                 elif kind == "scale_down":

@@ -42,6 +42,9 @@ LOG_CONTEXT = {ABSTRACT_COORDINATOR, CONSUMER_COORDINATOR, KAFKA_CONSUMER, METAD
                COORDINATOR_REQUEST_MANAGER, HEARTBEAT_REQUEST_MANAGER, COMMIT_REQUEST_MANAGER}
 
 
+PYTHON_LEVELS = {"WARN": "WARNING"}
+
+
 def _utc(t_ms: int, fmt: str) -> str:
     return time.strftime(fmt, time.gmtime(t_ms // 1000))
 
@@ -142,6 +145,18 @@ def client_line_renderer(inst: Instance, clock: Clock) -> Callable[[tuple[int, i
             return f"{clock.logback(t)} [{threads.get(thread, inst.thread)}] {level:<5} {name} - {body}"
 
         return logback
+
+    if spec.layout == "librdkafka":
+        handle = f"{inst.client_id}#consumer-1"
+
+        def librdkafka(rec: tuple[int, int, str, str, str, str]) -> str:
+            t, _, level, logger, thread, message = rec
+            if level.isdigit():  # librdkafka's own line on stderr: level, epoch seconds, facility, handle, thread
+                return f"%{level}|{t // 1000}.{MS[t % 1000]}|{logger}|{handle}| [thrd:{thread}]: {message}"
+            # the service's own logging (Python's `%(asctime)s %(levelname)s %(name)s: %(message)s`)
+            return f"{clock.log4j(t)} {PYTHON_LEVELS.get(level, level)} {logger}: {message}"
+
+        return librdkafka
 
     if spec.layout == "connect":
         context = f"[{spec.group_id.removeprefix('connect-')}|task-{inst.ordinal}] "

@@ -70,6 +70,19 @@ def test_streams_and_connect_consumers_are_read_like_plain_ones(spark, tmp_path)
     assert found == {"orders-processor", "payments-ledger", "connect-shipping-events"}
 
 
+def test_librdkafka_services_are_read_from_the_brokers_lines_and_their_warnings(spark, tmp_path):
+    # Two groups of librdkafka services at its default log level (nothing but MAXPOLL, SESSTMOUT and FAIL lines, no
+    # GC log, no client reason sent to the broker) beside one of Java consumers.
+    sim = simulate(tmp_path, seed=23, groups=3, hours=3.0, kafka_version="3.6",
+                   client_kinds={"java": 1, "librdkafka": 2})
+    cfg = make_config(tmp_path, landing=sim.landing_dir)
+    run(spark, cfg)
+    result = _check_accuracy(spark, cfg, sim.truth_file)
+    rows = lake.read_table(spark, cfg, "gold_rebalances").filter("group_id = 'orders-processor'").collect()
+    # the librdkafka group's poll timeouts are told by its MAXPOLL lines alone (the broker's leave says no reason)
+    assert sum(r.cause == "poll_timeout" for r in rows) == 2, result.confusion
+
+
 @pytest.mark.slow
 def test_shuffled_arrival_gives_the_batch_result(spark, estate, tmp_path):
     sim = estate["sim"]

@@ -83,6 +83,29 @@ def test_brokers_before_2_1_print_no_reason_so_neighbours_decide():
     assert [(r["cause"], r["trigger_member_id"]) for r in rows] == [("session_timeout", "m1"), ("unknown", None)]
 
 
+@pytest.mark.parametrize("members_logs", [True, False])
+def test_a_stabilized_line_without_a_count_takes_it_from_the_members_joins_or_leaves_it_unknown(members_logs):
+    """Brokers before 2.8 print no member count and never log a known member's rejoin: the members the replay saw
+    join are not the group. m1 and m2 were members before the log starts; m1 leaves and m3 joins later."""
+    events = [
+        event(0, "member_left", member_id="m1"),
+        event(0.01, "rebalance_started", generation=5, reason="removing member m1 on LeaveGroup"),
+        event(1, "group_stabilized", generation=6),
+        event(1.02, "assignment_received", generation=6, member_id="m2"),
+        event(100, "rebalance_started", generation=6, reason="Adding new member m3 with group instance id None"),
+        event(101, "group_stabilized", generation=7),
+        event(101.02, "assignment_received", generation=7, member_id="m2"),
+    ]
+    if members_logs:
+        events += [client_line(1.01, "client_joined", generation=6, member_id="m2", instance="app-2"),
+                   client_line(101.01, "client_joined", generation=7, member_id="m2", instance="app-2"),
+                   client_line(101.01, "client_joined", generation=7, member_id="m3", instance="app-3")]
+    rows = reconstruct_group("g", sorted(events, key=lambda e: e["event_ts"]))
+    sizes = [(r["members_before"], r["members_after"]) for r in rows]
+    # Never 1 -> 0 then 0 -> 1: that would read m3's join as the group's fresh start.
+    assert sizes == ([(None, 1), (1, 2)] if members_logs else [(None, None), (None, 1)])
+
+
 def test_spark_wrapper_matches_the_pure_function(spark):
     events = [
         event(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None"),
@@ -795,3 +818,27 @@ def test_client_only_a_starting_processs_metadata_rejoin_is_its_first_join():
                                  reason="subscription updated from metadata change: rejoining group"),
              client_line(603, "client_joined", "rdkafka#consumer-1", generation=2, member_id="rdkafka-1-a")]
     assert [r["cause"] for r in reconstruct_group("g", later)] == ["membership_change", "metadata_change"]
+
+
+@pytest.mark.parametrize("warned", [True, False])
+def test_a_client_that_never_logs_its_start_needs_a_line_of_its_own_to_read_a_join_as_its_rejoin(warned):
+    """librdkafka at its default level prints nothing when a process starts: after m1 of app-1 expired, a new member
+    of the same client id is m1's process coming back only if that client said something around the removal (its
+    own session timer running out); silent, it may as well be a fresh process after a crash."""
+    old, new = "svc-1-0b6c1b8e-7f43-4d52-9a1e-2c3d4e5f6a70", "svc-1-5e2f9a10-3c4b-4e8d-b1f2-a9c8d7e6f501"
+    events = [
+        event(0, "member_failed", member_id=old),
+        event(0.01, "rebalance_started", generation=4, reason=f"removing member {old} on heartbeat expiration"),
+        event(1, "group_stabilized", generation=5, member_count=1),
+        event(20, "rebalance_started", generation=5,
+              reason=f"Adding new member {new} with group instance id None; client reason: not provided"),
+        event(21, "group_stabilized", generation=6, member_count=2),
+        # one poll timeout long before ties the client id svc-1 to the folder app-1
+        client_line(-3000, "client_poll_timeout", client_id="svc-1#consumer-1", instance="app-1"),
+    ]
+    if warned:
+        events.append(client_line(-2, "client_session_timeout", client_id="svc-1#consumer-1", instance="app-1"))
+    rows = reconstruct_group("g", sorted(events, key=lambda e: e["event_ts"]))
+    join = rows[-1]
+    assert (join["cause"], join["cause_detail"]) == (
+        ("session_timeout", "rejoin") if warned else ("membership_change", "member_join")), join["evidence_json"]

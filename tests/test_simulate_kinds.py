@@ -75,3 +75,43 @@ def test_every_member_of_a_framework_group_is_named_by_its_framework_scaled_up_o
         ordinal = folder.name.rsplit("-", 1)[1]
         assert set(re.findall(r"clientId=([^,]+),", text)) == {f"connector-consumer-shipping-events-{ordinal}"}
         assert f"[shipping-events|task-{ordinal}] " in text
+
+
+@pytest.fixture(scope="module")
+def rdkafka_run(tmp_path_factory):
+    return simulate(tmp_path_factory.mktemp("rdkafka"), seed=23, groups=2, hours=4.0, kafka_version="3.6",
+                    client_kinds={"librdkafka": 1})
+
+
+_RDKAFKA_LINE = re.compile(r"^%([0-7])\|(\d{10})\.(\d{3})\|([A-Z]+)\|([\w.-]+)#consumer-1\| \[thrd:([^\]]+)\]: (.+)$")
+
+
+def test_a_librdkafka_service_prints_only_its_warnings_and_its_own_lines(rdkafka_run):
+    """At librdkafka's default log level a rebalance, a join or a close prints nothing; what goes wrong does
+    (MAXPOLL, SESSTMOUT, FAIL), in its own stderr layout. The service's own lines are Python logging's."""
+    landing = rdkafka_run.landing_dir
+    facilities: Counter[str] = Counter()
+    for folder in sorted(landing.glob("*-svc-*")):
+        assert not list(folder.glob("gc.log*")), f"{folder.name}: a librdkafka service runs no JVM"
+        for line in "".join(p.read_text() for p in folder.glob("consumer.log.*")).splitlines():
+            found = _RDKAFKA_LINE.match(line)
+            if found:
+                facilities[found.group(4)] += 1
+                assert found.group(5).startswith(folder.name.split("-svc-")[0]) or "-" in found.group(5)
+                continue
+            assert re.match(r"^[\d-]+ [\d:,]+ (INFO|WARNING|ERROR|DEBUG) com\.acme\.\S+: ", line), line
+            assert "Consumer clientId=" not in line and "ConsumerConfig" not in line, line
+    assert facilities["MAXPOLL"] >= 1 and set(facilities) <= {"MAXPOLL", "SESSTMOUT", "FAIL"}, facilities
+    maxpoll = [line for p in sorted(landing.glob("*-svc-*/consumer.log.*")) for line in p.read_text().splitlines()
+               if "|MAXPOLL|" in line]
+    assert all(re.search(r"\[thrd:main\]: Application maximum poll interval \(300000ms\) exceeded by \d+ms \(adjust "
+                         r"max\.poll\.interval\.ms for long-running message processing\): leaving group$", m)
+               for m in maxpoll), maxpoll
+
+
+def test_a_librdkafka_member_sends_the_broker_no_reason_and_has_no_gc_incident(rdkafka_run):
+    broker = "".join(p.read_text() for p in sorted(rdkafka_run.landing_dir.glob("broker-*/server.log.*")))
+    reasons = re.findall(r"client reason: ([^)(]*?)\)* \(kafka\.coordinator", broker)
+    assert reasons and set(reasons) == {"not provided"}, Counter(reasons)
+    assert re.search(r"Adding new member orders-processor-\d-[0-9a-f-]{36} with group instance id None", broker)
+    assert "gc_pause" not in rdkafka_run.by_cause

@@ -132,8 +132,7 @@ class BrokerReplay(EpochReplay):
             current = self._current
             current.generation_after = to_int(event.get("generation"))
             current.stabilized_at = ts
-            count = to_int(event.get("member_count"))
-            current.members_after = count if count is not None else len(self._members)
+            current.members_after = self._stabilized_size(event)
             self._mark_generation(current.generation_after)
             self._transition(ts, "CompletingRebalance", current.generation_after, current.rebalance_id, event)
         elif kind == "assignment_received" and self._current is not None:
@@ -152,6 +151,18 @@ class BrokerReplay(EpochReplay):
             self._transition(ts, "Empty", generation, None, event)
         elif kind == "group_dead":
             self._transition(ts, "Dead", to_int(event.get("generation")), None, event)
+
+    def _stabilized_size(self, event: dict[str, Any]) -> int | None:
+        """How many members the generation a `Stabilized` line closes has: the count the line gives (brokers from
+        2.8 on); else the most of the members the replay knows and those whose own logs joined that generation (a
+        member's rejoin into a generation is not logged by older brokers, so the first alone undercounts); None
+        when neither knows one (a stabilized generation has at least one member)."""
+        count = to_int(event.get("member_count"))
+        if count is not None:
+            return count
+        generation = to_int(event.get("generation"))
+        known = max(len(self._members), len(self.ctx.joined.get(generation, ())) if generation is not None else 0)
+        return known or None
 
     def _is_empty(self) -> bool:
         return bool(self._transitions) and self._transitions[-1][1] == "Empty"

@@ -40,6 +40,10 @@ class GroupContext:
     member_states: dict[str, list[tuple[pd.Timestamp, str]]] = field(default_factory=lambda: defaultdict(list))
     settings: dict[str, dict[str, str]] = field(default_factory=dict)
     connector_changes: list[dict[str, Any]] = field(default_factory=list)
+    # Per generation, the members whose own log says they joined it (member id, else the instance folder).
+    joined: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))
+    # When each instance's client logged anything about the group (sorted: events come in time order).
+    activity: dict[str, list[pd.Timestamp]] = field(default_factory=lambda: defaultdict(list))
     _used_poll_timeouts: dict[str, tuple[str | None, pd.Timestamp]] = field(default_factory=dict)
 
     @classmethod
@@ -56,6 +60,7 @@ class GroupContext:
                 continue
             if kind != "client":
                 continue
+            ctx.activity[instance].append(event["event_ts"])
             member = event.get("member_id")
             if member:
                 ctx.member_instance.setdefault(member, instance)
@@ -81,6 +86,8 @@ class GroupContext:
                     ctx.process_starts[instance].append(event["event_ts"])
                 topics = frozenset(t.strip() for t in (event.get("topics") or "").split(",") if t.strip())
                 ctx.subscriptions[instance].append((event["event_ts"], topics))
+            elif event_type in ("client_joined", "connect_joined") and not pd.isna(event.get("generation")):
+                ctx.joined[int(event["generation"])].add(member or instance)
             elif event_type == "connect_connector_changed":
                 ctx.connector_changes.append(event)
             elif event_type == "client_member_state_changed" and member and event.get("state"):
@@ -162,6 +169,15 @@ class GroupContext:
     def started_between(self, instance: str | None, start: pd.Timestamp, end: pd.Timestamp) -> bool:
         """True when the process in `instance` was (re)started between the two times."""
         return any(start < t <= end for t in self.process_starts.get(instance or "", ()))
+
+    def logs_starts(self, instance: str | None) -> bool:
+        """Whether the client in `instance` is seen logging its process starts at all (a Java consumer logs its
+        config and subscription; librdkafka at its default level logs nothing when it starts)."""
+        return bool(self.process_starts.get(instance or ""))
+
+    def active_between(self, instance: str | None, start: pd.Timestamp, end: pd.Timestamp) -> bool:
+        """True when the client in `instance` logged a line about the group between the two times."""
+        return any(start <= t < end for t in self.activity.get(instance or "", ()))
 
     def poll_timeout_near(self, instance: str | None, at: pd.Timestamp, *, window_s: float,
                           not_before: pd.Timestamp | None = None, member: str | None = None) -> dict[str, Any] | None:

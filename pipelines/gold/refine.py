@@ -186,6 +186,11 @@ class CauseRefinement(ReplayState):
                     f"{self.rules.rejoin_window_s:g} s rejoin window")
         if self.ctx.started_between(instance, removal.at, ts):
             return f"the process in {instance} started again after {removal.member} was removed: a fresh start"
+        if not self.ctx.logs_starts(instance) and not self.ctx.active_between(
+                instance, removal.at - pd.Timedelta(seconds=self.rules.rejoin_window_s), ts):
+            return (f"the client in {instance} never logs its process starting and logged nothing from "
+                    f"{self.rules.rejoin_window_s:g} s before {removal.member} was removed until this join: a fresh "
+                    "process cannot be told from the same one coming back")
         return None
 
     def _outage_before(self, ts: pd.Timestamp) -> tuple[pd.Timestamp, pd.Timestamp, int] | None:
