@@ -842,3 +842,24 @@ def test_a_client_that_never_logs_its_start_needs_a_line_of_its_own_to_read_a_jo
     join = rows[-1]
     assert (join["cause"], join["cause_detail"]) == (
         ("session_timeout", "rejoin") if warned else ("membership_change", "member_join")), join["evidence_json"]
+
+
+def test_a_removal_is_spent_once_its_process_came_back_and_left_of_its_own_accord():
+    """m1 of app-1 expires; its process comes back as m2 inside that same rebalance, later leaves cleanly, and a new
+    process of app-1 joins as m3: m3 is a member joining, not m1's rejoin."""
+    m1, m2, m3 = (f"svc-1-{n}b6c1b8e-7f43-4d52-9a1e-2c3d4e5f6a70" for n in (1, 2, 3))
+    events = [
+        client_line(-3000, "client_poll_timeout", client_id="svc-1#consumer-1", instance="app-1"),
+        client_line(-2, "client_session_timeout", client_id="svc-1#consumer-1", instance="app-1"),
+        event(0, "member_failed", member_id=m1),
+        event(0.01, "rebalance_started", generation=4, reason=f"removing member {m1} on heartbeat expiration"),
+        event(1, "group_stabilized", generation=5, member_count=2),
+        event(600, "member_left", member_id=m2),
+        event(600.01, "rebalance_started", generation=5, reason=f"removing member {m2} on LeaveGroup"),
+        event(601, "group_stabilized", generation=6, member_count=1),
+        event(609, "rebalance_started", generation=6,
+              reason=f"Adding new member {m3} with group instance id None; client reason: not provided"),
+        event(610, "group_stabilized", generation=7, member_count=2),
+    ]
+    rows = reconstruct_group("g", events)
+    assert [(r["cause"], r["cause_detail"]) for r in rows][-1] == ("membership_change", "member_join"), rows[-1]

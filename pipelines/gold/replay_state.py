@@ -159,6 +159,13 @@ class ReplayState:
             }
 
     def _leave(self, member: str, at: pd.Timestamp, reason: str) -> None:
+        if reason == "left":
+            # A process that leaves of its own accord after a member of its folder was removed had come back
+            # already: that removal explains no later join (its next member is a fresh start or a new episode).
+            instance = self.ctx.instance_of(member)
+            removal = self._removals.get(instance or "")
+            if removal is not None and removal.member != member and removal.at <= at:
+                del self._removals[instance or ""]
         if member in self._members:
             self._departures.append((at, member))
             if len(self._departures) > 64:

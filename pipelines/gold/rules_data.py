@@ -225,7 +225,9 @@ RULE_ROWS: tuple[dict[str, Any], ...] = (
        f"{_CC}: `consumer poll timeout has expired`; {_LAB} poll_timeout",
        ("poll_timeout_window_s", "poll_line_after_s"), "refinement"),
     _r("rejoin_after_removal", "any", "Is the joining member the same process as a member removed against its will "
-       "(no restart between)? It carries that removal's cause.", None, "rejoin", 0.85,
+       "(no restart between; for a client that never logs its start, a line of its own from shortly before the "
+       "removal on; no clean leave of that folder's process since)? It carries that removal's cause.", None,
+       "rejoin", 0.85,
        "the process's instance folder; its start lines", ("rejoin_window_s",), "refinement"),
     _r("join_after_coordinator_outage", "broker", "Did a new member join right after the group had no coordinator "
        "(unloaded, then loaded)?", "coordinator_change", "coordinator_failover", 0.6,
