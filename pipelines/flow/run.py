@@ -25,6 +25,7 @@ from pipelines.quality.validate import import_gx_early
 from pipelines.session.kafka_check import check_brokers
 from pipelines.session.remote import is_connect
 from pipelines.settings.config import Config, ConfigError
+from pipelines.state.checkpoints import written_batches
 from pipelines.state.errors import PipelineStateError
 from pipelines.state.release import check_release
 from pipelines.storage import commits, inputs, lake
@@ -118,7 +119,7 @@ def check_checkpoints(spark: SparkSession, cfg: Config) -> None:
     """Refuse to start a fresh ingest checkpoint over tables that already hold data (it would skip or redo work)."""
     checkpoint = inputs.checkpoint_dir(cfg, INGEST_QUERY)
     files = lake.table(cfg, "bronze_files")
-    if inputs.written_batches(checkpoint) or not files.exists(spark):
+    if written_batches(checkpoint) or not files.exists(spark):
         return
     if lake.read_table(spark, cfg, "bronze_files").limit(1).count():
         raise PipelineStateError(

@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
 
 from pipelines.settings.config import Config
+from pipelines.state.checkpoints import written_batches
 from pipelines.storage import inputs
 
 # The trigger that processes what is there and stops; any other trigger is a processing-time interval ("5 seconds").
@@ -28,7 +29,7 @@ def clear_unwritten_first_batch(checkpoint: Path) -> list[Path]:
     whose offset log holds no batch refuses to start over a non-empty offsets, commits or state folder, so every
     later run would fail on the same leftover. With no batch written, nothing in those folders is a record of
     work done: the first batch simply starts again. A checkpoint with a batch in its log is left untouched."""
-    if inputs.written_batches(checkpoint):
+    if written_batches(checkpoint):
         return []
     leftovers = [p for d in _FIRST_BATCH_DIRS if (checkpoint / d).is_dir()
                  for p in sorted((checkpoint / d).rglob("*")) if p.is_file()]

@@ -20,8 +20,8 @@ from importlib import metadata
 
 from pipelines.bronze.lines import LineIds
 from pipelines.settings.config import Config
+from pipelines.state.checkpoints import written_batches
 from pipelines.state.errors import PipelineStateError
-from pipelines.storage.inputs import written_batches
 
 CHECKPOINT_LAYOUT = 1
 # Checkpoint layouts this release continues from (0.1.0 wrote layout 1 without a marker file).

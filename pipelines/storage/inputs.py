@@ -23,14 +23,6 @@ def checkpoint_dir(cfg: Config, query: str) -> Path:
     return cfg.checkpoint_root / query
 
 
-def written_batches(checkpoint: Path) -> list[int]:
-    """The batch ids a query's offset log holds: files named by a number (Spark's temporary files are not)."""
-    offsets = checkpoint / "offsets"
-    if not offsets.is_dir():
-        return []
-    return sorted(int(p.name) for p in offsets.iterdir() if p.name.isdigit())
-
-
 def read_landing(spark: SparkSession, cfg: Config) -> DataFrame:
     """Stream the lines of closed files under `<landing>/<instance>/<file>` with their file metadata.
 
