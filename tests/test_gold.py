@@ -820,6 +820,13 @@ def test_client_only_a_starting_processs_metadata_rejoin_is_its_first_join():
     assert [r["cause"] for r in reconstruct_group("g", later)] == ["membership_change", "metadata_change"]
 
 
+def _expired_then_stable(member: str, members_after: int) -> list[dict]:
+    """A member expired by the coordinator at T0 and the generation that follows without it."""
+    return [event(0, "member_failed", member_id=member),
+            event(0.01, "rebalance_started", generation=4, reason=f"removing member {member} on heartbeat expiration"),
+            event(1, "group_stabilized", generation=5, member_count=members_after)]
+
+
 @pytest.mark.parametrize("warned", [True, False])
 def test_a_client_that_never_logs_its_start_needs_a_line_of_its_own_to_read_a_join_as_its_rejoin(warned):
     """librdkafka at its default level prints nothing when a process starts: after m1 of app-1 expired, a new member
@@ -827,9 +834,7 @@ def test_a_client_that_never_logs_its_start_needs_a_line_of_its_own_to_read_a_jo
     own session timer running out); silent, it may as well be a fresh process after a crash."""
     old, new = "svc-1-0b6c1b8e-7f43-4d52-9a1e-2c3d4e5f6a70", "svc-1-5e2f9a10-3c4b-4e8d-b1f2-a9c8d7e6f501"
     events = [
-        event(0, "member_failed", member_id=old),
-        event(0.01, "rebalance_started", generation=4, reason=f"removing member {old} on heartbeat expiration"),
-        event(1, "group_stabilized", generation=5, member_count=1),
+        *_expired_then_stable(old, 1),
         event(20, "rebalance_started", generation=5,
               reason=f"Adding new member {new} with group instance id None; client reason: not provided"),
         event(21, "group_stabilized", generation=6, member_count=2),
@@ -851,9 +856,7 @@ def test_a_removal_is_spent_once_its_process_came_back_and_left_of_its_own_accor
     events = [
         client_line(-3000, "client_poll_timeout", client_id="svc-1#consumer-1", instance="app-1"),
         client_line(-2, "client_session_timeout", client_id="svc-1#consumer-1", instance="app-1"),
-        event(0, "member_failed", member_id=m1),
-        event(0.01, "rebalance_started", generation=4, reason=f"removing member {m1} on heartbeat expiration"),
-        event(1, "group_stabilized", generation=5, member_count=2),
+        *_expired_then_stable(m1, 2),
         event(600, "member_left", member_id=m2),
         event(600.01, "rebalance_started", generation=5, reason=f"removing member {m2} on LeaveGroup"),
         event(601, "group_stabilized", generation=6, member_count=1),
