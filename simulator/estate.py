@@ -121,6 +121,9 @@ class BrokerStalls(EstateEvents):
 LEAVE = Tag("membership_change", "member_leave", "deploy_wave")
 JOIN = Tag("membership_change", "member_join", "deploy_wave")
 WAVE_GROUPS = (4, 6)  # groups a wave restarts: the deploy-wave rule needs four (estate_unshared_min_groups)
+# How long the estate is quiet before a wave starts: the deploy-wave rule's gap (estate_wave_gap_s, 120 s). A group's
+# own rolling deploy that ended a minute before the wave would be, to anyone reading the logs, the wave's first group.
+QUIET_MS = 120_000
 
 
 class DeployWaves(EstateEvents):
@@ -137,8 +140,9 @@ class DeployWaves(EstateEvents):
             # off the broker stalls' times (i + 1) / (count + 1) of the span, so that the two rarely meet
             self.world.at(self.world.start + int(span * (i + 0.3) / self.count), self.wave, 0, [])
 
-    def wave(self, t: int, attempt: int, held: list[GroupSpec]) -> None:
-        """Hold the estate, then start the wave once no group is in an incident (or give up after 30 minutes)."""
+    def wave(self, t: int, attempt: int, held: list[GroupSpec], quiet_since: int | None = None) -> None:
+        """Hold the estate, then start the wave once no group has been in an incident for QUIET_MS (or give up
+        after 30 minutes)."""
         if attempt == 0:
             held = [g for g in self.world.groups if not g.hold]
             for g in held:
@@ -147,9 +151,11 @@ class DeployWaves(EstateEvents):
         # is a fresh start, which the estate rules leave out (a wave then misses that group).
         idle = [g for g in held if g.protocol == "classic" and self.incidents.idle(g) and g.coord is not None
                 and len(g.coord.members) >= 2]
-        if any(g.busy for g in self.world.groups) or len(idle) < WAVE_GROUPS[0]:
+        quiet = not any(g.busy for g in self.world.groups) and len(idle) >= WAVE_GROUPS[0]
+        if not quiet or quiet_since is None or t - quiet_since < QUIET_MS:
             if attempt < 90 and t + 30 * MINUTE < self.world.end:
-                self.world.at(t + 20_000, self.wave, attempt + 1, held)
+                self.world.at(t + 20_000, self.wave, attempt + 1, held,
+                              (t if quiet_since is None else quiet_since) if quiet else None)
             else:
                 self._release(t, held)
             return

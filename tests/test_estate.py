@@ -205,3 +205,24 @@ def test_two_moves_of_one_partition_each_rebalancing_one_group_are_no_estate_inc
             _r("b", "g7b", 67, "coordinator_change", "coordinator_failover", coordinator="1", folder="y")]
     facts = EstateFacts(lifecycle=moves, group_partitions={"g7a": 7, "g7b": 7})
     assert _find(rows, facts) == []  # each rebalance goes to the latest move of its partition before it
+
+
+def test_two_brokers_each_letting_go_of_one_partition_seconds_apart_are_two_roots_not_one_incident():
+    def move(at: float, old: int, new: int, partition: int) -> list[dict]:
+        return [{"event_id": f"{kind}-{partition}", "event_ts": T0 + pd.Timedelta(seconds=at + k / 10),
+                 "event_type": kind, "group_id": None, "offsets_partition": partition, "instance": f"broker-{b}",
+                 "broker": str(b)}
+                for k, (kind, b) in enumerate((("coordinator_resigned", old), ("group_unloaded", old),
+                                               ("coordinator_elected", new), ("group_loaded", new)))]
+
+    lifecycle = move(0, 2, 3, 4) + move(17, 1, 2, 3)
+    rows = [_r("a", "g4", 10, "coordinator_change", "coordinator_failover", coordinator="3", folder="x"),
+            _r("b", "g3", 28, "coordinator_change", "coordinator_failover", coordinator="2", folder="y")]
+    facts = EstateFacts(broker_folders={"1": "broker-1", "2": "broker-2", "3": "broker-3"}, lifecycle=lifecycle,
+                        group_partitions={"g4": 4, "g3": 3})
+    assert _find(rows, facts) == []
+    # the same two rebalances after one broker letting go of both partitions are one incident, rooted there
+    one_root = move(0, 2, 3, 4) + move(1, 2, 1, 3)
+    [found] = _find(rows, EstateFacts(broker_folders={"1": "broker-1", "2": "broker-2", "3": "broker-3"},
+                                      lifecycle=one_root, group_partitions={"g4": 4, "g3": 3}))
+    assert (found["root_instance"], found["groups"]) == ("broker-2", ["g3", "g4"])

@@ -367,3 +367,22 @@ def test_consumer_protocol_needs_kafka_4(tmp_path: Path) -> None:
             simulate(tmp_path, kafka_version="3.6", group_protocol=protocol)
     with pytest.raises(ValueError, match="group_protocol"):
         simulate(tmp_path, kafka_version="4.1", group_protocol="share")
+
+
+def test_a_deploy_wave_starts_after_the_estate_was_quiet_for_the_waves_gap(tmp_path):
+    # A group's own restarts ending less than the deploy-wave rule's gap (120 s) before a wave would read, in the
+    # logs, as the wave's first group: the truth could not be found by anyone. So a wave waits for a quiet estate.
+    simulate(tmp_path, seed=19, groups=40, hours=6, kafka_version="3.6", broker_stalls=4, deploy_waves=3)
+    truth = [json.loads(line) for line in (tmp_path / "truth" / "rebalances.jsonl").read_text().splitlines()]
+    waves = [json.loads(line) for line in (tmp_path / "truth" / "estate_incidents.jsonl").read_text().splitlines()
+             if json.loads(line)["root_kind"] == "deploy_wave"]
+    assert waves
+
+    def at(text: str) -> datetime:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+    for wave in waves:
+        start = at(wave["started_at"])
+        before = [r for r in truth if r["scenario"] not in ("deploy_wave", "broker_stall")
+                  and r["cause"] == "membership_change" and 0 < (start - at(r["started_at"])).total_seconds() < 120]
+        assert before == [], (wave, before)

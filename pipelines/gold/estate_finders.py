@@ -102,20 +102,55 @@ def _moved_by(r: Row, groups: set[str], after_s: float, params: EstateParams) ->
 
 
 def _episodes(facts: EstateFacts, params: EstateParams) -> list[tuple[str, list[Row], set[str]]]:
-    """The coordinators' lifecycle lines of every broker cut where they pause longer than the window (one move: the
-    old broker resigning and unloading, the new one electing and loading), each with its root broker (the one that let
-    go of partitions, else the one that loaded them) and the groups whose partitions it names."""
+    """The coordinators' lifecycle lines of every broker cut where they pause longer than the window, then split by
+    the broker that let go (one move: the old broker resigning and unloading, the new ones electing and loading what
+    it let go), each with its root broker (the one that let go of partitions, else the one that loaded them) and the
+    groups whose partitions it names. Two brokers letting go of partitions within the window are two roots: a broker
+    restart resigns all its partitions at once, and another broker's move nearby is an event of its own."""
     out = []
-    for events in chains(facts.lifecycle, params.window_s, at="event_ts"):
-        leaving = [e for e in events if e["event_type"] in LEAVING and (e.get("broker") or e.get("instance"))]
-        named = leaving or [e for e in events if e.get("broker") or e.get("instance")]
-        if not named:
+    for chain in chains(facts.lifecycle, params.window_s, at="event_ts"):
+        for root, events in _by_root(chain):
+            partitions = {e["offsets_partition"] for e in events if e.get("offsets_partition") is not None}
+            groups = {e["group_id"] for e in events if e.get("group_id")}
+            groups |= {g for g, p in facts.group_partitions.items() if p in partitions}
+            out.append((root, events, groups))
+    return out
+
+
+def _broker_of(e: Row) -> str | None:
+    who = e.get("broker") or e.get("instance")
+    return str(who) if who else None
+
+
+def _by_root(chain: list[Row]) -> list[tuple[str, list[Row]]]:
+    """`chain` (time order) split by the brokers that let go of partitions or groups in it, in the order they first
+    did: each root takes its own lines and the loads of what it let go. Loads of what no broker in the chain let go
+    (the old coordinator's log is missing) are one more episode, rooted at the first broker that loaded."""
+    roots: dict[str, tuple[set[int], set[str]]] = {}
+    for e in chain:
+        broker = _broker_of(e)
+        if e["event_type"] in LEAVING and broker:
+            partitions, groups = roots.setdefault(broker, (set(), set()))
+            if e.get("offsets_partition") is not None:
+                partitions.add(e["offsets_partition"])
+            if e.get("group_id"):
+                groups.add(e["group_id"])
+    split: dict[str, list[Row]] = defaultdict(list)
+    for e in chain:
+        broker = _broker_of(e)
+        if not broker:
             continue
-        root = str(named[0].get("broker") or named[0].get("instance"))
-        partitions = {e["offsets_partition"] for e in events if e.get("offsets_partition") is not None}
-        groups = {e["group_id"] for e in events if e.get("group_id")}
-        groups |= {g for g, p in facts.group_partitions.items() if p in partitions}
-        out.append((root, events, groups))
+        if e["event_type"] in LEAVING:
+            split[broker].append(e)
+            continue
+        owner = next((r for r, (partitions, groups) in roots.items()
+                      if e.get("offsets_partition") in partitions or e.get("group_id") in groups), None)
+        if owner is None and len(roots) == 1:
+            owner = next(iter(roots))
+        split[owner or ""].append(e)
+    out = [(root, split[root]) for root in roots if split[root]]
+    if split.get(""):
+        out.append((str(_broker_of(split[""][0])), split[""]))
     return out
 
 
@@ -131,7 +166,8 @@ def coordinator_moved(pool: list[Row], facts: EstateFacts, params: EstateParams)
             i = max(before, key=lambda k: episodes[k][1][-1]["event_ts"])
             if _moved_by(r, episodes[i][2], secs(r["started_at"] - episodes[i][1][-1]["event_ts"]), params):
                 mine[i].append(r)
-    taken: set[str] = set()
+    # a rebalance its own partition's move explains is that move's, whether or not the move tied several groups
+    taken = {r["rebalance_id"] for rows in mine.values() for r in rows}
     found = []
     for i, rows in sorted(mine.items()):
         root, events, groups = episodes[i]
@@ -141,7 +177,6 @@ def coordinator_moved(pool: list[Row], facts: EstateFacts, params: EstateParams)
         evidence = [{"event_id": e.get("event_id"), "explanation": _lifecycle_text(
             facts.broker_folders.get(str(e.get("broker")), str(e.get("broker") or e.get("instance"))), e)}
             for e in events[:20]]
-        taken |= {r["rebalance_id"] for r in rows}
         found.append(Found("estate_coordinator_moved", folder, rows, evidence, groups - groups_of(rows),
                            root_at=events[0]["event_ts"]))
     rest = [r for r in pool if r["rebalance_id"] not in taken and r.get("cause") == "coordinator_change"
