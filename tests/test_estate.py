@@ -226,3 +226,15 @@ def test_two_brokers_each_letting_go_of_one_partition_seconds_apart_are_two_root
     [found] = _find(rows, EstateFacts(broker_folders={"1": "broker-1", "2": "broker-2", "3": "broker-3"},
                                       lifecycle=one_root, group_partitions={"g4": 4, "g3": 3}))
     assert (found["root_instance"], found["groups"]) == ("broker-2", ["g3", "g4"])
+
+
+def test_expiries_on_one_coordinator_that_the_members_own_processes_explain_are_no_stall():
+    # a crash in one group and a GC pause of a member's JVM in another, half a second apart on the same broker: the
+    # paused member's expiry is its own JVM's, so one unexplained expiry is left and nothing ties two groups
+    rows = [_r("crash", "g1", 60, "session_timeout", "heartbeat_expiration", folder="app-1"),
+            _r("paused", "g2", 60.5, "gc_pause", "heartbeat_expiration", folder="app-2")]
+    assert _find(rows) == []
+    # the same two expiries with neither explained by its own process are a stall
+    rows[1] = _r("paused", "g2", 60.5, "session_timeout", "heartbeat_expiration", folder="app-2")
+    [found] = _find(rows)
+    assert (found["cause_rule"], found["groups"]) == ("estate_coordinator_stall", ["g1", "g2"])

@@ -67,11 +67,16 @@ def _coordinated_at(facts: EstateFacts, broker: str, at: pd.Timestamp) -> set[st
     return groups
 
 
+# Removals the member's own process explains (its poll loop outran its limit, its JVM paused through the expiry):
+# not a stalled coordinator's, however close in time another group's expiry on the same broker is.
+OWN_FAULT = ("poll_timeout", "gc_pause")
+
+
 def coordinator_stall(pool: list[Row], facts: EstateFacts, params: EstateParams) -> list[Found]:
-    """Members of several groups expired by one coordinator in one instant."""
+    """Members of several groups expired by one coordinator in one instant, none explained by its own process."""
     by_broker: dict[str, list[Row]] = defaultdict(list)
     for r in pool:
-        if r.get("coordinator") and is_removal(r) and r.get("cause") != "poll_timeout":
+        if r.get("coordinator") and is_removal(r) and r.get("cause") not in OWN_FAULT:
             by_broker[str(r["coordinator"])].append(r)
     found = []
     for broker, rows in sorted(by_broker.items()):

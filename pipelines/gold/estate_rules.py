@@ -43,8 +43,9 @@ ESTATE_RULES: tuple[EstateRule, ...] = (
                "gold_member_sessions.instance of each rebalance's trigger member; the folder's GC log",
                ("estate_window_s",)),
     EstateRule("estate_coordinator_stall", "coordinator_event",
-               "Did one coordinator expire members of several groups in one instant? The broker stalled (GC, "
-               "SIGSTOP, a frozen disk) and on waking expired every member whose session ran out meanwhile.",
+               "Did one coordinator expire members of several groups in one instant, none of them explained by "
+               "its own process (a GC pause of its JVM, a poll timeout)? The broker stalled (GC, SIGSTOP, a frozen "
+               "disk) and on waking expired every member whose session ran out meanwhile.",
                "the coordinator's `removing member ... on heartbeat expiration` lines; its own GC log",
                ("estate_instant_s", "estate_window_s")),
     EstateRule("estate_coordinator_moved", "coordinator_event",
