@@ -6,7 +6,13 @@ Client and broker share one clock; requests reach the coordinator 1-3 ms after t
 
 from __future__ import annotations
 
-from simulator.frameworks import rdkafka_connect_failed, rdkafka_max_poll, rdkafka_session_timeout, writes_java_lines
+from simulator.frameworks import (
+    rdkafka_connect_failed,
+    rdkafka_coordinator_connect_failed,
+    rdkafka_max_poll,
+    rdkafka_session_timeout,
+    writes_java_lines,
+)
 from simulator.javautil import base64_id
 from simulator.kip848 import Kip848Consumers
 from simulator.model import HEARTBEAT_MS, REBALANCE_TIMEOUT_MS, GroupCoord, Instance, Proc, Tag, World
@@ -269,7 +275,8 @@ class Consumers:
             if step >= until:
                 break
             if not java and step - t < 1_200:  # librdkafka says it once; the same error again is suppressed
-                self.log(proc, step, [rdkafka_connect_failed(broker, ip)])
+                self.log(proc, step, [rdkafka_connect_failed(broker, ip),
+                                      rdkafka_coordinator_connect_failed(broker, ip)])
             self.log(proc, step, [self.w.connection_failed(broker, ip)])
             self.log(proc, step + 1, self.w.coordinator_unavailable(broker, "coordinator unavailable", True))
             self.log(proc, step + rng.randint(50, 110), [self.w.discovered(broker, HB)])

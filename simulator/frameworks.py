@@ -125,6 +125,12 @@ def rdkafka_connect_failed(broker: int, ip: str) -> tuple[str, str, str, str]:
                                    "state CONNECT)", thread=name)
 
 
+def rdkafka_coordinator_connect_failed(broker: int, ip: str) -> tuple[str, str, str, str]:
+    """The same refusal on the consumer's logical coordinator handle (`GroupCoordinator`, pointed at that broker)."""
+    return rdkafka_line(3, "FAIL", f"GroupCoordinator: broker-{broker}:9092: Connect to ipv4#{ip}:9092 failed: "
+                                   "Connection refused (after 0ms in state CONNECT)", thread="GroupCoordinator")
+
+
 def echoes(kind: str, message: str, rng: random.Random, *, first_assignment: bool) -> list[Echo]:
     """The lines a Streams thread prints around one of its consumer's lines (none for the other kinds)."""
     if kind != "streams":

@@ -777,6 +777,44 @@ def test_a_group_less_librdkafka_warning_is_tied_to_the_member_the_coordinator_r
     assert (leave.cause, leave.cause_detail) == ("poll_timeout", "leave_on_poll_timeout")
 
 
+def test_a_librdkafka_coordinator_handle_failing_is_the_line_that_ties_a_new_member_id_to_the_removed_one(spark):
+    """librdkafka at its default level logs no start and no join; when its coordinator becomes unreachable its
+    `GroupCoordinator` handle prints a FAIL with neither group nor member id. Placed in the group whose coordinator
+    expired the member moments later, it is that client's own line before the removal: the new member id that joins
+    right after is the same process rejoining, not a fresh one."""
+    from pipelines.gold.rebalances import timeline_input
+    from schemas.tables import SILVER_EVENTS, SILVER_GC_PAUSES
+
+    old, new = "svc-2-11111111-2222-3333-4444-555555555555", "svc-2-66666666-7777-8888-9999-000000000000"
+    fail = client_line(45, "client_coordinator_disconnected", instance="svc-host-2", group_id=None,
+                       client_id="svc-2#consumer-1")
+
+    def rebuilt(with_fail: bool) -> list:
+        events = [
+            event(0, "rebalance_started", generation=0, reason=f"Adding new member {old} with group instance id None"),
+            event(1, "group_stabilized", generation=1, member_count=1),
+            event(1.1, "assignment_received", generation=1, member_id=old),
+            event(52, "rebalance_started", generation=1, reason=f"removing member {old} on heartbeat expiration"),
+            event(53, "group_stabilized", generation=2, member_count=0),
+            event(54, "rebalance_started", generation=2, reason=f"Adding new member {new} with group instance id None"),
+            event(55, "group_stabilized", generation=3, member_count=1),
+            *([fail] if with_fail else []),
+        ]
+        columns = ("event_id string, event_ts timestamp, event_type string, source_kind string, group_id string, "
+                   "member_id string, generation int, reason string, client_reason string, member_count int, "
+                   "broker_id int, source_file string, line_no long, instance string, client_id string")
+        names = [c.split()[0] for c in columns.split(", ")]
+        rows = [tuple(e["event_ts"].to_pydatetime() if n == "event_ts" else e.get(n) for n in names) for e in events]
+        df = spark.createDataFrame(rows, columns)
+        df = df.select([F.col(f.name) if f.name in names else F.lit(None).cast(f.dataType).alias(f.name)
+                        for f in SILVER_EVENTS.fields])
+        inputs = timeline_input(df, spark.createDataFrame([], SILVER_GC_PAUSES), min_pause_ms=1000)
+        return sorted(rebuild_rebalances(inputs).collect(), key=lambda r: r.generation_after)
+
+    assert [(r.cause, r.cause_detail) for r in rebuilt(True)][-1] == ("session_timeout", "rejoin")
+    assert [(r.cause, r.cause_detail) for r in rebuilt(False)][-1] == ("membership_change", "member_join")
+
+
 def test_a_connect_leader_rejoin_names_the_connector_change_that_caused_it():
     """A Connect worker logs the connector or task config it wrote or removed; the leader rejoins moments later to
     hand the change out. Without such a line the broker's own reason stands."""

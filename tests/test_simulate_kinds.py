@@ -115,3 +115,21 @@ def test_a_librdkafka_member_sends_the_broker_no_reason_and_has_no_gc_incident(r
     assert reasons and set(reasons) == {"not provided"}, Counter(reasons)
     assert re.search(r"Adding new member orders-processor-\d-[0-9a-f-]{36} with group instance id None", broker)
     assert "gc_pause" not in rdkafka_run.by_cause
+
+
+def test_a_librdkafka_member_that_cannot_reach_its_new_coordinator_says_so_on_its_coordinator_handle(tmp_path):
+    # librdkafka's logical `GroupCoordinator` handle follows the group's coordinator: a refused connection to that
+    # broker prints a FAIL on the handle too (its nodename first), the line the replay reads the outage from
+    sim = simulate(tmp_path, seed=27, groups=40, hours=6, kafka_version="2.4",
+                   client_kinds={"java": 5, "librdkafka": 2, "streams": 2, "connect": 1})
+    assert sim.by_cause.get("coordinator_change")
+    lines = [line for p in sorted(tmp_path.glob("landing/*-svc-*/consumer.log.*")) for line in
+             p.read_text().splitlines() if "|FAIL|" in line]
+    refused = [line for line in lines if "[thrd:broker-" in line]
+    handle = [line for line in lines if "[thrd:GroupCoordinator]" in line]
+    assert refused and len(handle) == len(refused), (refused, handle)
+    for broker_line, coordinator_line in zip(refused, handle, strict=True):
+        when, broker = broker_line.split("|")[1], re.search(r"thrd:broker-(\d+):", broker_line).group(1)
+        assert coordinator_line.split("|")[1] == when
+        assert re.search(rf"\]: GroupCoordinator: broker-{broker}:9092: Connect to ipv4#[\d.]+:9092 failed: "
+                         r"Connection refused \(after 0ms in state CONNECT\)$", coordinator_line), coordinator_line

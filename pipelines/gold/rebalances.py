@@ -49,11 +49,12 @@ def rules_from(thresholds: Thresholds) -> Rules:
 
 
 # A client's warning that names no group, in a file that names none either: librdkafka at its default log level
-# prints its MAXPOLL and SESSTMOUT lines with neither group nor member id. Such a line goes to every group whose
-# coordinator logged something from ORPHAN_BEFORE_S before it to ORPHAN_AFTER_S after it (librdkafka sends its
-# LeaveGroup as it logs MAXPOLL, and rejoins right after SESSTMOUT); there the group's own member-id rules tie it to
-# a member, or leave it untied when the group has several processes of the same client id.
-ORPHAN_TYPES = ("client_poll_timeout", "client_session_timeout")
+# prints its MAXPOLL and SESSTMOUT lines, and the FAIL lines of its coordinator handle, with neither group nor member
+# id. Such a line goes to every group whose coordinator logged something from ORPHAN_BEFORE_S before it to
+# ORPHAN_AFTER_S after it (librdkafka sends its LeaveGroup as it logs MAXPOLL, rejoins right after SESSTMOUT, and a
+# coordinator it cannot reach expires it within the session timeout); there the group's own member-id rules tie it
+# to a member, or leave it untied when the group has several processes of the same client id.
+ORPHAN_TYPES = ("client_poll_timeout", "client_session_timeout", "client_coordinator_disconnected")
 ORPHAN_BEFORE_S, ORPHAN_AFTER_S = window("orphan_before_s"), window("orphan_after_s")
 
 
