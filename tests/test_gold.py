@@ -738,12 +738,27 @@ def test_a_cooperative_followup_to_revoke_carries_the_cause_of_the_rebalance_bef
     assert "cooperative follow-up of generation 2" in rows[2]["evidence_json"]
 
 
+def _timeline_inputs(spark, events: list[dict]):
+    """`events` (the builders' rows) as silver_events, through the pipeline's timeline input (group-less client
+    warnings placed as the pipeline places them), with no GC pauses."""
+    from pipelines.gold.rebalances import timeline_input
+    from schemas.tables import SILVER_EVENTS, SILVER_GC_PAUSES
+
+    columns = ("event_id string, event_ts timestamp, event_type string, source_kind string, group_id string, "
+               "member_id string, generation int, reason string, client_reason string, member_count int, "
+               "broker_id int, source_file string, line_no long, instance string, client_id string")
+    names = [c.split()[0] for c in columns.split(", ")]
+    rows = [tuple(e["event_ts"].to_pydatetime() if n == "event_ts" else e.get(n) for n in names) for e in events]
+    df = spark.createDataFrame(rows, columns)
+    df = df.select([F.col(f.name) if f.name in names else F.lit(None).cast(f.dataType).alias(f.name)
+                    for f in SILVER_EVENTS.fields])
+    return timeline_input(df, spark.createDataFrame([], SILVER_GC_PAUSES), min_pause_ms=1000)
+
+
 def test_a_group_less_librdkafka_warning_is_tied_to_the_member_the_coordinator_removed_at_that_moment(spark):
     """librdkafka at its default level prints MAXPOLL with neither group nor member id, and its default client.id
     makes member ids `rdkafka-<uuid>`: the warning reaches the group whose coordinator removed a member the same
     moment, where the client id ties it to that member; a group with no line near it does not get it."""
-    from pipelines.gold.rebalances import timeline_input
-
     maxpoll = client_line(9.999, "client_poll_timeout", instance="app-2", group_id=None, client_id="rdkafka#consumer-1")
     events = [
         event(0, "rebalance_started", generation=0,
@@ -759,18 +774,7 @@ def test_a_group_less_librdkafka_warning_is_tied_to_the_member_the_coordinator_r
               reason="Adding new member m9 with group instance id None"),
         maxpoll,
     ]
-    columns = ("event_id string, event_ts timestamp, event_type string, source_kind string, group_id string, "
-               "member_id string, generation int, reason string, client_reason string, member_count int, "
-               "broker_id int, source_file string, line_no long, instance string, client_id string")
-    names = [c.split()[0] for c in columns.split(", ")]
-    rows = [tuple(e["event_ts"].to_pydatetime() if n == "event_ts" else e.get(n) for n in names) for e in events]
-    from schemas.tables import SILVER_EVENTS, SILVER_GC_PAUSES
-
-    df = spark.createDataFrame(rows, columns)
-    df = df.select([F.col(f.name) if f.name in names else F.lit(None).cast(f.dataType).alias(f.name)
-                    for f in SILVER_EVENTS.fields])
-    empty = spark.createDataFrame([], SILVER_GC_PAUSES)
-    inputs = timeline_input(df, empty, min_pause_ms=1000)
+    inputs = _timeline_inputs(spark, events)
     placed = inputs.filter(F.col("event_id") == maxpoll["event_id"]).select("group_id").collect()
     assert [r.group_id for r in placed] == ["g"]
     leave = [r for r in rebuild_rebalances(inputs).collect() if r.group_id == "g"][-1]
@@ -782,9 +786,6 @@ def test_a_librdkafka_coordinator_handle_failing_is_the_line_that_ties_a_new_mem
     `GroupCoordinator` handle prints a FAIL with neither group nor member id. Placed in the group whose coordinator
     expired the member moments later, it is that client's own line before the removal: the new member id that joins
     right after is the same process rejoining, not a fresh one."""
-    from pipelines.gold.rebalances import timeline_input
-    from schemas.tables import SILVER_EVENTS, SILVER_GC_PAUSES
-
     old, new = "svc-2-11111111-2222-3333-4444-555555555555", "svc-2-66666666-7777-8888-9999-000000000000"
     fail = client_line(45, "client_coordinator_disconnected", instance="svc-host-2", group_id=None,
                        client_id="svc-2#consumer-1")
@@ -800,16 +801,8 @@ def test_a_librdkafka_coordinator_handle_failing_is_the_line_that_ties_a_new_mem
             event(55, "group_stabilized", generation=3, member_count=1),
             *([fail] if with_fail else []),
         ]
-        columns = ("event_id string, event_ts timestamp, event_type string, source_kind string, group_id string, "
-                   "member_id string, generation int, reason string, client_reason string, member_count int, "
-                   "broker_id int, source_file string, line_no long, instance string, client_id string")
-        names = [c.split()[0] for c in columns.split(", ")]
-        rows = [tuple(e["event_ts"].to_pydatetime() if n == "event_ts" else e.get(n) for n in names) for e in events]
-        df = spark.createDataFrame(rows, columns)
-        df = df.select([F.col(f.name) if f.name in names else F.lit(None).cast(f.dataType).alias(f.name)
-                        for f in SILVER_EVENTS.fields])
-        inputs = timeline_input(df, spark.createDataFrame([], SILVER_GC_PAUSES), min_pause_ms=1000)
-        return sorted(rebuild_rebalances(inputs).collect(), key=lambda r: r.generation_after)
+        return sorted(rebuild_rebalances(_timeline_inputs(spark, events)).collect(),
+                      key=lambda r: r.generation_after)
 
     assert [(r.cause, r.cause_detail) for r in rebuilt(True)][-1] == ("session_timeout", "rejoin")
     assert [(r.cause, r.cause_detail) for r in rebuilt(False)][-1] == ("membership_change", "member_join")
