@@ -64,7 +64,11 @@ rebalance timeout is max.poll.interval.ms); no member line at all means the subs
 from __future__ import annotations
 
 import re
+from typing import Any
 
+import pandas as pd
+
+from pipelines.gold.replay_state import NEIGHBOUR_S
 from pipelines.gold.rulebook import Verdict, decide
 from pipelines.gold.rules_data import REJOIN_UNDER_WAY
 
@@ -157,3 +161,40 @@ def classify_reason(reason: str | None, client_reason: str | None) -> Verdict | 
                                   detail=client_detail)
         return decide(rule_id, trigger, explanation)
     return decide("reason_unrecognised", None, f"broker reason not recognised: {reason}")
+
+
+def neighbour_verdict(recent: list[dict[str, Any]], ts: pd.Timestamp, generation: int | None) -> Verdict:
+    """No reason printed (brokers before 2.1): the member event within NEIGHBOUR_S before the start names the
+    trigger (rules neighbour_expired .. no_reason)."""
+    for event in reversed(recent):
+        if (ts - event["event_ts"]).total_seconds() > NEIGHBOUR_S:
+            break
+        if event["event_type"] == "member_failed":
+            return decide("neighbour_expired", event["member_id"],
+                          "no reason printed; member expired just before the start")
+        if event["event_type"] == "member_left":
+            return decide("neighbour_left", event["member_id"],
+                          "no reason printed; member left just before the start")
+        if event["event_type"] == "member_fenced":
+            said = f"{event.get('reason') or ''} {event.get('message') or ''}"
+            return decide("neighbour_fenced_session" if "session" in said.lower() else "neighbour_fenced",
+                          event["member_id"],
+                          f"no reason printed; member fenced just before the start ({said.strip()[:120]})")
+        if event["event_type"] == "member_joining":
+            return decide("neighbour_joined", event.get("member_id"),
+                          "no reason printed; a member joined just before the start")
+    if generation == 0:
+        return decide("first_generation", None,
+                      "no reason printed; the group's first generation forms as its members join")
+    return decide("no_reason", None, "no reason printed and no member event just before the start")
+
+
+def left_line(recent: list[dict[str, Any]], member: str | None, ts: pd.Timestamp) -> dict[str, Any] | None:
+    """Kafka 4.x: the separate `has left group ...; client reason: ...` line of `member` just before `ts`."""
+    event: dict[str, Any]  # reversed() of a list of dicts with Any values is Any to mypy
+    for event in reversed(recent):
+        if (ts - event["event_ts"]).total_seconds() > NEIGHBOUR_S:
+            break
+        if event["event_type"] == "member_left" and event.get("member_id") == member and event.get("client_reason"):
+            return event
+    return None

@@ -27,10 +27,15 @@ from pipelines.gold.rows import rebalance_row
 from pipelines.gold.rulebook import Verdict, confidence, decide
 
 
-class ClientOnlyReplay(ReplayState):
-    """Client events of a group without broker events, replayed by `_client_only`."""
+class ClientOnlyReplay:
+    """Client events of a group without broker events, replayed by `replay` into the group's `state`."""
 
-    def _client_only(self, events: list[dict[str, Any]]) -> None:
+    def __init__(self, state: ReplayState) -> None:
+        self.state = state
+        self.ctx, self.rules = state.ctx, state.rules
+        self._client_lines: list[dict[str, Any]] = []
+
+    def replay(self, events: list[dict[str, Any]]) -> None:
         """Rebalances of a group whose coordinator's log is absent, from its members' own lines.
 
         Each `Successfully joined group with generation N` is the member's side of the rebalance that made
@@ -176,9 +181,9 @@ class ClientOnlyReplay(ReplayState):
                           assignments: dict[int, tuple[dict[str, Any], list[str]]], previous: int | None) -> None:
         signs = sorted((e for j in joins for e in j["signs"]), key=lambda e: e["event_ts"])
         newcomers = [e for j in joins for e in j["newcomers"]]
-        self._steps = []
-        verdict, decisive = classify_client_signs(signs, newcomers, self._consider)
-        self._consider(verdict.rule, True, verdict.explanation)
+        self.state.steps = []
+        verdict, decisive = classify_client_signs(signs, newcomers, self.state.consider)
+        self.state.consider(verdict.rule, True, verdict.explanation)
         joined_lines = [j["event"] for j in joins if j["event"] is not None]
         evidence = []
         if decisive is not None:
@@ -196,8 +201,8 @@ class ClientOnlyReplay(ReplayState):
         start = dict(first, generation=previous if generation is not None and previous == generation - 1 else None,
                      broker_id=None)
         key = f"client-generation-{generation}" if generation is not None else first["event_id"]
-        current = OpenRebalance(stable_id(self.group_id, key), start, verdict, None, evidence,
-                                generation_after=generation, trace=self._take_steps(verdict))
+        current = OpenRebalance(stable_id(self.state.group_id, key), start, verdict, None, evidence,
+                                      generation_after=generation, trace=self.state.take_steps(verdict))
         members = {j["member"] for j in joins if j["member"]}
         if generation is not None and generation in assignments:
             current.members_after = len(assignments[generation][1])
@@ -206,15 +211,15 @@ class ClientOnlyReplay(ReplayState):
         current.joined, current.left = joined, left
         for join in joins:
             if join["member"] and join["event"] is not None:
-                self._join(join["member"], join["event"])
+                self.state.join(join["member"], join["event"])
         if generation is not None:
-            self._mark_generation(generation)
+            self.state.mark_generation(generation)
         completed = [j["completed"] for j in joins if j["completed"] is not None]
         if not completed:
-            self.rebalances.append(rebalance_row(self.group_id, current, completed_at=None, outcome="open"))
+            self.state.rebalances.append(rebalance_row(self.state.group_id, current, completed_at=None, outcome="open"))
         else:
-            self.rebalances.append(rebalance_row(self.group_id, current, completed_at=max(completed),
-                                                 outcome="stabilized"))
+            self.state.rebalances.append(rebalance_row(self.state.group_id, current, completed_at=max(completed),
+                                                       outcome="stabilized"))
         self._client_states(current, first, joined_lines, max(completed) if completed else None)
 
     def _assignment_rules(self, verdict: Verdict, generation: int | None,
@@ -236,12 +241,12 @@ class ClientOnlyReplay(ReplayState):
                                  f"{verdict.explanation}; the leader's assignment of generation {generation} "
                                  f"{'drops ' + ', '.join(gone) if gone else 'adds ' + ', '.join(new)} against "
                                  f"generation {generation - 1}", detail=detail)
-                self._consider(verdict.rule, True, verdict.explanation)
+                self.state.consider(verdict.rule, True, verdict.explanation)
                 evidence.append({"event_id": line["event_id"], "explanation": f"assignment of generation {generation}"})
                 removal = self._removal(gone, min(e["event_ts"] for e in lines)) if gone else None
                 if removal is not None:
                     verdict, why = removal
-                    self._consider(verdict.rule, True, verdict.explanation)
+                    self.state.consider(verdict.rule, True, verdict.explanation)
                     evidence.append({"event_id": why["event_id"], "explanation": why["event_type"]})
         return verdict, left, joined
 
@@ -254,13 +259,13 @@ class ClientOnlyReplay(ReplayState):
         changes = [e for e in signs if e["event_type"] == "connect_connector_changed"]
         if not changes:
             if any(e["event_type"].startswith("connect_") for e in signs):
-                self._consider("connector_change", False, "no connector or task config line among the workers' "
-                               "lines that led into the rebalance")
+                self.state.consider("connector_change", False, "no connector or task config line among the workers' "
+                                    "lines that led into the rebalance")
             return verdict, None
         change = changes[-1]
         text = (f"client log only: a Connect worker logged '{(change.get('message') or '').strip()}' and the workers "
                 "rejoined: the leader hands out the changed connectors and tasks; the coordinator's log is missing")
-        self._consider("connector_change", True, text)
+        self.state.consider("connector_change", True, text)
         return decide("connector_change", verdict.trigger_member_id, text), change
 
     def _client_states(self, current: OpenRebalance, first: dict[str, Any], joined_lines: list[dict[str, Any]],
@@ -269,20 +274,20 @@ class ClientOnlyReplay(ReplayState):
         CompletingRebalance from the last member's join (the join response closes the join phase), Stable from the
         last sync. The coordinator's own times are unknown, so a rebalance whose lines begin before the previous one
         ended starts its states at that end (the members' clocks and logging order blur the boundary)."""
-        floor = self._transitions[-1][0] if self._transitions else None
+        floor = self.state.transitions[-1][0] if self.state.transitions else None
 
         def at(ts: pd.Timestamp) -> pd.Timestamp:
             return ts if floor is None else max(ts, floor)
 
         generation, rebalance_id = current.generation_after, current.rebalance_id
-        self._transition(at(first["event_ts"]), "PreparingRebalance", current.start.get("generation"), rebalance_id,
-                         first)
+        self.state.transition(at(first["event_ts"]), "PreparingRebalance", current.start.get("generation"),
+                              rebalance_id, first)
         if joined_lines and generation is not None:
             last_join = max(joined_lines, key=lambda e: e["event_ts"])
-            self._transition(at(last_join["event_ts"]), "CompletingRebalance", generation, rebalance_id, last_join)
+            self.state.transition(at(last_join["event_ts"]), "CompletingRebalance", generation, rebalance_id, last_join)
             if completed_at is not None:
-                self._transition(at(max(completed_at, last_join["event_ts"])), "Stable", generation, rebalance_id,
-                                 last_join)
+                self.state.transition(at(max(completed_at, last_join["event_ts"])), "Stable", generation, rebalance_id,
+                                      last_join)
         elif completed_at is not None:
             # Seen without any join line: the members' return to a steady state ends it.
-            self._transition(at(completed_at), "Stable", None, rebalance_id, first)
+            self.state.transition(at(completed_at), "Stable", None, rebalance_id, first)

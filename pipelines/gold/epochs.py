@@ -10,7 +10,15 @@ from typing import Any
 import pandas as pd
 
 from pipelines.gold.refine import REMOVAL_CAUSES, CauseRefinement
-from pipelines.gold.replay_state import EPOCH_CAUSES, NEIGHBOUR_S, OpenRebalance, secs, stable_id, to_int
+from pipelines.gold.replay_state import (
+    EPOCH_CAUSES,
+    NEIGHBOUR_S,
+    OpenRebalance,
+    ReplayState,
+    secs,
+    stable_id,
+    to_int,
+)
 from pipelines.gold.rows import rebalance_row
 from pipelines.gold.rulebook import Verdict, decide
 
@@ -58,45 +66,50 @@ def is_upgrade(event: dict[str, Any]) -> bool:
             and str(event.get("group_protocol") or "").lower() == "consumer")
 
 
-class EpochReplay(CauseRefinement):
-    """Epoch bumps of KIP-848 groups replayed over the group's state (the broker replay hands them here)."""
+class EpochReplay:
+    """Epoch bumps of KIP-848 groups replayed into the group's `state` (the broker replay hands them here); their
+    causes are refined by `refinement`."""
 
-    def _upgrade(self, event: dict[str, Any]) -> None:
+    def __init__(self, state: ReplayState, refinement: CauseRefinement) -> None:
+        self.state, self.refinement = state, refinement
+        self.ctx = state.ctx
+
+    def upgrade(self, event: dict[str, Any]) -> None:
         """A classic group converted to a consumer group with no `Bumped group epoch` line within NEIGHBOUR_S of it
         (an excerpt, or a log cut there): the epoch rebalance of the member whose join converted it, open, its epoch
         and member unknown."""
         ts = event["event_ts"]
-        if any(abs(secs(b - ts)) <= NEIGHBOUR_S for b in self._bumps):
+        if any(abs(secs(b - ts)) <= NEIGHBOUR_S for b in self.state.bumps):
             return
-        self._steps = []
+        self.state.steps = []
         verdict = decide("upgrade_without_bump", None,
                          f"{_CONVERTED}; the `Bumped group epoch` line and the member's own join line are not in the "
                          "log, so the epoch and the member are unknown")
-        current = OpenRebalance(stable_id(self.group_id, event["event_id"]), event, verdict, None, [],
-                                protocol="consumer", trace=self._take_steps(verdict))
-        self.rebalances.append(rebalance_row(self.group_id, current, completed_at=None, outcome="open"))
-        self._transition(ts, "Assigning", None, current.rebalance_id, event)
+        current = OpenRebalance(stable_id(self.state.group_id, event["event_id"]), event, verdict, None, [],
+                                      protocol="consumer", trace=self.state.take_steps(verdict))
+        self.state.rebalances.append(rebalance_row(self.state.group_id, current, completed_at=None, outcome="open"))
+        self.state.transition(ts, "Assigning", None, current.rebalance_id, event)
 
-    def _bump(self, event: dict[str, Any]) -> None:
+    def bump(self, event: dict[str, Any]) -> None:
         """KIP-848: a consumer group's epoch bump is one rebalance; its cause is the member event just before it."""
         ts, epoch = event["event_ts"], to_int(event["group_epoch"])
         assert epoch is not None  # the bump templates capture {group_epoch} as digits
-        pending = [e for e in self._pending if secs(ts - e["event_ts"]) <= NEIGHBOUR_S]
-        self._pending.clear()
+        pending = [e for e in self.state.pending if secs(ts - e["event_ts"]) <= NEIGHBOUR_S]
+        self.state.pending.clear()
         decisive = min(pending, key=lambda e: EPOCH_CAUSES.index(e["event_type"]), default=None)
         verdict = epoch_verdict(decisive)
-        self._steps = []
-        self._consider(verdict.rule, True, verdict.explanation)
-        verdict, evidence, link = self._refine(verdict, ts, protocol="consumer")
+        self.state.steps = []
+        self.state.consider(verdict.rule, True, verdict.explanation)
+        verdict, evidence, link = self.refinement.refine(verdict, ts, protocol="consumer")
         if decisive is not None:
             line = f"{decisive['event_type']}: {decisive.get('member_id')}"
             if decisive.get("reason"):
                 line += f" ({decisive['reason']})"
             evidence = [{"event_id": decisive["event_id"], "explanation": line}] + evidence
-        before = self._epoch_size if self._epoch_size is not None else (0 if epoch == 1 else None)
-        current = OpenRebalance(stable_id(self.group_id, event["event_id"]), event, verdict, before, evidence,
+        before = self.state.epoch_size if self.state.epoch_size is not None else (0 if epoch == 1 else None)
+        current = OpenRebalance(stable_id(self.state.group_id, event["event_id"]), event, verdict, before, evidence,
                                 generation_after=epoch, linked_to=link, protocol="consumer",
-                                generation_before=epoch - 1, trace=self._take_steps(verdict))
+                                generation_before=epoch - 1, trace=self.state.take_steps(verdict))
         for e in pending:
             if e["event_type"] in ("member_joining", "static_member_replaced") and e.get("member_id"):
                 current.joined.add(e["member_id"])
@@ -104,12 +117,13 @@ class EpochReplay(CauseRefinement):
                 current.left.add(e["member_id"])
         trigger = verdict.trigger_member_id
         if trigger and verdict.cause in REMOVAL_CAUSES and verdict.detail != "rejoin":
-            self._record_removal(trigger, ts, verdict.cause, current.rebalance_id)
-        current.members_after = len(self._members)
-        self._epoch_size = current.members_after
-        self._mark_generation(epoch)
+            self.refinement.record_removal(trigger, ts, verdict.cause, current.rebalance_id)
+        current.members_after = len(self.state.members)
+        self.state.epoch_size = current.members_after
+        self.state.mark_generation(epoch)
         completed_at, outcome = self._epoch_completion(current, ts)
-        self.rebalances.append(rebalance_row(self.group_id, current, completed_at=completed_at, outcome=outcome))
+        self.state.rebalances.append(rebalance_row(self.state.group_id, current, completed_at=completed_at,
+                                                   outcome=outcome))
         self._epoch_states(current, event, ts, completed_at, outcome)
 
     def _epoch_states(self, current: OpenRebalance, event: dict[str, Any], ts: pd.Timestamp,
@@ -119,29 +133,29 @@ class EpochReplay(CauseRefinement):
         Empty when the bump left no member."""
         epoch, rebalance_id = current.generation_after, current.rebalance_id
         if outcome == "emptied":
-            self._transition(ts, "Empty", epoch, rebalance_id, event)
+            self.state.transition(ts, "Empty", epoch, rebalance_id, event)
             return
-        self._transition(ts, "Assigning", epoch, rebalance_id, event)
-        targeted = self._targets.get(epoch) if epoch is not None else None
-        later = [b for b in self._bumps if b > ts]
+        self.state.transition(ts, "Assigning", epoch, rebalance_id, event)
+        targeted = self.state.targets.get(epoch) if epoch is not None else None
+        later = [b for b in self.state.bumps if b > ts]
         settled_from = ts
         if targeted is not None and targeted >= ts and (not later or targeted < later[0]):
-            self._transition(targeted, "Reconciling", epoch, rebalance_id, event)
+            self.state.transition(targeted, "Reconciling", epoch, rebalance_id, event)
             settled_from = targeted
         if outcome == "stabilized" and completed_at is not None:
-            self._transition(max(completed_at, settled_from), "Stable", epoch, rebalance_id, event)
+            self.state.transition(max(completed_at, settled_from), "Stable", epoch, rebalance_id, event)
 
     def _epoch_completion(self, current: OpenRebalance, ts: pd.Timestamp) -> tuple[pd.Timestamp | None, str]:
         """When the members reached the epoch's target assignment: their clients' STABLE transitions, else the
         broker's target-assignment line; `superseded` when the next bump came first, `open` when nothing says."""
-        later = [b for b in self._bumps if b > ts]
+        later = [b for b in self.state.bumps if b > ts]
         end = later[0] if later else None
         if not current.members_after:
             return ts, "emptied"
         epoch = current.generation_after
-        targeted = self._targets.get(epoch) if epoch is not None else None
+        targeted = self.state.targets.get(epoch) if epoch is not None else None
         done = [t for t in (targeted,) if t is not None and (end is None or t < end)]
-        for member in self._members:
+        for member in self.state.members:
             seen, stable_at = self.ctx.reached_stable(member, ts, end)
             if not seen:
                 continue
@@ -152,7 +166,7 @@ class EpochReplay(CauseRefinement):
             return max(done), "stabilized"
         return (end, "superseded") if end is not None else (None, "open")
 
-    def _target_only_epochs(self, events: list[dict[str, Any]]) -> None:
+    def target_only_epochs(self, events: list[dict[str, Any]]) -> None:
         """KIP-848 broker logs with `Computed a new target assignment for epoch N` but no `Bumped group epoch` line at
         all (an excerpt, or a log level that hides it): epoch N was bumped, for a reason the missing lines would have
         named, so the cause is unknown. Done when the members' assignment states last turned STABLE before the next
@@ -175,16 +189,16 @@ class EpochReplay(CauseRefinement):
             members = set(_TARGET_MEMBER.findall(event.get("members") or "")) or None
             verdict = _target_verdict(epoch, previous, members)
             previous = members
-            self._steps = []
-            current = OpenRebalance(stable_id(self.group_id, event["event_id"]), event, verdict, None, [],
+            self.state.steps = []
+            current = OpenRebalance(stable_id(self.state.group_id, event["event_id"]), event, verdict, None, [],
                                     generation_after=epoch, protocol="consumer", generation_before=epoch - 1,
-                                    trace=self._take_steps(verdict))
+                                    trace=self.state.take_steps(verdict))
             completed = max(stable) if stable else None
-            self.rebalances.append(rebalance_row(self.group_id, current, completed_at=completed,
-                                             outcome="stabilized" if completed is not None else "open"))
-            self._transition(ts, "Reconciling", epoch, current.rebalance_id, event)
+            self.state.rebalances.append(rebalance_row(self.state.group_id, current, completed_at=completed,
+                                                       outcome="stabilized" if completed is not None else "open"))
+            self.state.transition(ts, "Reconciling", epoch, current.rebalance_id, event)
             if completed is not None:
-                self._transition(completed, "Stable", epoch, current.rebalance_id, event)
+                self.state.transition(completed, "Stable", epoch, current.rebalance_id, event)
 
 
 # A member of a logged target assignment: `<member id>=MemberAssignment(` (3.8+) or `=Assignment(` (3.6-3.7).

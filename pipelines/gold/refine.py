@@ -21,11 +21,15 @@ REMOVAL_CAUSES = ("session_timeout", "gc_pause", "poll_timeout", "coordinator_ch
 _COOPERATIVE_FOLLOWUP = re.compile(r"need to revoke partitions and re-join", re.I)
 
 
-class CauseRefinement(ReplayState):
+class CauseRefinement:
     """The refinement rules over the replay's state (its members, departures, removals and coordinator moves). Each
-    rule consulted leaves a step in the replay's trace (`_consider`), applied or not and why."""
+    rule consulted leaves a step in the replay's trace (`ReplayState.consider`), applied or not and why."""
 
-    def _expiry_verdict(self, member: str, at: pd.Timestamp) -> tuple[Verdict, list[dict[str, Any]]]:
+    def __init__(self, state: ReplayState) -> None:
+        self.state = state
+        self.ctx, self.rules = state.ctx, state.rules
+
+    def expiry_verdict(self, member: str, at: pd.Timestamp) -> tuple[Verdict, list[dict[str, Any]]]:
         """Why a member's session expired: its own GC pause, a poll timeout, a coordinator move, or plain session
         timeout (rules expiry_during_gc_pause .. plain_session_expiry)."""
         rules = self.rules
@@ -36,48 +40,48 @@ class CauseRefinement(ReplayState):
             text = (f"the JVM of {member} ({instance}) was stopped {pause['pause_ms'] / 1000:.1f} s by a GC pause "
                     f"from {pause['event_ts']:%H:%M:%S} to {pause['pause_end_ts']:%H:%M:%S}, through the session "
                     f"expiry at {at:%H:%M:%S} (within {basis})")
-            self._consider("expiry_during_gc_pause", True, text)
+            self.state.consider("expiry_during_gc_pause", True, text)
             return (decide("expiry_during_gc_pause", member, text),
                     [{"event_id": pause["event_id"], "explanation": text}])
-        self._consider("expiry_during_gc_pause", False,
-                       lambda: self.ctx.why_no_pause(instance, at, tolerance_s=tolerance,
-                                                     min_ms=rules.gc_pause_min_ms, basis=basis))
+        self.state.consider("expiry_during_gc_pause", False,
+                            lambda: self.ctx.why_no_pause(instance, at, tolerance_s=tolerance,
+                                                          min_ms=rules.gc_pause_min_ms, basis=basis))
         # A member that stopped heartbeating after its poll timeout (librdkafka under KIP-848 does not leave, it
         # stops its heartbeats and is fenced; a leave that never reached the coordinator) expired because of it.
-        session = self.sessions.get(member)
+        session = self.state.sessions.get(member)
         line = self.ctx.poll_timeout_near(instance, at, window_s=rules.poll_timeout_window_s,
                                           not_before=session["joined_at"] if session else None, member=member)
         if line is not None:
             text = (f"the client of {member} ({instance}) logged a poll timeout at {line['event_ts']:%H:%M:%S} and "
                     f"its session expired at {at:%H:%M:%S}")
-            self._consider("expiry_after_poll_timeout", True, text)
+            self.state.consider("expiry_after_poll_timeout", True, text)
             return (decide("expiry_after_poll_timeout", member, text),
                     [{"event_id": line["event_id"], "explanation": "client poll timeout"}])
-        self._consider("expiry_after_poll_timeout", False,
-                       lambda: self.ctx.why_no_poll_timeout(instance, at, window_s=rules.poll_timeout_window_s))
-        for moved_at, old, new, loaded in reversed(self._moves):
+        self.state.consider("expiry_after_poll_timeout", False,
+                            lambda: self.ctx.why_no_poll_timeout(instance, at, window_s=rules.poll_timeout_window_s))
+        for moved_at, old, new, loaded in reversed(self.state.moves):
             if 0 <= secs(at - moved_at) <= rules.coordinator_move_window_s:
                 origin = f"from coordinator {old}" if old is not None else "from another broker"
                 text = (f"the group moved {origin} to {new} at {moved_at:%H:%M:%S}; {member} expired "
                         f"{secs(at - moved_at):.0f} s later without reaching the new coordinator")
-                self._consider("expiry_after_coordinator_move", True, text)
+                self.state.consider("expiry_after_coordinator_move", True, text)
                 return (decide("expiry_after_coordinator_move", member, text),
                         [{"event_id": loaded, "explanation": f"coordinator {new} loaded the group"}])
-        self._consider("expiry_after_coordinator_move", False, lambda: self._why_no_move(at))
+        self.state.consider("expiry_after_coordinator_move", False, lambda: self._why_no_move(at))
         text = f"{member} sent no heartbeat within its session timeout"
-        self._consider("plain_session_expiry", True, text)
+        self.state.consider("plain_session_expiry", True, text)
         return decide("plain_session_expiry", member, text), []
 
     def _why_no_move(self, at: pd.Timestamp) -> str:
         limit = self.rules.coordinator_move_window_s
-        before = [m for m, _, _, _ in self._moves if m <= at]
+        before = [m for m, _, _, _ in self.state.moves if m <= at]
         if not before:
             return f"no coordinator move of the group before {at:%H:%M:%S} in these logs"
         return (f"the group's last coordinator move before it was at {before[-1]:%H:%M:%S}, "
                 f"{secs(at - before[-1]):.0f} s before (the window is {limit:g} s)")
 
-    def _refine(self, verdict: Verdict, ts: pd.Timestamp, *, client_reason: str | None = None,
-                protocol: str = "classic") -> tuple[Verdict, list[dict[str, Any]], str | None]:
+    def refine(self, verdict: Verdict, ts: pd.Timestamp, *, client_reason: str | None = None,
+               protocol: str = "classic") -> tuple[Verdict, list[dict[str, Any]], str | None]:
         """`verdict` refined by the group's context, in the rule book's order: connector_change, leave_cascade, the
         expiry rules, leave_after_poll_timeout, rejoin_after_removal, join_after_coordinator_outage."""
         found = self._connector_rule(verdict, ts)
@@ -91,7 +95,7 @@ class CauseRefinement(ReplayState):
         if not trigger:
             return verdict, [], None
         if verdict.cause == "session_timeout":
-            refined, evidence = self._expiry_verdict(trigger, ts)
+            refined, evidence = self.expiry_verdict(trigger, ts)
             explanation = verdict.explanation + "; " + refined.explanation
             return replace(refined, trigger_member_id=trigger, explanation=explanation), evidence, None
         # A client reason the leaver sent itself ("the consumer is being closed") outranks a poll-timeout line in
@@ -117,13 +121,13 @@ class CauseRefinement(ReplayState):
         change = self.ctx.connector_change_before(ts, window_s=window("connector_change_s"))
         if change is None:
             if self.ctx.connector_changes:
-                self._consider("connector_change", False, f"no connector or task config written in the "
-                               f"{window('connector_change_s'):g} s before {ts:%H:%M:%S}")
+                self.state.consider("connector_change", False, f"no connector or task config written in the "
+                                    f"{window('connector_change_s'):g} s before {ts:%H:%M:%S}")
             return None
         text = (f"{verdict.explanation}; a Connect worker logged '{(change.get('message') or '').strip()}' "
                 f"{secs(ts - change['event_ts']):.1f} s before: the leader rejoins to assign the changed "
                 "connectors and tasks")
-        self._consider("connector_change", True, text)
+        self.state.consider("connector_change", True, text)
         return (decide("connector_change", verdict.trigger_member_id, text),
                 [{"event_id": change["event_id"], "explanation": "connector or task config changed"}], None)
 
@@ -134,11 +138,11 @@ class CauseRefinement(ReplayState):
         window_s = self.rules.poll_timeout_window_s
         line = self.ctx.poll_timeout_near(instance, ts, window_s=window_s, member=trigger)
         if line is None:
-            self._consider("leave_after_poll_timeout", False,
-                           lambda: self.ctx.why_no_poll_timeout(instance, ts, window_s=window_s))
+            self.state.consider("leave_after_poll_timeout", False,
+                                lambda: self.ctx.why_no_poll_timeout(instance, ts, window_s=window_s))
             return None
         text = f"{verdict.explanation}; the client of {trigger} ({instance}) logged a poll timeout first"
-        self._consider("leave_after_poll_timeout", True, text)
+        self.state.consider("leave_after_poll_timeout", True, text)
         return (decide("leave_after_poll_timeout", trigger, text),
                 [{"event_id": line["event_id"], "explanation": "client poll timeout"}], None)
 
@@ -146,15 +150,15 @@ class CauseRefinement(ReplayState):
                     ) -> tuple[Verdict, list[dict[str, Any]], str | None]:
         """Rules rejoin_after_removal and join_after_coordinator_outage over a member's join."""
         instance = self.ctx.instance_of(trigger)
-        removal = self._removals.get(instance or "")
+        removal = self.state.removals.get(instance or "")
         why_not = self._why_not_rejoin(removal, trigger, ts, protocol, instance)
         if removal is not None and why_not is None:
             text = (f"{verdict.explanation}; {trigger} is the same process ({instance}) as {removal.member}, "
                     f"removed at {removal.at:%H:%M:%S} by {removal.cause}, joining again")
-            self._removals.pop(instance or "", None)
-            self._consider("rejoin_after_removal", True, text)
+            self.state.removals.pop(instance or "", None)
+            self.state.consider("rejoin_after_removal", True, text)
             return decide("rejoin_after_removal", trigger, text, cause=removal.cause), [], removal.rebalance_id
-        self._consider("rejoin_after_removal", False, why_not or "")
+        self.state.consider("rejoin_after_removal", False, why_not or "")
         outage = self._outage_before(ts)
         if outage is not None and verdict.detail == "member_join":
             unloaded, loaded, broker = outage
@@ -163,11 +167,11 @@ class CauseRefinement(ReplayState):
                     f"and {trigger} joined as a new member {secs(ts - loaded):.1f} s later: a member whose "
                     "session ran out while it could reach no coordinator comes back with a new member id (its own "
                     "log would show it)")
-            self._consider("join_after_coordinator_outage", True, text)
+            self.state.consider("join_after_coordinator_outage", True, text)
             return decide("join_after_coordinator_outage", trigger, text), [], None
         if verdict.detail == "member_join":
-            self._consider("join_after_coordinator_outage", False,
-                           f"no stretch without a coordinator ended in the {window('after_outage_s'):g} s before")
+            self.state.consider("join_after_coordinator_outage", False,
+                                f"no stretch without a coordinator ended in the {window('after_outage_s'):g} s before")
         return verdict, [], None
 
     def _why_not_rejoin(self, removal: Removal | None, trigger: str, ts: pd.Timestamp, protocol: str,
@@ -196,55 +200,56 @@ class CauseRefinement(ReplayState):
     def _outage_before(self, ts: pd.Timestamp) -> tuple[pd.Timestamp, pd.Timestamp, int] | None:
         """The stretch without a coordinator (an unload, then a load) that ended at most `after_outage_s` before
         `ts`."""
-        for unloaded, loaded, broker in reversed(self._outages):
+        for unloaded, loaded, broker in reversed(self.state.outages):
             if 0 <= secs(ts - loaded) <= window("after_outage_s"):
                 return unloaded, loaded, broker
         return None
 
-    def _cooperative_followup(self, verdict: Verdict, ts: pd.Timestamp, client_reason: str | None
-                              ) -> tuple[Verdict, list[dict[str, Any]], str | None] | None:
+    def cooperative_followup(self, verdict: Verdict, ts: pd.Timestamp, client_reason: str | None
+                             ) -> tuple[Verdict, list[dict[str, Any]], str | None] | None:
         """A rejoin to revoke what the previous rebalance moved: that rebalance's cause, linked to it (no member
         joins or leaves for it). None when `client_reason` does not say so or no rebalance ended just before."""
-        if not client_reason or not _COOPERATIVE_FOLLOWUP.search(client_reason) or not self.rebalances:
+        if not client_reason or not _COOPERATIVE_FOLLOWUP.search(client_reason) or not self.state.rebalances:
             return None
-        previous = self.rebalances[-1]
+        previous = self.state.rebalances[-1]
         ended = previous["completed_at"]
         if (ended is None or previous["outcome"] == "superseded" or previous["cause"] == "unknown"
                 or not 0 <= secs(ts - ended) <= window("cooperative_followup_s")):
-            self._consider("cooperative_followup", False, "the member asked to revoke and rejoin, but no rebalance "
-                           f"with a known cause ended in the {window('cooperative_followup_s'):g} s before")
+            self.state.consider("cooperative_followup", False, "the member asked to revoke and rejoin, but no "
+                                f"rebalance with a known cause ended in the {window('cooperative_followup_s'):g} s "
+                                "before")
             return None
         text = (f"{verdict.explanation}; the cooperative follow-up of generation {previous['generation_after']} "
                 f"({previous['cause']}{'/' + previous['cause_detail'] if previous['cause_detail'] else ''}), which "
                 f"ended {secs(ts - ended):.1f} s before: a member revokes what that assignment moved and rejoins")
         carried = round(min(previous["cause_confidence"] or 0.5, confidence("cooperative_followup")), 2)
-        self._consider("cooperative_followup", True, text)
+        self.state.consider("cooperative_followup", True, text)
         return (decide("cooperative_followup", verdict.trigger_member_id, text, cause=previous["cause"],
                        detail=previous["cause_detail"], confidence=carried), [], previous["rebalance_id"])
 
-    def _record_removal(self, member: str, at: pd.Timestamp, cause: str, rebalance: str | None = None) -> None:
+    def record_removal(self, member: str, at: pd.Timestamp, cause: str, rebalance: str | None = None) -> None:
         instance = self.ctx.instance_of(member)
         if not instance or cause not in REMOVAL_CAUSES:
             return
-        if rebalance is None and self._current is not None:
-            rebalance = self._current.rebalance_id
-        existing = self._removals.get(instance)
+        if rebalance is None and self.state.current is not None:
+            rebalance = self.state.current.rebalance_id
+        existing = self.state.removals.get(instance)
         if existing is not None and existing.member == member:
             existing.rebalance_id = existing.rebalance_id or rebalance
             return
-        self._removals[instance] = Removal(member, at, cause, rebalance)
+        self.state.removals[instance] = Removal(member, at, cause, rebalance)
 
     def _leave_cascade(self, verdict: Verdict, ts: pd.Timestamp) -> Verdict | None:
         """Rule leave_cascade: a leader's metadata rejoin caused by a member's leave (the leaver alone subscribed to
         some topic)."""
         remaining: set[str] = set()
-        for member in self._members:
+        for member in self.state.members:
             topics = self.ctx.subscription_at(self.ctx.instance_of(member), ts)
             if topics is None:
-                self._consider("leave_cascade", False, f"the subscription of {member} is not in its log")
+                self.state.consider("leave_cascade", False, f"the subscription of {member} is not in its log")
                 return None
             remaining |= topics
-        for left_at, gone in reversed(self._departures):
+        for left_at, gone in reversed(self.state.departures):
             if secs(ts - left_at) > window("leave_cascade_s"):
                 break
             topics = self.ctx.subscription_at(self.ctx.instance_of(gone), left_at)
@@ -253,8 +258,8 @@ class CauseRefinement(ReplayState):
                 text = (f"{verdict.explanation}; {gone} left {secs(ts - left_at):.0f} s before and was the only "
                         f"member subscribed to {', '.join(only_theirs)}, so the group's subscription shrank and the "
                         "leader's metadata changed with it")
-                self._consider("leave_cascade", True, text)
+                self.state.consider("leave_cascade", True, text)
                 return decide("leave_cascade", verdict.trigger_member_id, text)
-        self._consider("leave_cascade", False, f"no member that left in the {window('leave_cascade_s'):g} s before "
-                       "was the only one subscribed to a topic")
+        self.state.consider("leave_cascade", False, f"no member that left in the {window('leave_cascade_s'):g} s "
+                            "before was the only one subscribed to a topic")
         return None

@@ -1,8 +1,8 @@
 """What the replay of one group's events keeps: the rules, the rebalance in progress, the members and their
 sessions, the removals a rejoin may be traced to, and the state transitions seen so far.
 
-The replay itself is split by concern (broker.py, epochs.py, client_only.py, refine.py); each part is a class over
-this state, and timeline.Timeline puts them together.
+This is one value per group. The parts of the replay (broker.py, epochs.py, client_only.py, refine.py) are objects
+that are each handed it and change it through the bookkeeping below; timeline.Timeline creates it and them.
 """
 
 from __future__ import annotations
@@ -89,66 +89,66 @@ class ReplayState:
         self.rules = rules or Rules()
         # Whether to keep, per rebalance, the rules consulted and why each applied or not (`rebalance explain`).
         self.tracing = trace
-        self._steps: list[Step] = []
+        self.steps: list[Step] = []
         self.ctx = GroupContext.build(events)
         self.rebalances: list[dict[str, Any]] = []
         self.states: list[dict[str, Any]] = []
         self.sessions: dict[str, dict[str, Any]] = {}
-        self._members: set[str] = set()
-        self._size: int | None = None
-        self._current: OpenRebalance | None = None
-        self._recent: list[dict[str, Any]] = []
-        self._removals: dict[str, Removal] = {}
-        self._coordinator: int | None = None
+        self.members: set[str] = set()
+        self.size: int | None = None
+        self.current: OpenRebalance | None = None
+        self.recent: list[dict[str, Any]] = []
+        self.removals: dict[str, Removal] = {}
+        self.coordinator: int | None = None
         # Coordinator moves: when, from which broker (None: unknown), to which, the id of the load event.
-        self._moves: list[tuple[pd.Timestamp, int | None, int, str]] = []
-        self._transitions: list[Transition] = []
-        self._departures: list[tuple[pd.Timestamp, str]] = []
-        self._pending: list[dict[str, Any]] = []
-        self._implied: list[dict[str, Any]] = []
-        self._unloaded_from: int | None = None
+        self.moves: list[tuple[pd.Timestamp, int | None, int, str]] = []
+        self.transitions: list[Transition] = []
+        self.departures: list[tuple[pd.Timestamp, str]] = []
+        self.pending: list[dict[str, Any]] = []
+        self.implied: list[dict[str, Any]] = []
+        self.unloaded_from: int | None = None
         # When each broker last unloaded the group, and the stretches until the same broker loaded it again:
         # unloaded at, loaded again at, by which broker.
-        self._unloads: dict[int, pd.Timestamp] = {}
-        self._outages: list[tuple[pd.Timestamp, pd.Timestamp, int]] = []
-        self._last_activity: pd.Timestamp | None = None
-        self._epoch_size: int | None = None
+        self.unloads: dict[int, pd.Timestamp] = {}
+        self.outages: list[tuple[pd.Timestamp, pd.Timestamp, int]] = []
+        self.last_activity: pd.Timestamp | None = None
+        self.epoch_size: int | None = None
         bumps = [e for e in events if e.get("source_kind") == "broker" and e["event_type"] == "group_epoch_bumped"]
-        self._bumps = [e["event_ts"] for e in bumps]
+        self.bumps = [e["event_ts"] for e in bumps]
         # A streams group (4.2) logs no bump when it fences a member: the first target assignment of an epoch later
         # than the first bump and with no bump line of its own is that bump (the replay treats it as one).
-        self._target_bumps: set[str] = set()
+        self.target_bumps: set[str] = set()
         bumped = {b for b in (to_int(e.get("group_epoch")) for e in bumps) if b is not None}
         first = min(bumped, default=0)
         for e in events if bumped else ():
             target = to_int(e.get("target_epoch")) if e["event_type"] == "target_assignment_computed" else None
             if e.get("source_kind") == "broker" and target is not None and target not in bumped and target > first:
                 bumped.add(target)
-                self._target_bumps.add(e["event_id"])
-                self._bumps.append(e["event_ts"])
-        self._bumps.sort()
-        self._targets: dict[int, pd.Timestamp] = {}
+                self.target_bumps.add(e["event_id"])
+                self.bumps.append(e["event_ts"])
+        self.bumps.sort()
+        self.targets: dict[int, pd.Timestamp] = {}
         for e in events:
             if e["event_type"] == "target_assignment_computed":
                 epoch = to_int(e.get("target_epoch"))
                 if epoch is not None:
-                    self._targets.setdefault(epoch, e["event_ts"])
+                    self.targets.setdefault(epoch, e["event_ts"])
 
-    def _consider(self, rule_id: str, applied: bool, note: str | Callable[[], str]) -> None:
+    def consider(self, rule_id: str, applied: bool, note: str | Callable[[], str]) -> None:
         """Record that rule `rule_id` was consulted for the rebalance being decided (kept only when tracing)."""
         if self.tracing:
-            self._steps.append((rule_id, applied, note() if callable(note) else note))
+            self.steps.append((rule_id, applied, note() if callable(note) else note))
 
-    def _take_steps(self, verdict: Verdict) -> list[Step]:
+    def take_steps(self, verdict: Verdict) -> list[Step]:
         """The steps recorded since the last call, for the rebalance `verdict` decides: the deciding rule is among
         them (recorded here when no step named it)."""
-        steps, self._steps = self._steps, []
+        steps, self.steps = self.steps, []
         if self.tracing and not any(rule_id == verdict.rule and applied for rule_id, applied, _ in steps):
             steps.append((verdict.rule, True, verdict.explanation))
         return steps
 
-    def _join(self, member: str, event: dict[str, Any]) -> None:
-        self._members.add(member)
+    def join(self, member: str, event: dict[str, Any]) -> None:
+        self.members.add(member)
         if member not in self.sessions:
             self.sessions[member] = {
                 "session_id": stable_id(self.group_id, member), "group_id": self.group_id, "member_id": member,
@@ -158,25 +158,25 @@ class ReplayState:
                 "first_generation": None, "last_generation": None, "rebalances": 0,
             }
 
-    def _leave(self, member: str, at: pd.Timestamp, reason: str) -> None:
+    def leave(self, member: str, at: pd.Timestamp, reason: str) -> None:
         if reason == "left":
             # A process that leaves of its own accord after a member of its folder was removed had come back
             # already: that removal explains no later join (its next member is a fresh start or a new episode).
             instance = self.ctx.instance_of(member)
-            removal = self._removals.get(instance or "")
+            removal = self.removals.get(instance or "")
             if removal is not None and removal.member != member and removal.at <= at:
-                del self._removals[instance or ""]
-        if member in self._members:
-            self._departures.append((at, member))
-            if len(self._departures) > 64:
-                del self._departures[:32]
-        self._members.discard(member)
+                del self.removals[instance or ""]
+        if member in self.members:
+            self.departures.append((at, member))
+            if len(self.departures) > 64:
+                del self.departures[:32]
+        self.members.discard(member)
         session = self.sessions.get(member)
         if session is not None and session["left_at"] is None:
             session["left_at"], session["end_reason"] = at, reason
 
-    def _mark_generation(self, generation: int | None) -> None:
-        for member in self._members:
+    def mark_generation(self, generation: int | None) -> None:
+        for member in self.members:
             session = self.sessions.get(member)
             if session is None:
                 continue
@@ -185,6 +185,6 @@ class ReplayState:
             session["last_generation"] = generation
             session["rebalances"] += 1
 
-    def _transition(self, ts: pd.Timestamp, state: str, generation: int | None, rebalance_id: str | None,
-                    event: dict[str, Any]) -> None:
-        self._transitions.append((ts, state, generation, rebalance_id, event["event_id"]))
+    def transition(self, ts: pd.Timestamp, state: str, generation: int | None, rebalance_id: str | None,
+                   event: dict[str, Any]) -> None:
+        self.transitions.append((ts, state, generation, rebalance_id, event["event_id"]))

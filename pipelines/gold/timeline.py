@@ -1,10 +1,11 @@
 """One group's timeline from its events: rebalances with causes, state intervals and member sessions.
 
 Pure Python over plain dicts (one per event, in time order) so it runs the same inside applyInPandas and in tests.
-The replay is split by concern: broker.py (the coordinator's log, classic protocol), epochs.py (KIP-848 epoch bumps),
-client_only.py (groups whose coordinator's log is absent), gaps.py (generations a coordinator's log misses and its
-members' logs show), refine.py (causes refined with context), rows.py (the output rows); replay_state.py holds the
-state they share.
+The replay's state is one value (replay_state.ReplayState: the members, the rebalance under way, the transitions so
+far); the parts that read and change it are separate objects, each handed that state: broker.BrokerReplay (the
+coordinator's log, classic protocol), epochs.EpochReplay (KIP-848 epoch bumps), client_only.ClientOnlyReplay (groups
+whose coordinator's log is absent) and refine.CauseRefinement (causes refined with context). gaps.py adds the
+generations a coordinator's log misses and its members' logs show; rows.py shapes the output rows.
 """
 
 from __future__ import annotations
@@ -15,23 +16,28 @@ from pipelines.gold.alternatives import cause_alternatives
 from pipelines.gold.broker import BrokerReplay
 from pipelines.gold.churn import churn_rows
 from pipelines.gold.client_only import ClientOnlyReplay
+from pipelines.gold.epochs import EpochReplay
 from pipelines.gold.gaps import fill_coordinator_gaps
 from pipelines.gold.kinds import client_kind_of, client_kinds, group_type
-from pipelines.gold.replay_state import Rules, Step, stable_id
+from pipelines.gold.refine import CauseRefinement
+from pipelines.gold.replay_state import ReplayState, Rules, Step, stable_id
 from pipelines.gold.rows import assign_incidents, rebalance_row, state_rows
 from pipelines.gold.whatif import WhatIf, whatif_rows
 
 __all__ = ["Rules", "Timeline", "is_share_group", "reconstruct_group", "stable_id"]
 
 
-class Timeline(BrokerReplay, ClientOnlyReplay):
+class Timeline:
     """Replays one group's events; `rebalances`, `states`, `sessions`, `churn` and `whatif` hold the resulting rows."""
 
     def __init__(self, group_id: str, events: list[dict[str, Any]], rules: Rules | None = None, *,
                  trace: bool = False) -> None:
-        super().__init__(group_id, events, rules, trace=trace)
+        self.state = state = ReplayState(group_id, events, rules, trace=trace)
+        self.group_id, self.rules, self.ctx, self.tracing = group_id, state.rules, state.ctx, trace
         self.group_type = group_type(events)
         self._events = events
+        refinement = CauseRefinement(state)
+        self._broker = BrokerReplay(state, refinement, EpochReplay(state, refinement))
         self.churn: list[dict[str, Any]] = []
         self.whatif: list[dict[str, Any]] = []
         # Per rebalance id, the rules consulted in order (filled only when `trace`; see `rebalance explain`).
@@ -44,19 +50,34 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
         for event in events:
             if event.get("source_kind") == "broker":
                 has_broker = True
-                self._on_broker(event)
-        if has_broker and self._targets and not self._bumps:
-            self._target_only_epochs(events)
+                self._broker.on_event(event)
+        if has_broker and state.targets and not state.bumps:
+            self._broker.epochs.target_only_epochs(events)
         if not has_broker:
             # Only the members' logs were landed: rebuild the rebalances from their joins (never mixed with broker
             # evidence, so results with broker logs stay as they are).
-            self._client_only([e for e in events if e.get("source_kind") == "client"])
+            ClientOnlyReplay(state).replay([e for e in events if e.get("source_kind") == "client"])
         self._has_broker = has_broker
         self._finish()
 
+    @property
+    def rebalances(self) -> list[dict[str, Any]]:
+        """gold_rebalances rows of the group."""
+        return self.state.rebalances
+
+    @property
+    def states(self) -> list[dict[str, Any]]:
+        """gold_group_states rows of the group."""
+        return self.state.states
+
+    @property
+    def sessions(self) -> dict[str, dict[str, Any]]:
+        """gold_member_sessions rows of the group, by member id."""
+        return self.state.sessions
+
     def _finish(self) -> None:
-        self._flush_implied()
-        current = self._current
+        self._broker.flush_implied()
+        current = self.state.current
         if current is not None:
             if current.stabilized_at is not None:
                 self.rebalances.append(rebalance_row(self.group_id, current, completed_at=current.stabilized_at,
@@ -68,7 +89,7 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
             self.rebalances.extend(fill_coordinator_gaps(
                 self.rebalances, self._events, self._client_only_rows))
         assign_incidents(self.rebalances, gap_s=self.rules.incident_gap_s)
-        self.states.extend(state_rows(self.group_id, self._transitions, self.rebalances))
+        self.states.extend(state_rows(self.group_id, self.state.transitions, self.rebalances))
         for row in self.rebalances:
             row["group_type"] = self.group_type
             row["cause_alternatives"] = cause_alternatives(row, self.ctx, has_broker=self._has_broker)
@@ -100,11 +121,11 @@ class Timeline(BrokerReplay, ClientOnlyReplay):
                 continue
             kind = event["event_type"]
             if kind == "share_member_joined":
-                self._join(member, event)
+                self.state.join(member, event)
             elif kind == "share_member_left":
-                self._leave(member, event["event_ts"], "left")
+                self.state.leave(member, event["event_ts"], "left")
             elif kind == "member_fenced":
-                self._leave(member, event["event_ts"], "expired")
+                self.state.leave(member, event["event_ts"], "expired")
 
 
 def is_share_group(events: list[dict[str, Any]]) -> bool:

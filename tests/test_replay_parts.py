@@ -1,0 +1,85 @@
+"""The replay's parts, each driven alone over one group's state with plain event values (no Spark, no Timeline):
+the state is one value (`ReplayState`), and every part is an object handed that value, none a subclass of another."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from pipelines.gold.client_only import ClientOnlyReplay
+from pipelines.gold.epochs import EpochReplay
+from pipelines.gold.refine import CauseRefinement
+from pipelines.gold.replay_state import ReplayState
+from tests.builders import at, client_line, event, gc_pause
+
+GOLD = Path(__file__).resolve().parents[1] / "pipelines" / "gold"
+MEMBER = "c-1-00000000-0000-0000-0000-000000000001"
+
+
+def test_the_refinement_alone_blames_an_expiry_on_the_gc_pause_that_covers_it():
+    events = [client_line(-60, "client_joined", "c-1", "app-1", member_id=MEMBER, generation=1),
+              gc_pause(-2, 12000, "app-1")]
+    state = ReplayState("g", events, trace=True)
+    verdict, evidence = CauseRefinement(state).expiry_verdict(MEMBER, at(0))
+    assert (verdict.cause, verdict.rule) == ("gc_pause", "expiry_during_gc_pause")
+    assert evidence[0]["event_id"] == events[1]["event_id"]
+    assert [(rule, applied) for rule, applied, _ in state.steps] == [("expiry_during_gc_pause", True)]
+
+
+def test_the_refinement_alone_falls_through_to_a_plain_expiry_and_says_why_each_rule_did_not_apply():
+    events = [client_line(-60, "client_joined", "c-1", "app-1", member_id=MEMBER, generation=1),
+              gc_pause(-200, 12000, "app-1")]
+    state = ReplayState("g", events, trace=True)
+    verdict, evidence = CauseRefinement(state).expiry_verdict(MEMBER, at(0))
+    assert (verdict.cause, verdict.rule, evidence) == ("session_timeout", "plain_session_expiry", [])
+    assert [(rule, applied) for rule, applied, _ in state.steps] == [
+        ("expiry_during_gc_pause", False), ("expiry_after_poll_timeout", False),
+        ("expiry_after_coordinator_move", False), ("plain_session_expiry", True)]
+    assert all(note for _, _, note in state.steps)
+
+
+def test_the_epoch_machine_alone_makes_one_rebalance_per_bump_and_walks_its_states():
+    joining = event(0, "member_joining", member_id="A")
+    bump = event(0.01, "group_epoch_bumped", group_epoch=1)
+    target = event(0.05, "target_assignment_computed", target_epoch=1)
+    state = ReplayState("g", [joining, bump, target])
+    state.join("A", joining)
+    state.pending.append(joining)
+    EpochReplay(state, CauseRefinement(state)).bump(bump)
+    [row] = state.rebalances
+    assert (row["protocol"], row["generation_before"], row["generation_after"], row["cause"], row["cause_detail"],
+            row["trigger_member_id"]) == ("consumer", 0, 1, "membership_change", "member_join", "A")
+    assert [t[1] for t in state.transitions] == ["Assigning", "Reconciling", "Stable"]
+
+
+def test_the_client_only_machine_alone_rebuilds_a_generation_from_the_members_joins():
+    lines = [client_line(0, "client_joining", "c-1", "app-1"),
+             client_line(0, "client_joining", "c-2", "app-2"),
+             client_line(1, "client_joined", "c-1", "app-1", member_id="m1", generation=4),
+             client_line(1.2, "client_joined", "c-2", "app-2", member_id="m2", generation=4),
+             client_line(1.5, "client_synced", "c-1", "app-1", generation=4),
+             client_line(1.6, "client_synced", "c-2", "app-2", generation=4)]
+    state = ReplayState("g", lines)
+    ClientOnlyReplay(state).replay(lines)
+    [row] = state.rebalances
+    assert (row["generation_after"], row["members_after"], row["outcome"], row["cause_rule"]) == (
+        4, 2, "stabilized", "client_seen_rebalancing")
+    assert (row["started_at"], row["completed_at"]) == (at(0), at(1.6))
+    assert set(state.sessions) == {"m1", "m2"}
+    assert [(t[0], t[1]) for t in state.transitions] == [
+        (at(0), "PreparingRebalance"), (at(1.2), "CompletingRebalance"), (at(1.6), "Stable")]
+
+
+def test_no_class_of_gold_is_a_subclass_of_another_project_class():
+    """The replay's parts hold the state; they do not inherit it (the chain of four classes this replaced could be
+    read and tested only as a whole)."""
+    project_classes: set[str] = set()
+    bases: dict[str, list[str]] = {}
+    for path in GOLD.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                project_classes.add(node.name)
+                bases[f"{path.name}:{node.name}"] = [b.id for b in node.bases if isinstance(b, ast.Name)]
+    inheriting = {name: [b for b in found if b in project_classes] for name, found in bases.items()}
+    assert {name: found for name, found in inheriting.items() if found} == {}
+    assert "timeline.py:Timeline" in bases
