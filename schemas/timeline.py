@@ -23,7 +23,9 @@ _EVENT_COLUMNS = (
     # The partitions a member's line says it gave up or received (gold_partition_churn).
     "partitions",
 )
-_EPOCH_COLUMNS = ("group_epoch", "target_epoch", "state", "topics")
+# KIP-848 and KIP-1071 groups' epochs and a member's state; `epoch` is the topology epoch a streams group member
+# brought (4.1+), named in the verdict of the rebalance it caused.
+_EPOCH_COLUMNS = ("group_epoch", "target_epoch", "state", "topics", "epoch")
 
 TIMELINE_INPUT = StructType([
     *[SILVER_EVENTS[name] for name in _EVENT_COLUMNS],

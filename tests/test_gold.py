@@ -746,13 +746,23 @@ def _timeline_inputs(spark, events: list[dict]):
 
     columns = ("event_id string, event_ts timestamp, event_type string, source_kind string, group_id string, "
                "member_id string, generation int, reason string, client_reason string, member_count int, "
-               "broker_id int, source_file string, line_no long, instance string, client_id string")
+               "broker_id int, source_file string, line_no long, instance string, client_id string, group_epoch int, "
+               "epoch string")
     names = [c.split()[0] for c in columns.split(", ")]
     rows = [tuple(e["event_ts"].to_pydatetime() if n == "event_ts" else e.get(n) for n in names) for e in events]
     df = spark.createDataFrame(rows, columns)
     df = df.select([F.col(f.name) if f.name in names else F.lit(None).cast(f.dataType).alias(f.name)
                     for f in SILVER_EVENTS.fields])
     return timeline_input(df, spark.createDataFrame([], SILVER_GC_PAUSES), min_pause_ms=1000)
+
+
+def test_a_streams_members_topology_epoch_reaches_the_verdict_of_the_bump_it_caused(spark):
+    """The topology epoch a streams group member brought is a column of silver_events that the replay's input must
+    carry (it once did not: the verdict said `topology epoch None`)."""
+    events = [event(0, "streams_topology_changed", member_id="m1", epoch="3"),
+              event(0.01, "group_epoch_bumped", group_epoch=4)]
+    [row] = rebuild_rebalances(_timeline_inputs(spark, events)).collect()
+    assert (row.cause_rule, row.evidence[0].explanation) == ("epoch_topology_changed", "m1 brought topology epoch 3")
 
 
 def test_a_group_less_librdkafka_warning_is_tied_to_the_member_the_coordinator_removed_at_that_moment(spark):

@@ -4,12 +4,17 @@ the state is one value (`ReplayState`), and every part is an object handed that 
 from __future__ import annotations
 
 import ast
+import typing
 from pathlib import Path
+
+import pandas as pd
 
 from pipelines.gold.client_only import ClientOnlyReplay
 from pipelines.gold.epochs import EpochReplay
+from pipelines.gold.records import REPLAY_KEYS, TimelineEvent
 from pipelines.gold.refine import CauseRefinement
 from pipelines.gold.replay_state import ReplayState
+from schemas.timeline import TIMELINE_INPUT
 from tests.builders import at, client_line, event, gc_pause
 
 GOLD = Path(__file__).resolve().parents[1] / "pipelines" / "gold"
@@ -83,3 +88,14 @@ def test_no_class_of_gold_is_a_subclass_of_another_project_class():
     inheriting = {name: [b for b in found if b in project_classes] for name, found in bases.items()}
     assert {name: found for name, found in inheriting.items() if found} == {}
     assert "timeline.py:Timeline" in bases
+
+
+def test_the_typed_event_has_the_timeline_inputs_columns_and_their_types():
+    """`TimelineEvent` is what mypy checks the replay's reads against; it must say what the input really carries."""
+    hints = typing.get_type_hints(TimelineEvent)
+    columns = {f.name: f.dataType.simpleString() for f in TIMELINE_INPUT.fields}
+    assert set(hints) - REPLAY_KEYS == set(columns)
+    python = {"string": str, "int": int, "bigint": int, "double": float, "boolean": bool, "timestamp": pd.Timestamp}
+    wrong = {name: hints[name] for name, spark_type in columns.items()
+             if hints[name] not in (python[spark_type], python[spark_type] | None)}
+    assert wrong == {}

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any
 
 import pandas as pd
 
 from pipelines.gold.causes import classify_reason, given_reason, left_line, neighbour_verdict, rejoins_under_way
 from pipelines.gold.epochs import EpochReplay, is_upgrade
+from pipelines.gold.records import Evidence, TimelineEvent
 from pipelines.gold.refine import REMOVAL_CAUSES, CauseRefinement
 from pipelines.gold.replay_state import (
     EPOCH_CAUSES,
@@ -40,7 +40,7 @@ class BrokerReplay:
         self.state, self.refinement, self.epochs = state, refinement, epochs
         self.ctx, self.rules = state.ctx, state.rules
 
-    def on_event(self, event: dict[str, Any]) -> None:
+    def on_event(self, event: TimelineEvent) -> None:
         kind, member, ts = event["event_type"], event.get("member_id"), event["event_ts"]
         self.flush_implied(before=ts)
         recent = self.state.last_activity is not None and secs(ts - self.state.last_activity) <= NEIGHBOUR_S
@@ -72,7 +72,7 @@ class BrokerReplay:
         if len(self.state.recent) > 64:
             del self.state.recent[:32]
 
-    def _track_coordinator(self, kind: str, event: dict[str, Any]) -> None:
+    def _track_coordinator(self, kind: str, event: TimelineEvent) -> None:
         """Where the group is coordinated: loads, unloads, moves and the stretches with no coordinator."""
         ts = event["event_ts"]
         broker = to_int(event.get("broker_id"))
@@ -105,13 +105,14 @@ class BrokerReplay:
         elif broker is not None:
             self.state.coordinator = broker
 
-    def _on_member_event(self, kind: str, member: str | None, ts: pd.Timestamp, event: dict[str, Any]) -> bool:
+    def _on_member_event(self, kind: str, member: str | None, ts: pd.Timestamp, event: TimelineEvent) -> bool:
         """A member joining, loaded, replaced, removed, leaving or fenced; False when `event` is none of these."""
         if kind in ("member_joining", "member_loaded") and member:
             self.state.join(member, event)
         elif kind == "static_member_replaced":
-            if event.get("old_member_id"):
-                self.state.leave(event["old_member_id"], ts, "replaced")
+            old = event.get("old_member_id")
+            if old:
+                self.state.leave(old, ts, "replaced")
             if member:
                 self.state.join(member, event)
         elif kind in ("member_failed", "member_left") and member:
@@ -131,7 +132,7 @@ class BrokerReplay:
             return False
         return True
 
-    def _on_rebalance_event(self, kind: str, ts: pd.Timestamp, event: dict[str, Any]) -> None:
+    def _on_rebalance_event(self, kind: str, ts: pd.Timestamp, event: TimelineEvent) -> None:
         """A rebalance's own lines: started, epoch bumped, converted, stabilized, assignment received, emptied, dead."""
         if kind == "rebalance_started":
             self.state.pending.clear()
@@ -167,7 +168,7 @@ class BrokerReplay:
         elif kind == "group_dead":
             self.state.transition(ts, "Dead", to_int(event.get("generation")), None, event)
 
-    def _stabilized_size(self, event: dict[str, Any]) -> int | None:
+    def _stabilized_size(self, event: TimelineEvent) -> int | None:
         """How many members the generation a `Stabilized` line closes has: the count the line gives (brokers from
         2.8 on); else the most of the members the replay knows and those whose own logs joined that generation (a
         member's rejoin into a generation is not logged by older brokers, so the first alone undercounts); None
@@ -193,16 +194,17 @@ class BrokerReplay:
             del self.state.implied[:len(together)]
             if self.state.current is not None:
                 continue
-            self._start(dict(first, event_type="rebalance_started", event_id=f"{first['event_id']}:implied",
-                             generation=None, reason=None, client_reason=None), implied=True)
+            self._start({**first, "event_type": "rebalance_started", "event_id": f"{first['event_id']}:implied",
+                         "generation": None, "reason": None, "client_reason": None}, implied=True)
 
-    def _start(self, event: dict[str, Any], *, implied: bool = False) -> None:
+    def _start(self, event: TimelineEvent, *, implied: bool = False) -> None:
         ts = event["event_ts"]
         self.state.steps = []
         interrupted = self._interrupted_by_move(event)
         if self.state.current is not None:
             self._close(ts, "superseded", transition=False)
-        client_reason, leave_evidence = event.get("client_reason"), []
+        client_reason = event.get("client_reason")
+        leave_evidence: list[Evidence] = []
         verdict = classify_reason(event.get("reason"), client_reason)
         if verdict is not None and verdict.detail == "member_leave" and not client_reason:
             left = left_line(self.state.recent, verdict.trigger_member_id, ts)
@@ -235,7 +237,7 @@ class BrokerReplay:
         size = self.state.size
         before = size if size is not None else (0 if to_int(event.get("generation")) == 0 else None)
         current = OpenRebalance(stable_id(self.state.group_id, event["event_id"]), event, verdict, before, evidence,
-                                      linked_to=link, trace=self.state.take_steps(verdict))
+                                linked_to=link, trace=self.state.take_steps(verdict))
         self.state.current = current
         trigger = verdict.trigger_member_id if followup is None else None  # a follow-up moves no member
         if trigger and (joining or verdict.detail in ("member_join", "rejoin")):
@@ -259,7 +261,7 @@ class BrokerReplay:
         self.state.rebalances.append(rebalance_row(self.state.group_id, current, completed_at=ts, outcome=outcome))
         self.state.current = None
 
-    def _interrupted_by_move(self, event: dict[str, Any]) -> tuple[int | None, int, pd.Timestamp] | None:
+    def _interrupted_by_move(self, event: TimelineEvent) -> tuple[int | None, int, pd.Timestamp] | None:
         """The coordinator move that cut off the open rebalance, when `event` restarts it on the new coordinator."""
         current, broker = self.state.current, to_int(event.get("broker_id"))
         if current is None or broker is None:

@@ -64,10 +64,10 @@ rebalance timeout is max.poll.interval.ms); no member line at all means the subs
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pandas as pd
 
+from pipelines.gold.records import TimelineEvent
 from pipelines.gold.replay_state import NEIGHBOUR_S
 from pipelines.gold.rulebook import Verdict, decide
 from pipelines.gold.rules_data import REJOIN_UNDER_WAY
@@ -163,7 +163,7 @@ def classify_reason(reason: str | None, client_reason: str | None) -> Verdict | 
     return decide("reason_unrecognised", None, f"broker reason not recognised: {reason}")
 
 
-def neighbour_verdict(recent: list[dict[str, Any]], ts: pd.Timestamp, generation: int | None) -> Verdict:
+def neighbour_verdict(recent: list[TimelineEvent], ts: pd.Timestamp, generation: int | None) -> Verdict:
     """No reason printed (brokers before 2.1): the member event within NEIGHBOUR_S before the start names the
     trigger (rules neighbour_expired .. no_reason)."""
     for event in reversed(recent):
@@ -189,9 +189,8 @@ def neighbour_verdict(recent: list[dict[str, Any]], ts: pd.Timestamp, generation
     return decide("no_reason", None, "no reason printed and no member event just before the start")
 
 
-def left_line(recent: list[dict[str, Any]], member: str | None, ts: pd.Timestamp) -> dict[str, Any] | None:
+def left_line(recent: list[TimelineEvent], member: str | None, ts: pd.Timestamp) -> TimelineEvent | None:
     """Kafka 4.x: the separate `has left group ...; client reason: ...` line of `member` just before `ts`."""
-    event: dict[str, Any]  # reversed() of a list of dicts with Any values is Any to mypy
     for event in reversed(recent):
         if (ts - event["event_ts"]).total_seconds() > NEIGHBOUR_S:
             break

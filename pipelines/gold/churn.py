@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from pipelines.gold.rebalance_index import TAIL_S, Starts, attribute
+from pipelines.gold.records import TimelineEvent
 from pipelines.gold.replay_state import stable_id
 from pipelines.gold.rulebook import window
 
@@ -108,20 +109,20 @@ class _Cycle:
             self.counts[kind] = max(self.counts.get(kind, 0), count or 0)
 
 
-def _member_key(event: dict[str, Any]) -> tuple[str, str | None, str | None]:
+def _member_key(event: TimelineEvent) -> tuple[str, str | None, str | None]:
     """(member label, client id, member id) of a partition line: its process and client."""
     client, member = event.get("client_id"), event.get("member_id")
     instance = event.get("instance") or ""
     return f"{instance}/{client or member or ''}", client, member
 
 
-def _is_leaving(event: dict[str, Any]) -> bool:
+def _is_leaving(event: TimelineEvent) -> bool:
     kind = event.get("event_type")
     reason = event.get("reason") or ""
     return kind in _LEFT or (kind == "client_generation_reset" and bool(_LEAVING_RESET.search(reason)))
 
 
-def _members_of(event: dict[str, Any], members: set[str]) -> set[str]:
+def _members_of(event: TimelineEvent, members: set[str]) -> set[str]:
     """The members a start or leave line is about: its own client in its process when the line names it (by client
     or member id), else every member of that process."""
     prefix = f"{event.get('instance') or ''}/"
@@ -129,11 +130,11 @@ def _members_of(event: dict[str, Any], members: set[str]) -> set[str]:
     return named & members if named else {m for m in members if m.startswith(prefix)}
 
 
-def _members_with_consumer_lines(events: Iterable[dict[str, Any]]) -> set[str | None]:
+def _members_with_consumer_lines(events: Iterable[TimelineEvent]) -> set[str | None]:
     return {e.get("instance") for e in events if e.get("event_type") in _MOVES}
 
 
-def cycles(events: list[dict[str, Any]]) -> list[_Cycle]:
+def cycles(events: list[TimelineEvent]) -> list[_Cycle]:
     """Every member's partition cycles in `events` (one group's, in time order)."""
     consumer_instances = _members_with_consumer_lines(events)
     owned: dict[str, set[str] | None] = {}
@@ -203,17 +204,17 @@ def _close(cycle: _Cycle, owned: dict[str, set[str] | None], owned_count: dict[s
     owned[cycle.member], owned_count[cycle.member] = _after(cycle)
 
 
-def _commit_failures(events: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def _commit_failures(events: Iterable[TimelineEvent]) -> dict[str, list[TimelineEvent]]:
     """Each member's failed offset commits (CommitFailedException, `Offset commit failed on partition ...`), in
     time order."""
-    failures: dict[str, list[dict[str, Any]]] = {}
+    failures: dict[str, list[TimelineEvent]] = {}
     for event in events:
         if event.get("event_type") == _COMMIT_FAILED:
             failures.setdefault(_member_key(event)[0], []).append(event)
     return failures
 
 
-def _risk(cycle: _Cycle, failures: list[dict[str, Any]], since: pd.Timestamp | None,
+def _risk(cycle: _Cycle, failures: list[TimelineEvent], since: pd.Timestamp | None,
           until: pd.Timestamp | None) -> dict[str, Any]:
     """The reprocessing risk of a cycle: the member's failed commits from RISK_S before its first line to TAIL_S
     after its last (within its neighbour cycles), and the partitions whose records the next owner may process again:
@@ -236,7 +237,7 @@ def _risk(cycle: _Cycle, failures: list[dict[str, Any]], since: pd.Timestamp | N
             "reprocessing_risk": verdict, "_risk_ids": [f["event_id"] for f in near]}
 
 
-def churn_rows(group_id: str, events: list[dict[str, Any]], rebalances: list[dict[str, Any]],
+def churn_rows(group_id: str, events: list[TimelineEvent], rebalances: list[dict[str, Any]],
                sessions: Iterable[dict[str, Any]] = ()) -> list[dict[str, Any]]:
     """gold_partition_churn rows of one group: per rebalance and member, the partitions revoked, assigned and lost,
     what the member owned before and after, how many of its partitions it kept, and its reprocessing risk.

@@ -14,6 +14,7 @@ from typing import Any
 
 from pipelines.gold.causes import CLIENT_REASONS
 from pipelines.gold.member_states import committed_after_removal
+from pipelines.gold.records import TimelineEvent
 from pipelines.gold.rulebook import Verdict, decide
 
 _POLL_TIMEOUT = re.compile(r"poll timeout has expired|maximum poll interval .* exceeded", re.I)
@@ -51,11 +52,11 @@ _NEW_MEMBER_SIGNS = re.compile(r"need to re-join with the given member-id", re.I
 _MISSING = "; the coordinator's log is missing, so its own reason is unknown"
 
 
-def _said(event: dict[str, Any]) -> str:
+def _said(event: TimelineEvent) -> str:
     return " ".join(str(event.get(k) or "") for k in ("error", "reason", "message"))
 
 
-def _who(event: dict[str, Any]) -> str:
+def _who(event: TimelineEvent) -> str:
     return event.get("_member") or event.get("client_id") or event.get("instance") or "a member"
 
 
@@ -65,12 +66,12 @@ class Signs:
     first lines of processes that joined for the first time, and the processes starting (their first line here is
     their way into the group)."""
 
-    lines: list[dict[str, Any]]
-    newcomers: list[dict[str, Any]]
+    lines: list[TimelineEvent]
+    newcomers: list[TimelineEvent]
     starting: set[tuple[Any, Any]]
 
 
-Found = tuple[Verdict, dict[str, Any] | None]
+Found = tuple[Verdict, TimelineEvent | None]
 
 
 def _polled_out(signs: Signs) -> Found | None:
@@ -205,7 +206,7 @@ CLIENT_RULES: tuple[tuple[str, Callable[[Signs], Found | None]], ...] = (
 )
 
 
-def classify_client_signs(lines: list[dict[str, Any]], newcomers: list[dict[str, Any]],
+def classify_client_signs(lines: list[TimelineEvent], newcomers: list[TimelineEvent],
                           consider: Callable[[str, bool, str], None] | None = None) -> Found:
     """The verdict of a rebalance seen only in client logs: `lines` are the members' lines since their previous
     join (each with `_member`, the member id of its process where known), `newcomers` the first lines of processes
@@ -215,7 +216,7 @@ def classify_client_signs(lines: list[dict[str, Any]], newcomers: list[dict[str,
     # A process whose first line here is its way into the group (a subscribe, its first coordinator lookup) may hear
     # that no coordinator is available yet (a new cluster, an offsets topic still loading): its start, not a
     # coordinator change. A process that was already joining or in the group when it lost its coordinator is not.
-    first_lines: dict[tuple[Any, Any], dict[str, Any]] = {}
+    first_lines: dict[tuple[Any, Any], TimelineEvent] = {}
     for event in sorted(lines + newcomers, key=lambda e: e["event_ts"]):
         first_lines.setdefault(_process(event), event)
     new_processes = {_process(e) for e in newcomers}
@@ -230,17 +231,17 @@ def classify_client_signs(lines: list[dict[str, Any]], newcomers: list[dict[str,
     raise AssertionError("client_seen_rebalancing always applies")
 
 
-def _is_poll_timeout(event: dict[str, Any]) -> bool:
+def _is_poll_timeout(event: TimelineEvent) -> bool:
     return event["event_type"] in _POLL_TIMEOUT_EVENTS or (
         event["event_type"] in ("client_leaving", "client_generation_reset")
         and bool(_POLL_TIMEOUT.search(event.get("reason") or "")))
 
 
-def _process(event: dict[str, Any]) -> tuple[Any, Any]:
+def _process(event: TimelineEvent) -> tuple[Any, Any]:
     return event.get("instance"), event.get("client_id")
 
 
-def _before_own_close(signs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _before_own_close(signs: list[TimelineEvent]) -> list[TimelineEvent]:
     """`signs` without the coordinator losses a process logged at or after its own clean leave: a closing client
     forgets its coordinator (librdkafka's `is no longer coordinator` once its group handle terminates), which says
     nothing about the coordinator."""
@@ -252,8 +253,8 @@ def _before_own_close(signs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                      and e["event_ts"] >= closed[_process(e)])]
 
 
-def classify_removal(member: str, lines: list[dict[str, Any]],
-                     last_line: dict[str, Any] | None) -> tuple[Verdict, dict[str, Any]] | None:
+def classify_removal(member: str, lines: list[TimelineEvent],
+                     last_line: TimelineEvent | None) -> tuple[Verdict, TimelineEvent] | None:
     """Why `member`, dropped from the leader's assignment, left: its own process's `lines` around the rebalance say
     whether it logged a poll timeout, heard that the coordinator no longer knew it (its session had expired), or
     left on purpose. A process whose log is here (`last_line`: its last line before the rebalance) and says none of
@@ -285,7 +286,7 @@ def classify_removal(member: str, lines: list[dict[str, Any]],
                   + _MISSING), last_line
 
 
-def is_newcomer_sign(event: dict[str, Any]) -> bool:
+def is_newcomer_sign(event: TimelineEvent) -> bool:
     """A line a process logs on its way into the group for the first time (subscribe, coordinator discovery, the
     MemberIdRequired round trip of a new member)."""
     if event["event_type"] in ("client_subscribed", "client_coordinator_discovered"):

@@ -4,8 +4,8 @@ explain one, those that end its part, and the chain of lines that led a member i
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from pipelines.gold.records import TimelineEvent
 from pipelines.gold.replay_state import secs
 from pipelines.gold.rulebook import window
 
@@ -32,23 +32,23 @@ _LOOKUPS = ("client_coordinator_lost", "client_coordinator_discovered")
 ASSIGNED_MEMBER = re.compile(r"([^\s{},=]+)=Assignment\(")
 
 
-def is_sign(event: dict[str, Any]) -> bool:
+def is_sign(event: TimelineEvent) -> bool:
     """A line that shows its member taking part in a rebalance."""
     return event["event_type"] in CLIENT_SIGNS or bool(event.get("_rebalancing"))
 
 
-def named_chain(chain: list[dict[str, Any]], member: str | None) -> list[dict[str, Any]]:
+def named_chain(chain: list[TimelineEvent], member: str | None) -> list[TimelineEvent]:
     """Each line of a member's chain named by the member id it was logged under: a line that prints none (the
     poll-timeout warning) takes the id of the next line that does (its LeaveGroup), else of the join."""
     named, carry = [], member
     for event in reversed(chain):
         if event.get("member_id"):
             carry = event["member_id"]
-        named.append(event if event.get("_member") else dict(event, _member=carry))
+        named.append(event if event.get("_member") else {**event, "_member": carry})
     return named[::-1]
 
 
-def chain_into_join(signs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def chain_into_join(signs: list[TimelineEvent]) -> list[TimelineEvent]:
     """The member's lines that led into its join: the last run with no gap over CLIENT_CHAIN_S, and any poll
     timeout or leave before it (its rejoin may come minutes later, when the slow batch ends). A coordinator lost
     before the gap and found again in the last run is kept too: the member had no coordinator all that time (a

@@ -8,20 +8,15 @@ from typing import Any
 
 import pandas as pd
 
-from pipelines.gold.client_causes import classify_client_signs, classify_removal, is_newcomer_sign
+from pipelines.gold.client_causes import classify_client_signs, classify_removal
+from pipelines.gold.client_joins import Join, read_stream, when_joined
 from pipelines.gold.client_lines import (
     ASSIGNED_MEMBER,
     CLIENT_CHAIN_S,
-    CLIENT_CONTEXT,
-    CLIENT_DONE,
-    CLIENT_SIGNS,
-    JOINED,
-    chain_into_join,
     is_sign,
-    named_chain,
 )
 from pipelines.gold.kinds import client_kinds
-from pipelines.gold.member_states import enters_rebalance, leaves_rebalance
+from pipelines.gold.records import Evidence, TimelineEvent
 from pipelines.gold.replay_state import OpenRebalance, ReplayState, secs, stable_id, to_int
 from pipelines.gold.rows import rebalance_row
 from pipelines.gold.rulebook import Verdict, confidence, decide
@@ -33,9 +28,9 @@ class ClientOnlyReplay:
     def __init__(self, state: ReplayState) -> None:
         self.state = state
         self.ctx, self.rules = state.ctx, state.rules
-        self._client_lines: list[dict[str, Any]] = []
+        self._client_lines: list[TimelineEvent] = []
 
-    def replay(self, events: list[dict[str, Any]]) -> None:
+    def replay(self, events: list[TimelineEvent]) -> None:
         """Rebalances of a group whose coordinator's log is absent, from its members' own lines.
 
         Each `Successfully joined group with generation N` is the member's side of the rebalance that made
@@ -45,26 +40,26 @@ class ClientOnlyReplay:
         those lines. Lines after a member's last join that lead to no join make one `open` rebalance.
         """
         self._client_lines = events
-        streams: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
-        assignments: dict[int, tuple[dict[str, Any], list[str]]] = {}
+        streams: dict[tuple[Any, Any], list[TimelineEvent]] = {}
+        assignments: dict[int, tuple[TimelineEvent, list[str]]] = {}
         for event in events:
             streams.setdefault((event.get("instance"), event.get("client_id")), []).append(event)
             generation = to_int(event.get("generation"))
             if event["event_type"] == "client_assignment_computed" and generation is not None:
                 assignments[generation] = (event, ASSIGNED_MEMBER.findall(event.get("members") or ""))
-        joins: list[dict[str, Any]] = []
-        trailing: list[dict[str, Any]] = []
-        ends: list[dict[str, Any]] = []
+        joins: list[Join] = []
+        trailing: list[TimelineEvent] = []
+        ends: list[TimelineEvent] = []
         for stream in streams.values():
-            self._read_stream(stream, joins, trailing, ends)
-        by_generation: dict[int, list[dict[str, Any]]] = {}
+            read_stream(stream, joins, trailing, ends)
+        by_generation: dict[int, list[Join]] = {}
         for join in joins:
-            by_generation.setdefault(join["generation"], []).append(join)
+            by_generation.setdefault(when_joined(join)[0], []).append(join)
         # A member's lines that lead to no join of its own belong to the next generation another member joined.
-        order = sorted(by_generation, key=lambda g: min(j["event"]["event_ts"] for j in by_generation[g]))
+        order = sorted(by_generation, key=lambda g: min(when_joined(j)[1] for j in by_generation[g]))
         rest = []
         for event in trailing:
-            later = [g for g in order if max(j["event"]["event_ts"] for j in by_generation[g]) >= event["event_ts"]]
+            later = [g for g in order if max(when_joined(j)[1] for j in by_generation[g]) >= event["event_ts"]]
             if later and is_sign(event):
                 by_generation[later[0]][0]["signs"].append(event)
             else:
@@ -73,53 +68,10 @@ class ClientOnlyReplay:
         for generation in order:
             self._client_rebalance(generation, by_generation[generation], assignments, previous)
             previous = generation
-        self._unjoined_rebalance(rest, ends, [j["event"]["event_ts"] for j in joins], assignments, previous)
+        self._unjoined_rebalance(rest, ends, [when_joined(j)[1] for j in joins], assignments, previous)
 
-    def _read_stream(self, stream: list[dict[str, Any]], joins: list[dict[str, Any]],
-                     trailing: list[dict[str, Any]], ends: list[dict[str, Any]]) -> None:
-        """One process's lines (one client id in one instance folder), in time order: each of its joins with the
-        chain of lines that led into it (added to `joins`), the lines after its last join that lead to no join of
-        its own (`trailing`), and the returns to a steady state no join explains (`ends`)."""
-        signs: list[dict[str, Any]] = []
-        stream_ends = 0
-        member, last, first = None, None, True
-        for event in stream:
-            kind = event["event_type"]
-            if event.get("member_id"):
-                member = event["member_id"]
-            if kind in JOINED and to_int(event.get("generation")) is not None:
-                chain = named_chain(chain_into_join(signs), member)
-                news = [e for e in chain
-                        if is_newcomer_sign(e) and (first or e["event_type"] == "client_subscribed")]
-                last = {"generation": to_int(event["generation"]), "event": event, "member": member,
-                        "signs": [e for e in chain if is_sign(e)],
-                        "newcomers": [dict(e, _member=member) for e in news], "completed": event["event_ts"]}
-                joins.append(last)
-                signs, first = [], False
-            elif kind in CLIENT_DONE and last is not None and not signs:
-                if kind == "client_partitions_assigned" or to_int(event.get("generation")) == last["generation"]:
-                    last["completed"] = max(last["completed"], event["event_ts"])
-            elif kind in CLIENT_SIGNS or kind in CLIENT_CONTEXT or enters_rebalance(event):
-                signs.append(dict(event, _member=event.get("member_id") or member,
-                                  _rebalancing=enters_rebalance(event)))
-            elif leaves_rebalance(event):
-                after_join = last is not None and secs(event["event_ts"] - last["completed"]) <= CLIENT_CHAIN_S
-                if last is not None and after_join and not signs:
-                    last["completed"] = max(last["completed"], event["event_ts"])
-                else:
-                    ends.append(dict(event, _member=event.get("member_id") or member))
-                    stream_ends += 1
-        # Only a process whose very first line is that way in: a lookup in the middle of its life (`querying for
-        # coordinator ... in state up`, then `coordinator is ...`) is no start.
-        starting = first and is_newcomer_sign(stream[0])
-        if any(is_sign(e) for e in signs) or stream_ends or starting:
-            # A process that never joined in this log and shows a rebalance is new to the group; one that only
-            # subscribed or looked up its coordinator is on its way into it (the log ends before its join).
-            trailing += [dict(e, _newcomer=starting and is_newcomer_sign(e))
-                         for e in named_chain(chain_into_join(signs), member)]
-
-    def _unjoined_rebalance(self, rest: list[dict[str, Any]], ends: list[dict[str, Any]],
-                            joined_at: list[pd.Timestamp], assignments: dict[int, tuple[dict[str, Any], list[str]]],
+    def _unjoined_rebalance(self, rest: list[TimelineEvent], ends: list[TimelineEvent],
+                            joined_at: list[pd.Timestamp], assignments: dict[int, tuple[TimelineEvent, list[str]]],
                             previous: int | None) -> None:
         """The rebalance the members' lines show without any join line: begun by the signs in `rest`, and over at
         the last steady state of `ends` after them. A rebalance seen only by its end (the members' return to a
@@ -138,16 +90,16 @@ class ClientOnlyReplay:
             if not newcomers:
                 return
             # A new process's join is a rebalance of the group even when the log ends before it is seen.
-            signs = [dict(newcomers[0], _rebalancing=True, _unjoined=True)]
+            signs = [{**newcomers[0], "_rebalancing": True, "_unjoined": True}]
         since = min(e["event_ts"] for e in signs) if signs else None
         closing = [e for e in orphans if since is None or e["event_ts"] >= since]
         completed = max((e["event_ts"] for e in closing), default=None)
         self._client_rebalance(None, [{"generation": None, "event": None, "member": None,
-                                       "signs": signs or [dict(e, _rebalancing=True) for e in closing],
-                                       "newcomers": [dict(e, _unjoined=True) for e in newcomers],
+                                       "signs": signs or [{**e, "_rebalancing": True} for e in closing],
+                                       "newcomers": [{**e, "_unjoined": True} for e in newcomers],
                                        "completed": completed}], assignments, previous)
 
-    def _removal(self, gone: list[str], since: pd.Timestamp) -> tuple[Verdict, dict[str, Any]] | None:
+    def _removal(self, gone: list[str], since: pd.Timestamp) -> tuple[Verdict, TimelineEvent] | None:
         """Why the one member the leader's assignment dropped left, from its own process's lines from the rebalance
         on (a poll timeout, an expired session, a GC pause that expired it, or a leave); None when they do not say."""
         if len(gone) != 1:
@@ -177,15 +129,15 @@ class ClientOnlyReplay:
                                  confidence=verdict.confidence)
         return verdict, why
 
-    def _client_rebalance(self, generation: int | None, joins: list[dict[str, Any]],
-                          assignments: dict[int, tuple[dict[str, Any], list[str]]], previous: int | None) -> None:
+    def _client_rebalance(self, generation: int | None, joins: list[Join],
+                          assignments: dict[int, tuple[TimelineEvent, list[str]]], previous: int | None) -> None:
         signs = sorted((e for j in joins for e in j["signs"]), key=lambda e: e["event_ts"])
         newcomers = [e for j in joins for e in j["newcomers"]]
         self.state.steps = []
         verdict, decisive = classify_client_signs(signs, newcomers, self.state.consider)
         self.state.consider(verdict.rule, True, verdict.explanation)
         joined_lines = [j["event"] for j in joins if j["event"] is not None]
-        evidence = []
+        evidence: list[Evidence] = []
         if decisive is not None:
             evidence.append({"event_id": decisive["event_id"], "explanation": f"{decisive['event_type']} "
                              f"({decisive.get('client_id') or decisive.get('instance')})"})
@@ -198,11 +150,12 @@ class ClientOnlyReplay:
             who = line.get("client_id") or line.get("instance")
             evidence.append({"event_id": line["event_id"], "explanation": f"{who} joined generation {generation}"})
         first = min(signs + joined_lines, key=lambda e: e["event_ts"])
-        start = dict(first, generation=previous if generation is not None and previous == generation - 1 else None,
-                     broker_id=None)
+        start: TimelineEvent = {
+            **first, "generation": previous if generation is not None and previous == generation - 1 else None,
+            "broker_id": None}
         key = f"client-generation-{generation}" if generation is not None else first["event_id"]
         current = OpenRebalance(stable_id(self.state.group_id, key), start, verdict, None, evidence,
-                                      generation_after=generation, trace=self.state.take_steps(verdict))
+                                generation_after=generation, trace=self.state.take_steps(verdict))
         members = {j["member"] for j in joins if j["member"]}
         if generation is not None and generation in assignments:
             current.members_after = len(assignments[generation][1])
@@ -223,8 +176,8 @@ class ClientOnlyReplay:
         self._client_states(current, first, joined_lines, max(completed) if completed else None)
 
     def _assignment_rules(self, verdict: Verdict, generation: int | None,
-                          assignments: dict[int, tuple[dict[str, Any], list[str]]], lines: list[dict[str, Any]],
-                          evidence: list[dict[str, Any]]) -> tuple[Verdict, set[str], set[str]]:
+                          assignments: dict[int, tuple[TimelineEvent, list[str]]], lines: list[TimelineEvent],
+                          evidence: list[Evidence]) -> tuple[Verdict, set[str], set[str]]:
         """Rules client_assignment_diff and client_removed_*: the members the leader's assignment of `generation`
         drops or adds against the one before, and, for one dropped member, why its own lines say it went. Returns
         the verdict and the members that left and joined; appends what it rests on to `evidence`."""
@@ -250,8 +203,8 @@ class ClientOnlyReplay:
                     evidence.append({"event_id": why["event_id"], "explanation": why["event_type"]})
         return verdict, left, joined
 
-    def _client_connector_change(self, verdict: Verdict, signs: list[dict[str, Any]]
-                                 ) -> tuple[Verdict, dict[str, Any] | None]:
+    def _client_connector_change(self, verdict: Verdict, signs: list[TimelineEvent]
+                                 ) -> tuple[Verdict, TimelineEvent | None]:
         """Rule connector_change on members' lines alone: a Connect worker's connector or task config line among the
         lines that led into a rebalance nobody else named (the members only saw it happen) is what started it."""
         if verdict.rule != "client_seen_rebalancing":
@@ -268,7 +221,7 @@ class ClientOnlyReplay:
         self.state.consider("connector_change", True, text)
         return decide("connector_change", verdict.trigger_member_id, text), change
 
-    def _client_states(self, current: OpenRebalance, first: dict[str, Any], joined_lines: list[dict[str, Any]],
+    def _client_states(self, current: OpenRebalance, first: TimelineEvent, joined_lines: list[TimelineEvent],
                        completed_at: pd.Timestamp | None) -> None:
         """The classic states the members' lines imply: PreparingRebalance from the first line of the rebalance,
         CompletingRebalance from the last member's join (the join response closes the join phase), Stable from the

@@ -8,10 +8,10 @@ import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
 
 import pandas as pd
 
+from pipelines.gold.records import GcPause, TimelineEvent, gc_pause
 from pipelines.gold.rulebook import window
 
 # A classic member id is `<client.id>-<UUID>`.
@@ -33,13 +33,13 @@ class GroupContext:
     member_instance: dict[str, str] = field(default_factory=dict)
     client_instances: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     process_starts: dict[str, list[pd.Timestamp]] = field(default_factory=lambda: defaultdict(list))
-    pauses: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
-    poll_timeouts: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    pauses: dict[str, list[GcPause]] = field(default_factory=lambda: defaultdict(list))
+    poll_timeouts: dict[str, list[TimelineEvent]] = field(default_factory=lambda: defaultdict(list))
     subscriptions: dict[str, list[tuple[pd.Timestamp, frozenset[str]]]] = field(
         default_factory=lambda: defaultdict(list))
     member_states: dict[str, list[tuple[pd.Timestamp, str]]] = field(default_factory=lambda: defaultdict(list))
     settings: dict[str, dict[str, str]] = field(default_factory=dict)
-    connector_changes: list[dict[str, Any]] = field(default_factory=list)
+    connector_changes: list[TimelineEvent] = field(default_factory=list)
     # Per generation, the members whose own log says they joined it (member id, else the instance folder).
     joined: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))
     # When each instance's client logged anything about the group (sorted: events come in time order).
@@ -47,7 +47,7 @@ class GroupContext:
     _used_poll_timeouts: dict[str, tuple[str | None, pd.Timestamp]] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, events: list[dict[str, Any]]) -> GroupContext:
+    def build(cls, events: list[TimelineEvent]) -> GroupContext:
         """Index the client events (`source_kind` client) and GC pauses (`source_kind` gc) of one group."""
         ctx = cls()
         unsubscribed: dict[str, pd.Timestamp] = {}
@@ -56,7 +56,9 @@ class GroupContext:
             if not instance:
                 continue
             if kind == "gc":
-                ctx.pauses[instance].append(event)
+                pause = gc_pause(event)
+                if pause is not None:
+                    ctx.pauses[instance].append(pause)
                 continue
             if kind != "client":
                 continue
@@ -68,14 +70,16 @@ class GroupContext:
             joined = _NEW_MEMBER.search(reason)
             if joined:
                 ctx.member_instance.setdefault(joined.group(1), instance)
-            if event.get("client_id"):
-                ctx.client_instances[event["client_id"]].add(instance)
-                handle = _RDKAFKA_HANDLE.match(event["client_id"])
+            client_id = event.get("client_id")
+            if client_id:
+                ctx.client_instances[client_id].add(instance)
+                handle = _RDKAFKA_HANDLE.match(client_id)
                 if handle:
                     ctx.client_instances[handle.group("client")].add(instance)
-            event_type = event["event_type"]
-            if event_type == "client_config" and event.get("settings_json"):
-                ctx.settings[instance] = json.loads(event["settings_json"])
+            event_type, generation = event["event_type"], event.get("generation")
+            settings = event.get("settings_json")
+            if event_type == "client_config" and settings:
+                ctx.settings[instance] = json.loads(settings)
             if event_type == "client_unsubscribed":
                 unsubscribed[instance] = event["event_ts"]
             if event_type == "client_subscribed":
@@ -86,12 +90,13 @@ class GroupContext:
                     ctx.process_starts[instance].append(event["event_ts"])
                 topics = frozenset(t.strip() for t in (event.get("topics") or "").split(",") if t.strip())
                 ctx.subscriptions[instance].append((event["event_ts"], topics))
-            elif event_type in ("client_joined", "connect_joined") and not pd.isna(event.get("generation")):
-                ctx.joined[int(event["generation"])].add(member or instance)
+            elif (event_type in ("client_joined", "connect_joined") and generation is not None
+                  and not pd.isna(generation)):
+                ctx.joined[int(generation)].add(member or instance)
             elif event_type == "connect_connector_changed":
                 ctx.connector_changes.append(event)
-            elif event_type == "client_member_state_changed" and member and event.get("state"):
-                ctx.member_states[member].append((event["event_ts"], event["state"]))
+            elif event_type == "client_member_state_changed" and member and (state := event.get("state")):
+                ctx.member_states[member].append((event["event_ts"], state))
             elif event_type == "client_poll_timeout" or (
                 event_type == "client_leaving" and "poll timeout" in reason
             ):
@@ -120,7 +125,7 @@ class GroupContext:
         return default_s, f"the default {default_s:g} s heartbeat tolerance (no ConsumerConfig of its own logged)"
 
     def pause_covering(self, instance: str | None, expiry: pd.Timestamp, *, tolerance_s: float,
-                       min_ms: float) -> dict[str, Any] | None:
+                       min_ms: float) -> GcPause | None:
         """The longest pause of `instance` that started before `expiry` and lasted until (nearly) the expiry.
 
         The coordinator expires a member a session timeout after its last heartbeat; a stop-the-world pause that
@@ -180,7 +185,7 @@ class GroupContext:
         return any(start <= t < end for t in self.activity.get(instance or "", ()))
 
     def poll_timeout_near(self, instance: str | None, at: pd.Timestamp, *, window_s: float,
-                          not_before: pd.Timestamp | None = None, member: str | None = None) -> dict[str, Any] | None:
+                          not_before: pd.Timestamp | None = None, member: str | None = None) -> TimelineEvent | None:
         """A client poll-timeout line of `instance` within `window_s` before (or just after) `at`, not yet used,
         and not before `not_before` (the member's own join: an older line was about the member it replaced).
 
@@ -200,7 +205,7 @@ class GroupContext:
                 return event
         return None
 
-    def connector_change_before(self, at: pd.Timestamp, *, window_s: float) -> dict[str, Any] | None:
+    def connector_change_before(self, at: pd.Timestamp, *, window_s: float) -> TimelineEvent | None:
         """The latest Connect worker line of a connector or task config written or removed within `window_s` before
         `at` (what makes the Connect leader rejoin), or None."""
         found = None

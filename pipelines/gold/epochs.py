@@ -5,10 +5,10 @@ target-assignment line and the members' assignment states."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pandas as pd
 
+from pipelines.gold.records import Evidence, TimelineEvent
 from pipelines.gold.refine import REMOVAL_CAUSES, CauseRefinement
 from pipelines.gold.replay_state import (
     EPOCH_CAUSES,
@@ -23,7 +23,7 @@ from pipelines.gold.rows import rebalance_row
 from pipelines.gold.rulebook import Verdict, decide
 
 
-def epoch_verdict(event: dict[str, Any] | None) -> Verdict:
+def epoch_verdict(event: TimelineEvent | None) -> Verdict:
     """The cause the broker's member event before a KIP-848 epoch bump gives (before client-log refinement)."""
     if event is None:
         return decide("epoch_no_member_event", None,
@@ -60,7 +60,7 @@ _CONVERTED = ("the classic group was converted to a consumer group, which the co
               "with the consumer protocol (group.protocol=consumer)")
 
 
-def is_upgrade(event: dict[str, Any]) -> bool:
+def is_upgrade(event: TimelineEvent) -> bool:
     """A `Converted the (empty) classic group to a consumer group` line: a consumer-protocol member joined."""
     return (event["event_type"] == "group_protocol_converted"
             and str(event.get("group_protocol") or "").lower() == "consumer")
@@ -74,7 +74,7 @@ class EpochReplay:
         self.state, self.refinement = state, refinement
         self.ctx = state.ctx
 
-    def upgrade(self, event: dict[str, Any]) -> None:
+    def upgrade(self, event: TimelineEvent) -> None:
         """A classic group converted to a consumer group with no `Bumped group epoch` line within NEIGHBOUR_S of it
         (an excerpt, or a log cut there): the epoch rebalance of the member whose join converted it, open, its epoch
         and member unknown."""
@@ -86,11 +86,11 @@ class EpochReplay:
                          f"{_CONVERTED}; the `Bumped group epoch` line and the member's own join line are not in the "
                          "log, so the epoch and the member are unknown")
         current = OpenRebalance(stable_id(self.state.group_id, event["event_id"]), event, verdict, None, [],
-                                      protocol="consumer", trace=self.state.take_steps(verdict))
+                                protocol="consumer", trace=self.state.take_steps(verdict))
         self.state.rebalances.append(rebalance_row(self.state.group_id, current, completed_at=None, outcome="open"))
         self.state.transition(ts, "Assigning", None, current.rebalance_id, event)
 
-    def bump(self, event: dict[str, Any]) -> None:
+    def bump(self, event: TimelineEvent) -> None:
         """KIP-848: a consumer group's epoch bump is one rebalance; its cause is the member event just before it."""
         ts, epoch = event["event_ts"], to_int(event["group_epoch"])
         assert epoch is not None  # the bump templates capture {group_epoch} as digits
@@ -105,16 +105,17 @@ class EpochReplay:
             line = f"{decisive['event_type']}: {decisive.get('member_id')}"
             if decisive.get("reason"):
                 line += f" ({decisive['reason']})"
-            evidence = [{"event_id": decisive["event_id"], "explanation": line}] + evidence
+            evidence = [Evidence(event_id=decisive["event_id"], explanation=line), *evidence]
         before = self.state.epoch_size if self.state.epoch_size is not None else (0 if epoch == 1 else None)
         current = OpenRebalance(stable_id(self.state.group_id, event["event_id"]), event, verdict, before, evidence,
                                 generation_after=epoch, linked_to=link, protocol="consumer",
                                 generation_before=epoch - 1, trace=self.state.take_steps(verdict))
         for e in pending:
-            if e["event_type"] in ("member_joining", "static_member_replaced") and e.get("member_id"):
-                current.joined.add(e["member_id"])
-            elif e["event_type"] in ("member_left", "member_fenced") and e.get("member_id"):
-                current.left.add(e["member_id"])
+            who = e.get("member_id")
+            if e["event_type"] in ("member_joining", "static_member_replaced") and who:
+                current.joined.add(who)
+            elif e["event_type"] in ("member_left", "member_fenced") and who:
+                current.left.add(who)
         trigger = verdict.trigger_member_id
         if trigger and verdict.cause in REMOVAL_CAUSES and verdict.detail != "rejoin":
             self.refinement.record_removal(trigger, ts, verdict.cause, current.rebalance_id)
@@ -126,7 +127,7 @@ class EpochReplay:
                                                    outcome=outcome))
         self._epoch_states(current, event, ts, completed_at, outcome)
 
-    def _epoch_states(self, current: OpenRebalance, event: dict[str, Any], ts: pd.Timestamp,
+    def _epoch_states(self, current: OpenRebalance, event: TimelineEvent, ts: pd.Timestamp,
                       completed_at: pd.Timestamp | None, outcome: str) -> None:
         """A consumer group's states around one epoch bump, as the new coordinator derives them: Assigning until
         the target assignment of the epoch is computed, Reconciling until every member has reached it, then Stable;
@@ -166,7 +167,7 @@ class EpochReplay:
             return max(done), "stabilized"
         return (end, "superseded") if end is not None else (None, "open")
 
-    def target_only_epochs(self, events: list[dict[str, Any]]) -> None:
+    def target_only_epochs(self, events: list[TimelineEvent]) -> None:
         """KIP-848 broker logs with `Computed a new target assignment for epoch N` but no `Bumped group epoch` line at
         all (an excerpt, or a log level that hides it): epoch N was bumped, for a reason the missing lines would have
         named, so the cause is unknown. Done when the members' assignment states last turned STABLE before the next

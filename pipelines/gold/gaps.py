@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from pipelines.gold.records import TimelineEvent
 from pipelines.gold.replay_state import to_int
 from pipelines.gold.rulebook import confidence
 
@@ -17,7 +18,7 @@ from pipelines.gold.rulebook import confidence
 GAP_CONFIDENCE = confidence("coordinator_log_gap")
 
 
-def broker_generations(broker_rows: list[dict[str, Any]], events: list[dict[str, Any]]) -> set[int]:
+def broker_generations(broker_rows: list[dict[str, Any]], events: list[TimelineEvent]) -> set[int]:
     """Generations the coordinator's lines account for: those its rebalances made, and the one after each
     `Preparing to rebalance ... with old generation N` (made by that rebalance, even if its end is missing)."""
     known = {g for g in (to_int(r.get("generation_after")) for r in broker_rows) if g is not None}
@@ -53,8 +54,8 @@ def missing_from_broker(client_rows: list[dict[str, Any]], known: set[int]) -> l
     return out
 
 
-def fill_coordinator_gaps(broker_rows: list[dict[str, Any]], events: list[dict[str, Any]],
-                          client_only: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def fill_coordinator_gaps(broker_rows: list[dict[str, Any]], events: list[TimelineEvent],
+                          client_only: Callable[[list[TimelineEvent]], list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """The rebalances to add to a group's broker-built ones: `client_only` rebuilds rows from the group's client
     events (in time order), of which those of generations the broker never accounts for are kept."""
     if not any(r.get("protocol") == "classic" for r in broker_rows):

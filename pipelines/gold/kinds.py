@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from pipelines.gold.records import TimelineEvent
+
 # Template id prefix -> the client that prints it (pipelines/silver/wordings: client_*.yml).
 _CLIENT_OF_TEMPLATE = {"r_": "librdkafka", "s_": "streams", "w_": "connect", "c_": "java", "k_": "java",
                        "p_": "kafka-python", "a_": "aiokafka", "j_": "kafkajs", "g_": "kafka-go", "m_": "sarama",
@@ -24,7 +26,7 @@ _PRECEDENCE = ("connect", "streams", "librdkafka", "aiokafka", "kafka-python", "
                "franz-go", "ruby-kafka", "brod", "java")
 
 
-def group_type(events: list[dict[str, Any]]) -> str:
+def group_type(events: list[TimelineEvent]) -> str:
     """The group's type: share (any share-group line), streams (a KIP-1071 streams-group line or a Kafka Streams
     member), connect (a Connect worker's lines), else consumer."""
     kinds = {str(e.get("event_type") or "").split("_", 1)[0] for e in events}
@@ -38,7 +40,7 @@ def group_type(events: list[dict[str, Any]]) -> str:
     return "consumer"
 
 
-def client_kinds(events: list[dict[str, Any]]) -> dict[str, str]:
+def client_kinds(events: list[TimelineEvent]) -> dict[str, str]:
     """Instance folder -> the client kind its process's lines show."""
     seen: dict[str, Counter[str]] = {}
     for event in events:

@@ -4,7 +4,8 @@ and group states, the KIP-848 member) and refused commits that show its side of 
 from __future__ import annotations
 
 import re
-from typing import Any
+
+from pipelines.gold.records import TimelineEvent
 
 _STATE_EVENTS = frozenset({"streams_state_changed", "client_member_state_changed"})
 # States a member enters when a rebalance takes its partitions or its membership (Kafka Streams client and thread,
@@ -17,7 +18,7 @@ _REBALANCING_STATES = frozenset({
 _STEADY_STATES = frozenset({"running", "steady", "stable"})
 
 
-def _state(event: dict[str, Any], key: str) -> str:
+def _state(event: TimelineEvent, key: str) -> str:
     return str(event.get(key) or "").lower()
 
 
@@ -32,12 +33,12 @@ COMMIT_AFTER_REMOVAL_ROWS = frozenset({"c_commit_failed_exception", "c_commit_fa
                                        "p_commit_failed_error", "e_java_commit_failed", "e_java_commit_kicked_out"})
 
 
-def committed_after_removal(event: dict[str, Any]) -> bool:
+def committed_after_removal(event: TimelineEvent) -> bool:
     """A commit refused because the group had rebalanced without the member (CommitFailedException)."""
     return event["event_type"] == "client_commit_failed" and event.get("template_id") in COMMIT_AFTER_REMOVAL_ROWS
 
 
-def enters_rebalance(event: dict[str, Any]) -> bool:
+def enters_rebalance(event: TimelineEvent) -> bool:
     """A member's state transition into a rebalancing state, or a commit refused because the group rebalanced: its
     side of a rebalance began."""
     if event["event_type"] == "client_commit_failed":
@@ -46,7 +47,7 @@ def enters_rebalance(event: dict[str, Any]) -> bool:
     return event["event_type"] in _STATE_EVENTS and _state(event, "state") in _REBALANCING_STATES
 
 
-def leaves_rebalance(event: dict[str, Any]) -> bool:
+def leaves_rebalance(event: TimelineEvent) -> bool:
     """A member's return to a steady state from a rebalancing one (a Streams thread's `PARTITIONS_ASSIGNED ->
     RUNNING`, librdkafka's join state `steady`), or a KIP-848 member's new assignment: its side of a rebalance
     ended."""

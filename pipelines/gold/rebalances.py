@@ -8,7 +8,7 @@ all the group's events, and every id is derived from the events themselves.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 from pyspark.sql import Column, DataFrame
@@ -25,6 +25,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from pipelines.gold.records import TimelineEvent
 from pipelines.gold.rulebook import window
 from pipelines.gold.timeline import Rules, Timeline
 from pipelines.settings.config import Thresholds
@@ -112,13 +113,13 @@ def _event_column(events: DataFrame, name: str) -> Column:
     return F.col(name)
 
 
-def timeline_records(pdf: pd.DataFrame) -> list[dict[str, Any]]:
+def timeline_records(pdf: pd.DataFrame) -> list[TimelineEvent]:
     """A group's timeline input rows as the replay reads them: dicts in time order, nulls as None."""
     pdf = pdf.sort_values(_ORDER, kind="mergesort")
     # The ignore: pandas-stubs leaves None out of `where`'s `other`, which pandas takes (object columns keep it).
     cells = pdf.astype(object).where(pdf.notna(), None)  # type: ignore[call-overload]
-    records: list[dict[str, Any]] = cells.to_dict("records")
-    return records
+    # The frame's columns are TIMELINE_INPUT's, the keys of TimelineEvent (tests/test_replay_parts.py).
+    return cast(list[TimelineEvent], cells.to_dict("records"))
 
 
 # The timeline's outputs, replayed once per group: each output's columns travel side by side in one frame,
@@ -182,7 +183,7 @@ def _wire_value(row: dict[str, Any], name: str) -> Any:
     return None if value is None else json.dumps(value)
 
 
-def _replay(group_id: str, records: list[dict[str, Any]], rules: Rules) -> pd.DataFrame:
+def _replay(group_id: str, records: list[TimelineEvent], rules: Rules) -> pd.DataFrame:
     """One replay of a group's timeline: every output's rows in the combined frame of `_combined_schema`."""
     timeline = Timeline(group_id, records, rules)
     rows: list[dict[str, Any]] = []

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any
 
 import pandas as pd
 
+from pipelines.gold.records import Evidence
 from pipelines.gold.replay_state import Removal, ReplayState, secs
 from pipelines.gold.rulebook import Verdict, confidence, decide, window
 
@@ -29,7 +29,7 @@ class CauseRefinement:
         self.state = state
         self.ctx, self.rules = state.ctx, state.rules
 
-    def expiry_verdict(self, member: str, at: pd.Timestamp) -> tuple[Verdict, list[dict[str, Any]]]:
+    def expiry_verdict(self, member: str, at: pd.Timestamp) -> tuple[Verdict, list[Evidence]]:
         """Why a member's session expired: its own GC pause, a poll timeout, a coordinator move, or plain session
         timeout (rules expiry_during_gc_pause .. plain_session_expiry)."""
         rules = self.rules
@@ -81,7 +81,7 @@ class CauseRefinement:
                 f"{secs(at - before[-1]):.0f} s before (the window is {limit:g} s)")
 
     def refine(self, verdict: Verdict, ts: pd.Timestamp, *, client_reason: str | None = None,
-               protocol: str = "classic") -> tuple[Verdict, list[dict[str, Any]], str | None]:
+               protocol: str = "classic") -> tuple[Verdict, list[Evidence], str | None]:
         """`verdict` refined by the group's context, in the rule book's order: connector_change, leave_cascade, the
         expiry rules, leave_after_poll_timeout, rejoin_after_removal, join_after_coordinator_outage."""
         found = self._connector_rule(verdict, ts)
@@ -109,7 +109,7 @@ class CauseRefinement:
         return verdict, [], None
 
     def _connector_rule(self, verdict: Verdict, ts: pd.Timestamp
-                        ) -> tuple[Verdict, list[dict[str, Any]], str | None] | None:
+                        ) -> tuple[Verdict, list[Evidence], str | None] | None:
         """Rule connector_change: a Connect config write just before a leader's metadata rejoin (or an unexplained
         start) is what the rejoin hands out."""
         if verdict.cause not in ("metadata_change", "unknown", "membership_change") or verdict.detail not in (
@@ -132,7 +132,7 @@ class CauseRefinement:
                 [{"event_id": change["event_id"], "explanation": "connector or task config changed"}], None)
 
     def _leave_poll_rule(self, verdict: Verdict, trigger: str, ts: pd.Timestamp
-                         ) -> tuple[Verdict, list[dict[str, Any]], str | None] | None:
+                         ) -> tuple[Verdict, list[Evidence], str | None] | None:
         """Rule leave_after_poll_timeout: the leaver's client logged a poll timeout first."""
         instance = self.ctx.instance_of(trigger)
         window_s = self.rules.poll_timeout_window_s
@@ -147,7 +147,7 @@ class CauseRefinement:
                 [{"event_id": line["event_id"], "explanation": "client poll timeout"}], None)
 
     def _join_rules(self, verdict: Verdict, trigger: str, ts: pd.Timestamp, protocol: str
-                    ) -> tuple[Verdict, list[dict[str, Any]], str | None]:
+                    ) -> tuple[Verdict, list[Evidence], str | None]:
         """Rules rejoin_after_removal and join_after_coordinator_outage over a member's join."""
         instance = self.ctx.instance_of(trigger)
         removal = self.state.removals.get(instance or "")
@@ -206,7 +206,7 @@ class CauseRefinement:
         return None
 
     def cooperative_followup(self, verdict: Verdict, ts: pd.Timestamp, client_reason: str | None
-                             ) -> tuple[Verdict, list[dict[str, Any]], str | None] | None:
+                             ) -> tuple[Verdict, list[Evidence], str | None] | None:
         """A rejoin to revoke what the previous rebalance moved: that rebalance's cause, linked to it (no member
         joins or leaves for it). None when `client_reason` does not say so or no rebalance ended just before."""
         if not client_reason or not _COOPERATIVE_FOLLOWUP.search(client_reason) or not self.state.rebalances:

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from pipelines.gold.context import GroupContext
+from pipelines.gold.records import Evidence, TimelineEvent
 from pipelines.gold.rulebook import Verdict, window
 from pipelines.settings.config import Thresholds
 
@@ -50,10 +51,10 @@ class OpenRebalance:
     """A rebalance being replayed: its first event, its verdict and what is known so far of its outcome."""
 
     rebalance_id: str
-    start: dict[str, Any]
+    start: TimelineEvent
     verdict: Verdict
     members_before: int | None
-    evidence: list[dict[str, Any]] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
     generation_after: int | None = None
     stabilized_at: pd.Timestamp | None = None
     members_after: int | None = None
@@ -83,7 +84,7 @@ def secs(delta: pd.Timedelta) -> float:
 class ReplayState:
     """The state of one group's replay (see the module docstring), and the bookkeeping every part shares."""
 
-    def __init__(self, group_id: str, events: list[dict[str, Any]], rules: Rules | None = None, *,
+    def __init__(self, group_id: str, events: list[TimelineEvent], rules: Rules | None = None, *,
                  trace: bool = False) -> None:
         self.group_id = group_id
         self.rules = rules or Rules()
@@ -97,15 +98,15 @@ class ReplayState:
         self.members: set[str] = set()
         self.size: int | None = None
         self.current: OpenRebalance | None = None
-        self.recent: list[dict[str, Any]] = []
+        self.recent: list[TimelineEvent] = []
         self.removals: dict[str, Removal] = {}
         self.coordinator: int | None = None
         # Coordinator moves: when, from which broker (None: unknown), to which, the id of the load event.
         self.moves: list[tuple[pd.Timestamp, int | None, int, str]] = []
         self.transitions: list[Transition] = []
         self.departures: list[tuple[pd.Timestamp, str]] = []
-        self.pending: list[dict[str, Any]] = []
-        self.implied: list[dict[str, Any]] = []
+        self.pending: list[TimelineEvent] = []
+        self.implied: list[TimelineEvent] = []
         self.unloaded_from: int | None = None
         # When each broker last unloaded the group, and the stretches until the same broker loaded it again:
         # unloaded at, loaded again at, by which broker.
@@ -147,7 +148,7 @@ class ReplayState:
             steps.append((verdict.rule, True, verdict.explanation))
         return steps
 
-    def join(self, member: str, event: dict[str, Any]) -> None:
+    def join(self, member: str, event: TimelineEvent) -> None:
         self.members.add(member)
         if member not in self.sessions:
             self.sessions[member] = {
@@ -186,5 +187,5 @@ class ReplayState:
             session["rebalances"] += 1
 
     def transition(self, ts: pd.Timestamp, state: str, generation: int | None, rebalance_id: str | None,
-                   event: dict[str, Any]) -> None:
+                   event: TimelineEvent) -> None:
         self.transitions.append((ts, state, generation, rebalance_id, event["event_id"]))

@@ -19,6 +19,7 @@ from pipelines.gold.client_only import ClientOnlyReplay
 from pipelines.gold.epochs import EpochReplay
 from pipelines.gold.gaps import fill_coordinator_gaps
 from pipelines.gold.kinds import client_kind_of, client_kinds, group_type
+from pipelines.gold.records import TimelineEvent
 from pipelines.gold.refine import CauseRefinement
 from pipelines.gold.replay_state import ReplayState, Rules, Step, stable_id
 from pipelines.gold.rows import assign_incidents, rebalance_row, state_rows
@@ -30,7 +31,7 @@ __all__ = ["Rules", "Timeline", "is_share_group", "reconstruct_group", "stable_i
 class Timeline:
     """Replays one group's events; `rebalances`, `states`, `sessions`, `churn` and `whatif` hold the resulting rows."""
 
-    def __init__(self, group_id: str, events: list[dict[str, Any]], rules: Rules | None = None, *,
+    def __init__(self, group_id: str, events: list[TimelineEvent], rules: Rules | None = None, *,
                  trace: bool = False) -> None:
         self.state = state = ReplayState(group_id, events, rules, trace=trace)
         self.group_id, self.rules, self.ctx, self.tracing = group_id, state.rules, state.ctx, trace
@@ -98,7 +99,7 @@ class Timeline:
         self.whatif = whatif_rows(self.what_if())
         self._label_sessions()
 
-    def _client_only_rows(self, clients: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _client_only_rows(self, clients: list[TimelineEvent]) -> list[dict[str, Any]]:
         """The group's rebalances rebuilt from its members' lines alone, each with its trace (`_trace`)."""
         rebuilt = Timeline(self.group_id, clients, self.rules, trace=self.tracing)
         return [dict(row, _trace=rebuilt.traces.get(row["rebalance_id"], [])) for row in rebuilt.rebalances]
@@ -113,7 +114,7 @@ class Timeline:
             session["client_kind"] = client_kind_of(session, by_instance, self.group_type)
             session["group_type"] = self.group_type
 
-    def _share_sessions(self, events: list[dict[str, Any]]) -> None:
+    def _share_sessions(self, events: list[TimelineEvent]) -> None:
         """A share group's members, from its coordinator's joins, leaves and fences: sessions, and nothing else."""
         for event in events:
             member = event.get("member_id")
@@ -128,13 +129,13 @@ class Timeline:
                 self.state.leave(member, event["event_ts"], "expired")
 
 
-def is_share_group(events: list[dict[str, Any]]) -> bool:
+def is_share_group(events: list[TimelineEvent]) -> bool:
     """A share group (KIP-932) hands records out to its members one by one: a member joining or leaving never stops
     the others, so nothing in its history is a rebalance. Any share-group line marks one (its fence wording is the
     consumer groups' own, so the group's other lines must tell)."""
     return any(str(e.get("event_type") or "").startswith("share_") for e in events)
 
 
-def reconstruct_group(group_id: str, events: list[dict[str, Any]], rules: Rules | None = None) -> list[dict[str, Any]]:
+def reconstruct_group(group_id: str, events: list[TimelineEvent], rules: Rules | None = None) -> list[dict[str, Any]]:
     """The rebalances of one group (rows shaped like gold_rebalances, evidence as `evidence_json`)."""
     return Timeline(group_id, events, rules).rebalances

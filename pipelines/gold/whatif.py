@@ -30,6 +30,7 @@ import pandas as pd
 
 from pipelines.gold.churn import Starts
 from pipelines.gold.context import GroupContext
+from pipelines.gold.records import TimelineEvent
 from pipelines.gold.replay_state import Rules, secs, stable_id
 from pipelines.gold.rulebook import window
 from pipelines.gold.whatif_changes import (
@@ -67,7 +68,7 @@ class WhatIf:
     """The what-if of one group: its rebalances (gold_rebalances rows, time order), churn rows, events and context."""
 
     def __init__(self, group_id: str, rebalances: list[dict[str, Any]], churn: list[dict[str, Any]],
-                 events: list[dict[str, Any]], ctx: GroupContext, *, rules: Rules) -> None:
+                 events: list[TimelineEvent], ctx: GroupContext, *, rules: Rules) -> None:
         self.group_id = group_id
         self._starts = Starts.of(rebalances)
         self.rebalances = self._starts.rows
@@ -76,10 +77,11 @@ class WhatIf:
         self.rules = rules
         self.gc_pause_min_ms = rules.gc_pause_min_ms
         self.defaults = {**DEFAULTS, "session.timeout.ms": rules.default_session_timeout_ms}
-        self.client_lines: dict[str, list[dict[str, Any]]] = {}
+        self.client_lines: dict[str, list[TimelineEvent]] = {}
         for event in events:
-            if event.get("source_kind") == "client" and event.get("instance"):
-                self.client_lines.setdefault(event["instance"], []).append(event)
+            instance = event.get("instance")
+            if event.get("source_kind") == "client" and instance:
+                self.client_lines.setdefault(instance, []).append(event)
         # The events come in time order, so each process's lines are searched by bisection.
         self._line_ts = {instance: [e["event_ts"] for e in lines] for instance, lines in self.client_lines.items()}
 
@@ -94,7 +96,7 @@ class WhatIf:
         return (int(value), True) if value and value.isdigit() else (self.defaults[name], False)
 
     def _next_line(self, instance: str | None, after: pd.Timestamp, types: Iterable[str] | None = None
-                   ) -> dict[str, Any] | None:
+                   ) -> TimelineEvent | None:
         wanted = None if types is None else set(types)
         lines = self.client_lines.get(instance or "", [])
         for index in range(bisect.bisect_right(self._line_ts.get(instance or "", []), after), len(lines)):
@@ -214,7 +216,7 @@ class WhatIf:
             else:
                 verdicts[r["rebalance_id"]] = _Verdict("unchanged", f"{what}: still beyond {change.ms} ms", gap)
 
-    def _poll_timeout_line(self, instance: str | None, at: pd.Timestamp) -> dict[str, Any] | None:
+    def _poll_timeout_line(self, instance: str | None, at: pd.Timestamp) -> TimelineEvent | None:
         lines = [e for e in self.ctx.poll_timeouts.get(instance or "", ())
                  if at - pd.Timedelta(seconds=self.rules.poll_timeout_window_s) <= e["event_ts"]
                  <= at + pd.Timedelta(seconds=window("poll_line_after_s"))]
