@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pipelines.gold import rules_data
 from pipelines.gold.estate_rules import ESTATE_RULES, ESTATE_WINDOWS
+from pipelines.gold.machines import MOVES
 from pipelines.settings.config import Thresholds
 from pipelines.silver.templates import load_templates
 from schemas.tables import TABLES
@@ -42,6 +43,7 @@ def _other_names() -> set[str]:
     for rule in ESTATE_RULES:  # the estate rules' ids and root kinds (gold_estate_incidents.root_kind)
         names |= {rule.id, rule.root_kind}
     names |= set(ESTATE_WINDOWS)
+    names |= set(MOVES)  # the state machines' moves (pipelines/gold/machines.py)
     return names | set(rules_data.WINDOWS) | set(rules_data.CONFIGURED) | set(Thresholds.model_fields) | set(NOT_EVENTS)
 
 

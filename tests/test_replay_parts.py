@@ -8,9 +8,19 @@ import typing
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from pipelines.gold.client_only import ClientOnlyReplay
 from pipelines.gold.epochs import EpochReplay
+from pipelines.gold.machines import (
+    CLASSIC_MOVES,
+    CLASSIC_TRANSITIONS,
+    CLIENT_ONLY_MOVES,
+    CONSUMER_MOVES,
+    CONSUMER_TRANSITIONS,
+    MOVES,
+    Move,
+)
 from pipelines.gold.records import REPLAY_KEYS, TimelineEvent
 from pipelines.gold.refine import CauseRefinement
 from pipelines.gold.replay_state import ReplayState
@@ -99,3 +109,21 @@ def test_the_typed_event_has_the_timeline_inputs_columns_and_their_types():
     wrong = {name: hints[name] for name, spark_type in columns.items()
              if hints[name] not in (python[spark_type], python[spark_type] | None)}
     assert wrong == {}
+
+
+def test_every_move_leads_to_a_state_its_protocols_machine_can_enter():
+    """The replay records states only through the move tables; each move's state must be one its protocol's legal
+    transitions lead into, and the names mypy checks must be the tables' own."""
+    assert set(MOVES) == set(typing.get_args(Move))
+    assert len(MOVES) == len(CLASSIC_MOVES) + len(CONSUMER_MOVES) + len(CLIENT_ONLY_MOVES)
+    for moves, transitions in ((CLASSIC_MOVES, CLASSIC_TRANSITIONS), (CLIENT_ONLY_MOVES, CLASSIC_TRANSITIONS),
+                               (CONSUMER_MOVES, CONSUMER_TRANSITIONS)):
+        entered = {after for _, after in transitions}
+        assert {move: state for move, state in moves.items() if state not in entered} == {}
+
+
+def test_a_state_no_move_names_cannot_be_recorded():
+    state = ReplayState("g", [])
+    with pytest.raises(KeyError):
+        state.transition(at(0), "Stable", 1, None, event(0, "group_stabilized"))  # type: ignore[arg-type]
+    assert state.transitions == []

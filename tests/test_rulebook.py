@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.gold.explain import explain, rule_steps
+from pipelines.gold.machines import MOVES
 from pipelines.gold.rulebook import DOCS, RULES, decide, docs_text, rule
 from pipelines.gold.rules_data import CONFIGURED, WINDOWS
 from pipelines.gold.timeline import Timeline
@@ -75,7 +76,7 @@ NOT_EVENTS = {"assignment_config_change", "client_chain_s", "client_host", "clie
 
 
 def test_every_event_name_gold_quality_and_alerts_read_is_a_wording_of_the_registry():
-    known = set(event_types()) | {"gc_pause"} | NOT_EVENTS | {r.id for r in RULES}
+    known = set(event_types()) | {"gc_pause"} | NOT_EVENTS | {r.id for r in RULES} | set(MOVES)
     unknown = {}
     folders = [GOLD, ROOT / "pipelines" / "quality", ROOT / "pipelines" / "alerts"]
     for path in sorted(p for folder in folders for p in folder.glob("*.py")):

@@ -149,11 +149,11 @@ class BrokerReplay:
             current.stabilized_at = ts
             current.members_after = self._stabilized_size(event)
             self.state.mark_generation(current.generation_after)
-            self.state.transition(ts, "CompletingRebalance", current.generation_after, current.rebalance_id, event)
+            self.state.transition(ts, "group_stabilized", current.generation_after, current.rebalance_id, event)
         elif kind == "assignment_received" and self.state.current is not None:
             current = self.state.current
             if to_int(event.get("generation")) == current.generation_after:
-                self.state.transition(ts, "Stable", current.generation_after, current.rebalance_id, event)
+                self.state.transition(ts, "assignment_received", current.generation_after, current.rebalance_id, event)
                 self._close(ts, "stabilized")
         elif kind == "group_emptied":
             generation = to_int(event.get("generation"))
@@ -164,9 +164,9 @@ class BrokerReplay:
             for gone in list(self.state.members):
                 self.state.leave(gone, ts, "left")
             self.state.size = 0
-            self.state.transition(ts, "Empty", generation, None, event)
+            self.state.transition(ts, "group_emptied", generation, None, event)
         elif kind == "group_dead":
-            self.state.transition(ts, "Dead", to_int(event.get("generation")), None, event)
+            self.state.transition(ts, "group_dead", to_int(event.get("generation")), None, event)
 
     def _stabilized_size(self, event: TimelineEvent) -> int | None:
         """How many members the generation a `Stabilized` line closes has: the count the line gives (brokers from
@@ -251,7 +251,7 @@ class BrokerReplay:
         elif trigger and verdict.detail == "member_leave":
             self.state.leave(trigger, ts, "left")
             current.left.add(trigger)
-        self.state.transition(ts, "PreparingRebalance", to_int(event.get("generation")), current.rebalance_id, event)
+        self.state.transition(ts, "rebalance_started", to_int(event.get("generation")), current.rebalance_id, event)
 
     def _close(self, ts: pd.Timestamp, outcome: str, *, transition: bool = True) -> None:
         current = self.state.current

@@ -233,14 +233,14 @@ class ClientOnlyReplay:
             return ts if floor is None else max(ts, floor)
 
         generation, rebalance_id = current.generation_after, current.rebalance_id
-        self.state.transition(at(first["event_ts"]), "PreparingRebalance", current.start.get("generation"),
+        self.state.transition(at(first["event_ts"]), "member_rebalancing", current.start.get("generation"),
                               rebalance_id, first)
         if joined_lines and generation is not None:
             last_join = max(joined_lines, key=lambda e: e["event_ts"])
-            self.state.transition(at(last_join["event_ts"]), "CompletingRebalance", generation, rebalance_id, last_join)
+            self.state.transition(at(last_join["event_ts"]), "last_member_joined", generation, rebalance_id, last_join)
             if completed_at is not None:
-                self.state.transition(at(max(completed_at, last_join["event_ts"])), "Stable", generation, rebalance_id,
-                                      last_join)
+                self.state.transition(at(max(completed_at, last_join["event_ts"])), "members_synced", generation,
+                                      rebalance_id, last_join)
         elif completed_at is not None:
             # Seen without any join line: the members' return to a steady state ends it.
-            self.state.transition(at(completed_at), "Stable", None, rebalance_id, first)
+            self.state.transition(at(completed_at), "members_synced", None, rebalance_id, first)

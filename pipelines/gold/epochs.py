@@ -88,7 +88,7 @@ class EpochReplay:
         current = OpenRebalance(stable_id(self.state.group_id, event["event_id"]), event, verdict, None, [],
                                 protocol="consumer", trace=self.state.take_steps(verdict))
         self.state.rebalances.append(rebalance_row(self.state.group_id, current, completed_at=None, outcome="open"))
-        self.state.transition(ts, "Assigning", None, current.rebalance_id, event)
+        self.state.transition(ts, "converted_without_bump", None, current.rebalance_id, event)
 
     def bump(self, event: TimelineEvent) -> None:
         """KIP-848: a consumer group's epoch bump is one rebalance; its cause is the member event just before it."""
@@ -134,17 +134,17 @@ class EpochReplay:
         Empty when the bump left no member."""
         epoch, rebalance_id = current.generation_after, current.rebalance_id
         if outcome == "emptied":
-            self.state.transition(ts, "Empty", epoch, rebalance_id, event)
+            self.state.transition(ts, "epoch_emptied", epoch, rebalance_id, event)
             return
-        self.state.transition(ts, "Assigning", epoch, rebalance_id, event)
+        self.state.transition(ts, "epoch_bumped", epoch, rebalance_id, event)
         targeted = self.state.targets.get(epoch) if epoch is not None else None
         later = [b for b in self.state.bumps if b > ts]
         settled_from = ts
         if targeted is not None and targeted >= ts and (not later or targeted < later[0]):
-            self.state.transition(targeted, "Reconciling", epoch, rebalance_id, event)
+            self.state.transition(targeted, "target_computed", epoch, rebalance_id, event)
             settled_from = targeted
         if outcome == "stabilized" and completed_at is not None:
-            self.state.transition(max(completed_at, settled_from), "Stable", epoch, rebalance_id, event)
+            self.state.transition(max(completed_at, settled_from), "members_reconciled", epoch, rebalance_id, event)
 
     def _epoch_completion(self, current: OpenRebalance, ts: pd.Timestamp) -> tuple[pd.Timestamp | None, str]:
         """When the members reached the epoch's target assignment: their clients' STABLE transitions, else the
@@ -197,9 +197,9 @@ class EpochReplay:
             completed = max(stable) if stable else None
             self.state.rebalances.append(rebalance_row(self.state.group_id, current, completed_at=completed,
                                                        outcome="stabilized" if completed is not None else "open"))
-            self.state.transition(ts, "Reconciling", epoch, current.rebalance_id, event)
+            self.state.transition(ts, "target_computed", epoch, current.rebalance_id, event)
             if completed is not None:
-                self.state.transition(completed, "Stable", epoch, current.rebalance_id, event)
+                self.state.transition(completed, "members_reconciled", epoch, current.rebalance_id, event)
 
 
 # A member of a logged target assignment: `<member id>=MemberAssignment(` (3.8+) or `=Assignment(` (3.6-3.7).

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from pipelines.gold.context import GroupContext
+from pipelines.gold.machines import MOVES, Move
 from pipelines.gold.records import Evidence, TimelineEvent
 from pipelines.gold.rulebook import Verdict, window
 from pipelines.settings.config import Thresholds
@@ -186,6 +187,7 @@ class ReplayState:
             session["last_generation"] = generation
             session["rebalances"] += 1
 
-    def transition(self, ts: pd.Timestamp, state: str, generation: int | None, rebalance_id: str | None,
+    def transition(self, ts: pd.Timestamp, move: Move, generation: int | None, rebalance_id: str | None,
                    event: TimelineEvent) -> None:
-        self.transitions.append((ts, state, generation, rebalance_id, event["event_id"]))
+        """The group enters the state `move` leads to (machines.MOVES) at `ts`, shown by `event`."""
+        self.transitions.append((ts, MOVES[move], generation, rebalance_id, event["event_id"]))
