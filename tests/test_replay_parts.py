@@ -21,9 +21,11 @@ from pipelines.gold.machines import (
     MOVES,
     Move,
 )
-from pipelines.gold.records import REPLAY_KEYS, TimelineEvent
+from pipelines.gold.records import REPLAY_KEYS, RebalanceRow, TimelineEvent
 from pipelines.gold.refine import CauseRefinement
 from pipelines.gold.replay_state import ReplayState
+from pipelines.gold.timeline import Timeline
+from schemas.tables import TABLES
 from schemas.timeline import TIMELINE_INPUT
 from tests.builders import at, client_line, event, gc_pause
 
@@ -127,3 +129,13 @@ def test_a_state_no_move_names_cannot_be_recorded():
     with pytest.raises(KeyError):
         state.transition(at(0), "Stable", 1, None, event(0, "group_stabilized"))  # type: ignore[arg-type]
     assert state.transitions == []
+
+
+def test_the_typed_rebalance_row_is_a_gold_rebalances_row():
+    """`RebalanceRow` holds what the replay writes to gold_rebalances: the table's columns (the evidence as JSON text,
+    the estate incident set later by the estate step) and the replay's two helper keys."""
+    columns = set(TABLES["gold_rebalances"].fieldNames()) - {"evidence", "estate_incident_id"}
+    assert set(typing.get_type_hints(RebalanceRow)) == columns | {"evidence_json", "_linked_to", "_trace"}
+    started = event(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None")
+    [row] = Timeline("g", [started, event(3, "group_stabilized", generation=1, member_count=1)]).rebalances
+    assert set(row) == columns | {"evidence_json"}

@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from pipelines.gold.context import GroupContext
+from pipelines.gold.records import RebalanceRow
 from pipelines.gold.rulebook import BY_ID
 
 
-def cause_alternatives(row: dict[str, Any], ctx: GroupContext, *, has_broker: bool) -> list[dict[str, Any]] | None:
+def cause_alternatives(row: RebalanceRow, ctx: GroupContext, *, has_broker: bool) -> list[dict[str, Any]] | None:
     """The alternatives of one gold_rebalances row (None when its rule leaves none open)."""
     entry = BY_ID.get(row.get("cause_rule") or "")
     if entry is None:

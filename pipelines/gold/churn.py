@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from pipelines.gold.rebalance_index import TAIL_S, Starts, attribute
-from pipelines.gold.records import TimelineEvent
+from pipelines.gold.records import RebalanceRow, TimelineEvent
 from pipelines.gold.replay_state import stable_id
 from pipelines.gold.rulebook import window
 
@@ -237,7 +237,7 @@ def _risk(cycle: _Cycle, failures: list[TimelineEvent], since: pd.Timestamp | No
             "reprocessing_risk": verdict, "_risk_ids": [f["event_id"] for f in near]}
 
 
-def churn_rows(group_id: str, events: list[TimelineEvent], rebalances: list[dict[str, Any]],
+def churn_rows(group_id: str, events: list[TimelineEvent], rebalances: list[RebalanceRow],
                sessions: Iterable[dict[str, Any]] = ()) -> list[dict[str, Any]]:
     """gold_partition_churn rows of one group: per rebalance and member, the partitions revoked, assigned and lost,
     what the member owned before and after, how many of its partitions it kept, and its reprocessing risk.

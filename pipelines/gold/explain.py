@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from pipelines.gold.records import RebalanceRow
 from pipelines.gold.rulebook import RULES, Rule, rule
 from pipelines.gold.rules_data import CONFIGURED, WINDOWS
 from pipelines.gold.timeline import Timeline
@@ -21,7 +22,7 @@ _PATHS = {"broker": ("broker", "any"), "epoch": ("epoch", "any"), "client": ("cl
 _SETTINGS = ("session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms", "group.instance.id")
 
 
-def path_of(row: dict[str, Any], trace: list[tuple[str, bool, str]]) -> str:
+def path_of(row: RebalanceRow, trace: list[tuple[str, bool, str]]) -> str:
     """Which of the replay's paths decided `row`: the path of the first base rule in its trace."""
     for rule_id, _, _ in trace:
         entry = rule(rule_id)
@@ -30,7 +31,7 @@ def path_of(row: dict[str, Any], trace: list[tuple[str, bool, str]]) -> str:
     return "epoch" if row.get("protocol") == "consumer" else "broker"
 
 
-def rule_steps(row: dict[str, Any], trace: list[tuple[str, bool, str]]) -> list[dict[str, Any]]:
+def rule_steps(row: RebalanceRow, trace: list[tuple[str, bool, str]]) -> list[dict[str, Any]]:
     """Every rule of the rebalance's path in the book's order: `decided`, `applied` (then changed by a later rule),
     `not applied` (with why), or `not consulted` (with why it did not arise)."""
     path = path_of(row, trace)
@@ -100,14 +101,14 @@ def member_settings(timeline: Timeline, member: str | None) -> list[dict[str, An
     return rows
 
 
-def evidence_event_ids(row: dict[str, Any]) -> list[str]:
+def evidence_event_ids(row: RebalanceRow) -> list[str]:
     """The ids of the events the rebalance's evidence names (an implied start's id is its member event's)."""
     evidence = row.get("evidence_json") or json.dumps(row.get("evidence") or [])
     ids = [e.get("event_id") for e in json.loads(evidence)]
     return list(dict.fromkeys(str(i).removesuffix(":implied") for i in ids if i))
 
 
-def states_around(timeline: Timeline, row: dict[str, Any], *, around: int = 3) -> list[dict[str, Any]]:
+def states_around(timeline: Timeline, row: RebalanceRow, *, around: int = 3) -> list[dict[str, Any]]:
     """The group's state intervals from a few before the rebalance's first to a few after its last."""
     states = sorted(timeline.states, key=lambda s: s["started_at"])
     mine = [i for i, s in enumerate(states) if s.get("rebalance_id") == row["rebalance_id"]]

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
-from pipelines.gold.records import TimelineEvent
+from pipelines.gold.records import RebalanceRow, TimelineEvent
 from pipelines.gold.replay_state import to_int
 from pipelines.gold.rulebook import confidence
 
@@ -18,7 +17,7 @@ from pipelines.gold.rulebook import confidence
 GAP_CONFIDENCE = confidence("coordinator_log_gap")
 
 
-def broker_generations(broker_rows: list[dict[str, Any]], events: list[TimelineEvent]) -> set[int]:
+def broker_generations(broker_rows: list[RebalanceRow], events: list[TimelineEvent]) -> set[int]:
     """Generations the coordinator's lines account for: those its rebalances made, and the one after each
     `Preparing to rebalance ... with old generation N` (made by that rebalance, even if its end is missing)."""
     known = {g for g in (to_int(r.get("generation_after")) for r in broker_rows) if g is not None}
@@ -35,9 +34,9 @@ def broker_generations(broker_rows: list[dict[str, Any]], events: list[TimelineE
     return known
 
 
-def missing_from_broker(client_rows: list[dict[str, Any]], known: set[int]) -> list[dict[str, Any]]:
+def missing_from_broker(client_rows: list[RebalanceRow], known: set[int]) -> list[RebalanceRow]:
     """The client-only rebalances of generations the coordinator's lines never account for, marked as rebuilt."""
-    out = []
+    out: list[RebalanceRow] = []
     for row in client_rows:
         generation = to_int(row.get("generation_after"))
         if generation is None or generation in known or row.get("protocol") != "classic":
@@ -49,13 +48,13 @@ def missing_from_broker(client_rows: list[dict[str, Any]], known: set[int]) -> l
         # Incidents are assigned again among the group's other rebalances.
         trace = [*row.get("_trace", ()), ("coordinator_log_gap", True, f"generation {generation} is not in the "
                   f"coordinator's log: confidence capped at {GAP_CONFIDENCE:g}")]
-        out.append(dict(row, cause_confidence=min(row["cause_confidence"], GAP_CONFIDENCE),
-                        evidence_json=json.dumps(evidence), incident_id=None, _linked_to=None, _trace=trace))
+        out.append({**row, "cause_confidence": min(row["cause_confidence"], GAP_CONFIDENCE),
+                    "evidence_json": json.dumps(evidence), "incident_id": None, "_linked_to": None, "_trace": trace})
     return out
 
 
-def fill_coordinator_gaps(broker_rows: list[dict[str, Any]], events: list[TimelineEvent],
-                          client_only: Callable[[list[TimelineEvent]], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def fill_coordinator_gaps(broker_rows: list[RebalanceRow], events: list[TimelineEvent],
+                          client_only: Callable[[list[TimelineEvent]], list[RebalanceRow]]) -> list[RebalanceRow]:
     """The rebalances to add to a group's broker-built ones: `client_only` rebuilds rows from the group's client
     events (in time order), of which those of generations the broker never accounts for are kept."""
     if not any(r.get("protocol") == "classic" for r in broker_rows):

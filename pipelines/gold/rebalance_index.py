@@ -6,10 +6,10 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 
+from pipelines.gold.records import RebalanceRow
 from pipelines.gold.replay_state import secs
 from pipelines.gold.rulebook import window
 
@@ -29,21 +29,21 @@ class Starts:
     """One group's rebalances in start order (ties in their given order), searched by time: a cycle finds its
     rebalance by bisection, not by a scan of all of them (a 30-day group has thousands of each)."""
 
-    rows: list[dict[str, Any]]
+    rows: list[RebalanceRow]
     at: list[pd.Timestamp]
 
     @classmethod
-    def of(cls, rebalances: Iterable[dict[str, Any]]) -> Starts:
+    def of(cls, rebalances: Iterable[RebalanceRow]) -> Starts:
         """The index of `rebalances` (rows with `started_at`)."""
         rows = sorted(rebalances, key=lambda r: r["started_at"])
         return cls(rows, [r["started_at"] for r in rows])
 
-    def last_started(self, ts: pd.Timestamp) -> dict[str, Any] | None:
+    def last_started(self, ts: pd.Timestamp) -> RebalanceRow | None:
         """The latest rebalance started at or before `ts` (the first of those that started at the same instant)."""
         before = bisect.bisect_right(self.at, ts)
         return self.rows[bisect.bisect_left(self.at, self.at[before - 1])] if before else None
 
-    def starting_after(self, ts: pd.Timestamp, within_s: float) -> Iterator[dict[str, Any]]:
+    def starting_after(self, ts: pd.Timestamp, within_s: float) -> Iterator[RebalanceRow]:
         """The rebalances started after `ts`, no more than `within_s` seconds after it, in start order."""
         for index in range(bisect.bisect_right(self.at, ts), len(self.rows)):
             if secs(self.at[index] - ts) > within_s:
@@ -62,7 +62,8 @@ def attribute(ts: pd.Timestamp, assigned: bool, rebalances: Starts, *, instance:
     last = rebalances.last_started(ts)
     under_way = last is not None and (last["completed_at"] is None or last["completed_at"] >= ts)
     if assigned:
-        recent = last is not None and (under_way or secs(ts - last["completed_at"]) <= TAIL_S)
+        ended = last["completed_at"] if last is not None else None
+        recent = under_way or (ended is not None and secs(ts - ended) <= TAIL_S)
         return str(last["rebalance_id"]) if last is not None and recent else None
     if last is not None and under_way:
         return str(last["rebalance_id"])

@@ -1,15 +1,16 @@
-"""The replay's typed records: the events it reads (one row of `schemas.timeline.TIMELINE_INPUT` each) and the
-evidence it cites. Typed so that mypy checks every key the replay reads: a column the input does not carry is an
-error where it is read, not a None at run time.
+"""The replay's typed records: the events it reads (one row of `schemas.timeline.TIMELINE_INPUT` each), the
+evidence it cites and the rebalance rows it makes. Typed so that mypy checks every key the replay reads with `[]`:
+a column the input does not carry is an error where it is read, not a None at run time.
 
-tests/test_replay_parts.py holds `TimelineEvent` to the input schema, column for column.
+tests/test_replay_parts.py holds `TimelineEvent` to the input schema and `RebalanceRow` to gold_rebalances.
 """
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import pandas as pd
+from typing_extensions import NotRequired
 
 
 class TimelineEvent(TypedDict, total=False):
@@ -86,3 +87,41 @@ def gc_pause(event: TimelineEvent) -> GcPause | None:
     if end is None or ms is None or pd.isna(end) or pd.isna(ms):
         return None
     return GcPause(event_id=event["event_id"], event_ts=event["event_ts"], pause_end_ts=end, pause_ms=float(ms))
+
+
+# One rule consulted for a rebalance: the rule book's id, whether it applied, and what it found (or why not).
+Step = tuple[str, bool, str]
+
+
+class RebalanceRow(TypedDict):
+    """A gold_rebalances row as the replay makes it: the table's columns but `estate_incident_id` (the estate step
+    sets it), the evidence as JSON text, and the replay's own helper keys, dropped before the row is stored."""
+
+    rebalance_id: str
+    group_id: str
+    protocol: str
+    coordinator: str | None
+    generation_before: int | None
+    generation_after: int | None
+    started_at: pd.Timestamp
+    completed_at: pd.Timestamp | None
+    duration_ms: int | None
+    outcome: str
+    members_before: int | None
+    members_after: int | None
+    members_joined: int
+    members_left: int
+    trigger_member_id: str | None
+    cause: str
+    cause_detail: str | None
+    cause_confidence: float
+    evidence_json: str
+    incident_id: str | None
+    cause_rule: str
+    # Set once the group's replay is over (timeline.Timeline._finish).
+    group_type: NotRequired[str]
+    cause_alternatives: NotRequired[list[dict[str, Any]] | None]
+    # The rebalance whose cause this one carries on (a rejoin, a cooperative follow-up): assign_incidents reads it.
+    _linked_to: NotRequired[str | None]
+    # The rules consulted, kept while tracing (`rebalance explain`).
+    _trace: NotRequired[list[Step]]

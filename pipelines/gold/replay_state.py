@@ -16,7 +16,7 @@ import pandas as pd
 
 from pipelines.gold.context import GroupContext
 from pipelines.gold.machines import MOVES, Move
-from pipelines.gold.records import Evidence, TimelineEvent
+from pipelines.gold.records import Evidence, RebalanceRow, Step, TimelineEvent
 from pipelines.gold.rulebook import Verdict, window
 from pipelines.settings.config import Thresholds
 
@@ -32,8 +32,6 @@ Transition = tuple[pd.Timestamp, str, int | None, str | None, str]
 
 # The configured thresholds are the replay's rules' settings: declared once, in pipelines.settings.config.Thresholds.
 Rules = Thresholds
-# One rule consulted for a rebalance: the rule book's id, whether it applied, and what it found (or why not).
-Step = tuple[str, bool, str]
 
 
 @dataclass
@@ -93,7 +91,7 @@ class ReplayState:
         self.tracing = trace
         self.steps: list[Step] = []
         self.ctx = GroupContext.build(events)
-        self.rebalances: list[dict[str, Any]] = []
+        self.rebalances: list[RebalanceRow] = []
         self.states: list[dict[str, Any]] = []
         self.sessions: dict[str, dict[str, Any]] = {}
         self.members: set[str] = set()

@@ -8,11 +8,12 @@ from typing import Any
 
 import pandas as pd
 
+from pipelines.gold.records import RebalanceRow
 from pipelines.gold.replay_state import OpenRebalance, Transition, secs, stable_id, to_int
 
 
 def rebalance_row(group_id: str, current: OpenRebalance, *, completed_at: pd.Timestamp | None,
-                  outcome: str) -> dict[str, Any]:
+                  outcome: str) -> RebalanceRow:
     """The gold_rebalances row of `current`, ended at `completed_at` (None while open) with `outcome`; `incident_id`
     is set later by `assign_incidents`, which also drops the `_linked_to` helper column."""
     start, verdict = current.start, current.verdict
@@ -39,10 +40,10 @@ def rebalance_row(group_id: str, current: OpenRebalance, *, completed_at: pd.Tim
     }
 
 
-def assign_incidents(rebalances: list[dict[str, Any]], *, gap_s: float) -> None:
+def assign_incidents(rebalances: list[RebalanceRow], *, gap_s: float) -> None:
     """Set `incident_id` on each row in place: a rejoin joins the incident of the removal it returns from, a
     rebalance starting within `gap_s` of the previous one's end joins its incident, any other opens its own."""
-    by_id: dict[str, dict[str, Any]] = {}
+    by_id: dict[str, RebalanceRow] = {}
     previous = None
     for row in sorted(rebalances, key=lambda r: r["started_at"]):
         linked = by_id.get(row.pop("_linked_to") or "")
@@ -58,7 +59,7 @@ def assign_incidents(rebalances: list[dict[str, Any]], *, gap_s: float) -> None:
         previous = row
 
 
-def state_rows(group_id: str, transitions: list[Transition], rebalances: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def state_rows(group_id: str, transitions: list[Transition], rebalances: list[RebalanceRow]) -> list[dict[str, Any]]:
     """gold_group_states rows: one interval per transition, ended by the next one (the last stays open)."""
     states = []
     transitions = sorted(transitions, key=lambda t: t[0])
@@ -68,9 +69,10 @@ def state_rows(group_id: str, transitions: list[Transition], rebalances: list[di
     coordinator = protocol = None
     for index, (ts, state, generation, rebalance_id, event_id) in enumerate(transitions):
         ended = transitions[index + 1][0] if index + 1 < len(transitions) else None
-        rebalance = by_id.get(rebalance_id or "", {})
-        coordinator = rebalance.get("coordinator") or coordinator
-        protocol = rebalance.get("protocol") or protocol
+        rebalance = by_id.get(rebalance_id or "")
+        if rebalance is not None:
+            coordinator = rebalance["coordinator"] or coordinator
+            protocol = rebalance["protocol"] or protocol
         states.append({
             "state_id": stable_id(group_id, event_id, state), "group_id": group_id, "state": state,
             "generation": generation, "coordinator": coordinator, "started_at": ts, "ended_at": ended,

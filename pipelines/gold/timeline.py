@@ -19,9 +19,9 @@ from pipelines.gold.client_only import ClientOnlyReplay
 from pipelines.gold.epochs import EpochReplay
 from pipelines.gold.gaps import fill_coordinator_gaps
 from pipelines.gold.kinds import client_kind_of, client_kinds, group_type
-from pipelines.gold.records import TimelineEvent
+from pipelines.gold.records import RebalanceRow, Step, TimelineEvent
 from pipelines.gold.refine import CauseRefinement
-from pipelines.gold.replay_state import ReplayState, Rules, Step, stable_id
+from pipelines.gold.replay_state import ReplayState, Rules, stable_id
 from pipelines.gold.rows import assign_incidents, rebalance_row, state_rows
 from pipelines.gold.whatif import WhatIf, whatif_rows
 
@@ -62,7 +62,7 @@ class Timeline:
         self._finish()
 
     @property
-    def rebalances(self) -> list[dict[str, Any]]:
+    def rebalances(self) -> list[RebalanceRow]:
         """gold_rebalances rows of the group."""
         return self.state.rebalances
 
@@ -99,10 +99,10 @@ class Timeline:
         self.whatif = whatif_rows(self.what_if())
         self._label_sessions()
 
-    def _client_only_rows(self, clients: list[TimelineEvent]) -> list[dict[str, Any]]:
+    def _client_only_rows(self, clients: list[TimelineEvent]) -> list[RebalanceRow]:
         """The group's rebalances rebuilt from its members' lines alone, each with its trace (`_trace`)."""
         rebuilt = Timeline(self.group_id, clients, self.rules, trace=self.tracing)
-        return [dict(row, _trace=rebuilt.traces.get(row["rebalance_id"], [])) for row in rebuilt.rebalances]
+        return [{**row, "_trace": rebuilt.traces.get(row["rebalance_id"], [])} for row in rebuilt.rebalances]
 
     def what_if(self) -> WhatIf:
         """The group's history, ready to be weighed under changed settings (pipelines/gold/whatif.py)."""
@@ -136,6 +136,6 @@ def is_share_group(events: list[TimelineEvent]) -> bool:
     return any(str(e.get("event_type") or "").startswith("share_") for e in events)
 
 
-def reconstruct_group(group_id: str, events: list[TimelineEvent], rules: Rules | None = None) -> list[dict[str, Any]]:
+def reconstruct_group(group_id: str, events: list[TimelineEvent], rules: Rules | None = None) -> list[RebalanceRow]:
     """The rebalances of one group (rows shaped like gold_rebalances, evidence as `evidence_json`)."""
     return Timeline(group_id, events, rules).rebalances

@@ -30,7 +30,7 @@ import pandas as pd
 
 from pipelines.gold.churn import Starts
 from pipelines.gold.context import GroupContext
-from pipelines.gold.records import TimelineEvent
+from pipelines.gold.records import RebalanceRow, TimelineEvent
 from pipelines.gold.replay_state import Rules, secs, stable_id
 from pipelines.gold.rulebook import window
 from pipelines.gold.whatif_changes import (
@@ -67,7 +67,7 @@ class _Verdict:
 class WhatIf:
     """The what-if of one group: its rebalances (gold_rebalances rows, time order), churn rows, events and context."""
 
-    def __init__(self, group_id: str, rebalances: list[dict[str, Any]], churn: list[dict[str, Any]],
+    def __init__(self, group_id: str, rebalances: list[RebalanceRow], churn: list[dict[str, Any]],
                  events: list[TimelineEvent], ctx: GroupContext, *, rules: Rules) -> None:
         self.group_id = group_id
         self._starts = Starts.of(rebalances)
@@ -87,7 +87,7 @@ class WhatIf:
 
     # ---- what the members did ----
 
-    def _instance(self, rebalance: dict[str, Any]) -> str | None:
+    def _instance(self, rebalance: RebalanceRow) -> str | None:
         return self.ctx.instance_of(rebalance.get("trigger_member_id"))
 
     def _setting(self, instance: str | None, name: str) -> tuple[int, bool]:
@@ -104,7 +104,7 @@ class WhatIf:
                 return lines[index]
         return None
 
-    def _rejoin_of(self, removal: dict[str, Any]) -> dict[str, Any] | None:
+    def _rejoin_of(self, removal: RebalanceRow) -> RebalanceRow | None:
         """The rebalance in which a removed member's process joined again (detail `rejoin`, or the next join from
         its process), within RETURN_S."""
         instance = self._instance(removal)
@@ -138,7 +138,7 @@ class WhatIf:
             })
         return rows
 
-    def _avoid_with_rejoin(self, removal: dict[str, Any], verdict: _Verdict, verdicts: dict[str, _Verdict]) -> None:
+    def _avoid_with_rejoin(self, removal: RebalanceRow, verdict: _Verdict, verdicts: dict[str, _Verdict]) -> None:
         verdicts[removal["rebalance_id"]] = verdict
         rejoin = self._rejoin_of(removal)
         if rejoin is not None and rejoin.get("cause_detail") == "rejoin":
