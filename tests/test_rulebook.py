@@ -16,7 +16,7 @@ from pipelines.gold.rules_data import CONFIGURED, WINDOWS
 from pipelines.gold.timeline import Timeline
 from pipelines.quality.rules import event_types
 from pipelines.settings.config import Thresholds
-from tests.builders import at, client_line, event, gc_pause
+from tests.builders import at, client_config, client_line, event, gc_pause
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / "pipelines" / "gold"
@@ -124,6 +124,19 @@ def test_a_traced_replay_names_its_deciding_rule_and_follows_the_book():
     assert [s["rule"] for s in decided] == ["expiry_during_gc_pause"]
     assert {t["name"] for t in found["thresholds"]} == {"heartbeat_tolerance_s", "gc_pause_min_ms"}
     assert events[3]["event_type"] == "gc_pause" and events[3]["event_id"] in found["event_ids"]
+
+
+def test_the_thresholds_listed_are_the_ones_used_a_logged_heartbeat_interval_included():
+    """A member whose process logged its ConsumerConfig is judged by its own heartbeat interval, not by the
+    configured tolerance: explain must list the one the rule used, and where it came from."""
+    events = [client_config("app-1", -90, **{"heartbeat.interval.ms": "5000"}), *gc_expiry_events()]
+    timeline = Timeline("g", sorted(events, key=lambda e: e["event_ts"]), trace=True)
+    [row] = [r for r in timeline.rebalances if r["cause"] == "gc_pause"]
+    found = explain(timeline, row["rebalance_id"], thresholds=Thresholds(), configured=set())
+    tolerance = next(t for t in found["thresholds"] if t["name"] == "heartbeat_tolerance_s")
+    assert tolerance["value"] == 5.0
+    assert tolerance["source"].startswith("heartbeat.interval.ms=5000 from the ConsumerConfig app-1 logged")
+    assert "heartbeat.interval.ms=5000" in timeline.traces[row["rebalance_id"]][-1][2]
 
 
 def test_why_not_says_how_far_the_evidence_missed():

@@ -116,12 +116,17 @@ class GroupContext:
                 return next(iter(instances))
         return None
 
+    def logged_heartbeat_ms(self, instance: str | None) -> int | None:
+        """The `heartbeat.interval.ms` the ConsumerConfig of `instance` logged, None when it logged none."""
+        value = self.settings.get(instance or "", {}).get("heartbeat.interval.ms")
+        return int(value) if value and value.isdigit() else None
+
     def heartbeat_tolerance(self, instance: str | None, default_s: float) -> tuple[float, str]:
         """How late a heartbeat may come for `instance`: its own `heartbeat.interval.ms` when its ConsumerConfig
         was logged, else `default_s`; with the words that say which."""
-        value = self.settings.get(instance or "", {}).get("heartbeat.interval.ms")
-        if value and value.isdigit():
-            return int(value) / 1000, f"heartbeat.interval.ms={value} from its logged ConsumerConfig"
+        logged = self.logged_heartbeat_ms(instance)
+        if logged is not None:
+            return logged / 1000, f"heartbeat.interval.ms={logged} from its logged ConsumerConfig"
         return default_s, f"the default {default_s:g} s heartbeat tolerance (no ConsumerConfig of its own logged)"
 
     def pause_covering(self, instance: str | None, expiry: pd.Timestamp, *, tolerance_s: float,

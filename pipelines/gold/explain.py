@@ -62,9 +62,11 @@ def _why_not_consulted(entry: Rule, first_base: Rule | None, decided: str | None
     return "the verdict before it does not raise this question"
 
 
-def threshold_rows(steps: list[dict[str, Any]], thresholds: Thresholds,
-                   configured: set[str]) -> list[dict[str, Any]]:
-    """The windows and thresholds of the rules consulted: value, unit and where it came from."""
+def threshold_rows(steps: list[dict[str, Any]], thresholds: Thresholds, configured: set[str], *,
+                   logged_heartbeat: tuple[int, str] | None = None) -> list[dict[str, Any]]:
+    """The windows and thresholds of the rules consulted: value, unit and where it came from. `logged_heartbeat`:
+    the trigger member's logged `heartbeat.interval.ms` and the folder that logged it, which the expiry rules use
+    instead of `heartbeat_tolerance_s`."""
     names: dict[str, None] = {}
     for step in steps:
         if step["status"] != "not consulted":
@@ -72,7 +74,11 @@ def threshold_rows(steps: list[dict[str, Any]], thresholds: Thresholds,
                 names.setdefault(name)
     rows = []
     for name in names:
-        if name in CONFIGURED:
+        if name == "heartbeat_tolerance_s" and logged_heartbeat is not None:
+            ms, instance = logged_heartbeat
+            rows.append({"name": name, "value": ms / 1000, "source": f"heartbeat.interval.ms={ms} from the "
+                         f"ConsumerConfig {instance} logged (it replaces thresholds.heartbeat_tolerance_s)"})
+        elif name in CONFIGURED:
             value = getattr(thresholds, name)
             source = ("the configuration (thresholds." + name + ")" if name in configured
                       else "the default (thresholds." + name + " is not set)")
@@ -137,10 +143,17 @@ def explain(timeline: Timeline, rebalance_id: str, *, thresholds: Thresholds,
         "path": path_of(row, trace),
         "rules": steps,
         "states": states_around(timeline, row),
-        "thresholds": threshold_rows(steps, thresholds, configured),
+        "thresholds": threshold_rows(steps, thresholds, configured, logged_heartbeat=_logged_heartbeat(timeline, row)),
         "member_settings": member_settings(timeline, row.get("trigger_member_id")),
         "event_ids": evidence_event_ids(row),
     }
+
+
+def _logged_heartbeat(timeline: Timeline, row: RebalanceRow) -> tuple[int, str] | None:
+    """The trigger member's logged `heartbeat.interval.ms` and its process folder, None when it logged none."""
+    instance = timeline.ctx.instance_of(row["trigger_member_id"])
+    ms = timeline.ctx.logged_heartbeat_ms(instance)
+    return None if ms is None or instance is None else (ms, instance)
 
 
 def _at(value: Any) -> str:
