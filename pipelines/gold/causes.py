@@ -64,6 +64,7 @@ rebalance timeout is max.poll.interval.ms); no member line at all means the subs
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import pandas as pd
 
@@ -163,12 +164,18 @@ def classify_reason(reason: str | None, client_reason: str | None) -> Verdict | 
     return decide("reason_unrecognised", None, f"broker reason not recognised: {reason}")
 
 
+def _just_before(recent: list[TimelineEvent], ts: pd.Timestamp) -> Iterator[TimelineEvent]:
+    """The coordinator's lines within NEIGHBOUR_S before `ts`, the latest first (`recent` is in time order)."""
+    for event in reversed(recent):
+        if (ts - event["event_ts"]).total_seconds() > NEIGHBOUR_S:
+            return
+        yield event
+
+
 def neighbour_verdict(recent: list[TimelineEvent], ts: pd.Timestamp, generation: int | None) -> Verdict:
     """No reason printed (brokers before 2.1): the member event within NEIGHBOUR_S before the start names the
     trigger (rules neighbour_expired .. no_reason)."""
-    for event in reversed(recent):
-        if (ts - event["event_ts"]).total_seconds() > NEIGHBOUR_S:
-            break
+    for event in _just_before(recent, ts):
         if event["event_type"] == "member_failed":
             return decide("neighbour_expired", event["member_id"],
                           "no reason printed; member expired just before the start")
@@ -191,9 +198,7 @@ def neighbour_verdict(recent: list[TimelineEvent], ts: pd.Timestamp, generation:
 
 def left_line(recent: list[TimelineEvent], member: str | None, ts: pd.Timestamp) -> TimelineEvent | None:
     """Kafka 4.x: the separate `has left group ...; client reason: ...` line of `member` just before `ts`."""
-    for event in reversed(recent):
-        if (ts - event["event_ts"]).total_seconds() > NEIGHBOUR_S:
-            break
+    for event in _just_before(recent, ts):
         if event["event_type"] == "member_left" and event.get("member_id") == member and event.get("client_reason"):
             return event
     return None
