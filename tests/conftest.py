@@ -19,9 +19,9 @@ DATA = Path(__file__).parent / "data"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
-def silver_batch(raw, cfg: Config | None = None):
+def silver_batch(raw, cfg: Config | None = None, now=None):
     """The pipeline's one bronze-to-silver build over raw lines, as the ingest stream runs it (batch 0, nothing
-    ingested before)."""
+    ingested before), stamped `now` (a timestamp column; the current time when None)."""
     from pyspark.sql import functions as F
 
     from pipelines.settings.sources import resolve_sources
@@ -31,7 +31,7 @@ def silver_batch(raw, cfg: Config | None = None):
 
     cfg = cfg or load_config()
     return build_silver(raw, resolve_sources(cfg), existing_files=lake.empty(raw.sparkSession, "bronze_files"),
-                        batch_id=0, now=F.current_timestamp(), hash_salt=hash_salt(cfg))
+                        batch_id=0, now=F.current_timestamp() if now is None else now, hash_salt=hash_salt(cfg))
 
 
 def parse_with(bronze, cfg: Config | None = None):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
@@ -39,7 +41,7 @@ def _compiled_classes(spark) -> int:
 
 
 def test_a_second_batch_reuses_the_code_the_first_compiled(spark, tmp_path):
-    # One silver build generates about 124 classes; with Spark's default cache of 100 sources each batch evicted the
+    # One silver build generates about 150 classes; with Spark's default cache of 100 sources each batch evicted the
     # classes of the one before and compiled them all again (102-124 per repeat, measured).
     broker, consumer = tmp_path / "broker-1", tmp_path / "app-0"
     broker.mkdir()
@@ -53,15 +55,21 @@ def test_a_second_batch_reuses_the_code_the_first_compiled(spark, tmp_path):
         "[2026-11-20T08:00:00.500+0000][info][gc] GC(7) Pause Young (Normal) (G1 Evacuation Pause) "
         "24M->4M(256M) 812.345ms\n")
     raw = inputs.read_files(spark, sorted(p for d in (broker, consumer) for p in d.iterdir()))
+    # A batch's own time is a literal Spark writes into the code of the stages that stamp it (4 classes a batch,
+    # measured): one time for both builds keeps that apart from what the cache decides.
+    stamp = F.lit(datetime(2026, 11, 20, 8, 5))
     with compiled_code(spark, True):  # the session interprets small work; a large ingest batch is compiled
         first = _compiled_classes(spark)
-        silver_batch(raw).unpersist()
+        silver_batch(raw, now=stamp).unpersist()
         before = _compiled_classes(spark)
-        again = silver_batch(raw)
+        again = silver_batch(raw, now=stamp)
         assert again.parsed.filter("disposition = 'gc_pause'").count() == 1
         again.unpersist()
-    assert before > first  # the first build did compile its code
-    assert _compiled_classes(spark) - before <= 10
+    compiled_first, compiled_again = before - first, _compiled_classes(spark) - before
+    assert compiled_first > 100  # the first build did compile its code
+    # A repeat still compiles a few stages the first plan numbered differently (4 of 151 run alone; with each
+    # build's own time, 6 alone and 12 after other tests); an evicting cache compiles nearly all of them again.
+    assert compiled_again <= compiled_first // 10, (compiled_first, compiled_again)
 
 
 def test_a_compiled_silver_build_fits_the_jvm_method_limit(spark, tmp_path):
