@@ -14,7 +14,13 @@ from pathlib import Path
 
 import pyspark
 
-from pipelines.session.spark import CODEGEN_CACHE_ENTRIES, LOCAL_LISTING_PATHS, LOG4J_CONFIG, delta_jars
+from pipelines.session.spark import (
+    CODEGEN_CACHE_ENTRIES,
+    LOCAL_LISTING_PATHS,
+    LOCAL_PAGE_SIZE,
+    LOG4J_CONFIG,
+    delta_jars,
+)
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 PR_SET_PDEATHSIG = 1
@@ -86,6 +92,7 @@ def start(workdir: Path, *, python_path: Path) -> ConnectServer:
         "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile={LOG4J_CONFIG} -XX:-DontCompileHugeMethods",
         "spark.sql.warehouse.dir": str(workdir / "warehouse"),
         "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
+        "spark.buffer.pageSize": LOCAL_PAGE_SIZE,
         "spark.sql.sources.parallelPartitionDiscovery.threshold": str(LOCAL_LISTING_PATHS),
     }
     command = [str(spark_submit), "--class", SERVER_CLASS, "--name", "rebalance-connect-tests"]

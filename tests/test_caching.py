@@ -151,3 +151,16 @@ def test_the_files_of_a_batch_come_from_its_own_log_entry_or_the_compacted_one(t
     assert inputs.landing_batch_files(cfg, 9) == ["file:///landing/b-9/server.log"] * 2
     assert inputs.landing_batch_files(cfg, 10) == ["file:///landing/b-10/server.log"]
     assert inputs.landing_batch_files(cfg, 11) is None
+
+
+def test_a_local_session_takes_memory_in_pages_g1_allocates_as_ordinary_objects(spark):
+    # Spark's own page size here would be 64 MB: every small sort or aggregation took one, each a "humongous"
+    # allocation that started a concurrent marking of the heap.
+    jvm = spark._jvm
+    page = jvm.org.apache.spark.SparkEnv.get().memoryManager().pageSizeBytes()
+    bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    region = int(bean.getVMOption("G1HeapRegionSize").getValue())
+    assert bean.getVMOption("UseG1GC").getValue() == "true"
+    # An object of half a region or more is humongous; a page is a long[] with a 16-byte header.
+    assert 0 < page + 16 < region // 2, (page, region)
