@@ -841,6 +841,36 @@ def test_a_connect_leader_rejoin_names_the_connector_change_that_caused_it():
     assert reconstruct_group("g", events(False))[-1]["cause_detail"] == "leader_rejoin"
 
 
+def test_client_only_a_start_that_met_no_usable_coordinator_is_a_join_with_the_move_left_open():
+    """A process on its way into the group that is told NOT_COORDINATOR, or marks its coordinator dead, may be meeting
+    a new cluster or an offsets topic still loading (its start), or a coordinator that had just moved: the client's
+    lines cannot tell them apart, so the join decides and the coordinator change stays open until the coordinator's
+    log is read. A member that had joined before and then loses its coordinator is a coordinator change."""
+    def start(*lost: dict) -> list[dict]:
+        return [client_line(0, "client_coordinator_discovered", "kafka-python-1"), *lost,
+                client_line(0.3, "client_coordinator_discovered", "kafka-python-1"),
+                client_line(1, "client_joined", "kafka-python-1", generation=1, member_id="kp-1-a")]
+
+    for lost in (client_line(0.1, "client_coordinator_lost", "kafka-python-1",
+                             reason="[Error 16] NotCoordinatorForGroupError"),
+                 client_line(0.1, "client_join_failed", "kafka-python-1",
+                             message="JoinGroup failed: This is not the correct coordinator.")):
+        rows = reconstruct_group("g", start(lost))
+        assert [(r["cause"], r["cause_detail"], r["cause_rule"]) for r in rows] == [
+            ("membership_change", "member_join", "client_start_without_coordinator")], rows
+        open_ = {a["cause"]: a["decided_by"] for a in rows[0]["cause_alternatives"]}
+        assert open_["coordinator_change"].startswith("broker log: `Loading group metadata`"), open_
+    # The same start without the loss: a plain first join, the move is no alternative.
+    plain = reconstruct_group("g", start())
+    assert [r["cause_rule"] for r in plain] == ["client_new_member"]
+    assert "coordinator_change" not in {a["cause"] for a in plain[0]["cause_alternatives"] or []}
+    # Lost after its first join: the coordinator moved.
+    later = [*start(), client_line(600, "client_coordinator_lost", "kafka-python-1",
+                                   reason="[Error 16] NotCoordinatorForGroupError"),
+             client_line(601, "client_joined", "kafka-python-1", generation=2, member_id="kp-1-a")]
+    assert reconstruct_group("g", later)[-1]["cause"] == "coordinator_change"
+
+
 def test_client_only_a_starting_processs_metadata_rejoin_is_its_first_join():
     """librdkafka asks to rejoin "from metadata change" when the first metadata of a new subscription arrives: for a
     process that has just subscribed and was never assigned, that is its way into the group, not a change of the

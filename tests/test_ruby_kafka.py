@@ -12,7 +12,7 @@ import datetime as dt
 import pytest
 
 from pipelines.bronze.prefilter import PREFILTER_LITERALS
-from pipelines.gold.client_causes import _COORDINATOR_GONE, _EXPIRED
+from pipelines.gold.client_signs import COORDINATOR_GONE, EXPIRED
 from pipelines.gold.kinds import client_kinds
 from pipelines.silver.templates import load_rows
 from tests.conftest import parse_file_lines
@@ -101,7 +101,7 @@ def test_a_ruby_kafka_process_is_told_by_its_lines():
     ("Kafka::RebalanceInProgress", False, False),
 ])
 def test_the_error_classes_it_logs_read_as_the_cause_rules_signs(reason, expired, coordinator_gone):
-    assert (bool(_EXPIRED.search(reason)), bool(_COORDINATOR_GONE.search(reason))) == (expired, coordinator_gone)
+    assert (bool(EXPIRED.search(reason)), bool(COORDINATOR_GONE.search(reason))) == (expired, coordinator_gone)
 
 
 def test_each_wording_passes_the_bronze_prefilter_in_its_bare_form():

@@ -7,53 +7,27 @@ See pipelines/gold/causes.py for the wordings each rule reads and docs/causes.md
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pipelines.gold.causes import CLIENT_REASONS
+from pipelines.gold.client_signs import (
+    COORDINATOR_LOST,
+    EXPIRED,
+    EXPIRY_ANSWERS,
+    NEW_MEMBER_SIGNS,
+    POLL_TIMEOUT,
+    POLL_TIMEOUT_EVENTS,
+    coordinator_gone,
+    said,
+)
 from pipelines.gold.member_states import committed_after_removal
 from pipelines.gold.records import TimelineEvent
 from pipelines.gold.rulebook import Verdict, decide
 
-_POLL_TIMEOUT = re.compile(r"poll timeout has expired|maximum poll interval .* exceeded", re.I)
-_POLL_TIMEOUT_EVENTS = ("client_poll_timeout", "connect_poll_timeout")
-_COORDINATOR_LOST = ("client_coordinator_lost",)
-# The lines that carry the coordinator's answer to a member (its error, also in a refused commit) or the member's own
-# view of its session.
-_EXPIRY_ANSWERS = ("client_heartbeat_failed", "client_join_failed", "client_sync_failed", "client_fenced",
-                   "client_coordinator_lost", "client_rejoin_requested", "client_generation_reset",
-                   "client_rebalance_failed", "client_commit_failed")
-# What a member hears when the coordinator no longer knows it: its session expired there (Java's UNKNOWN_MEMBER_ID
-# and `member id ... is not valid`, librdkafka's `Broker: Unknown member`, kafka-python's and aiokafka's `local
-# member_id was not recognized`), or what it sees itself when its own
-# session runs out (librdkafka's SESSTMOUT, the Java client's `session timed out without receiving a heartbeat
-# response`).
-_EXPIRED = re.compile(r"UNKNOWN_MEMBER_ID|unknown member|UnknownMemberId|member id .* is not valid"
-                      r"|is not aware of this member|session timed out|member_id was not recognized"
-                      # Sarama's and kafka-go's texts of UNKNOWN_MEMBER_ID (wordings/client_errors.yml).
-                      r"|member is not known in the current generation|member id is not in the current generation",
-                      re.I)
-# What a member hears when its coordinator moved or is gone: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE (Java's
-# message `The coordinator is not available.` too, as a DEBUG `SyncGroup failed: ..` prints it), a load.
-_COORDINATOR_GONE = re.compile(r"NOT_COORDINATOR|not coordinator|not the correct coordinator|NotCoordinator"
-                               r"|COORDINATOR_NOT_AVAILABLE|coordinator (?:is )?not available"
-                               r"|coordinator load in progress"
-                               # The same errors as Sarama's and kafka-go's texts word them.
-                               r"|not coordinated by this broker"
-                               r"|still loading offsets after a leader change|group load in progress"
-                               r"|offset's topic has not yet been created"
-                               # brod: its error atoms before 3.0 (`GroupCoordinatorNotAvailable`) and the loss of
-                               # the member's own connection to its coordinator (`{connection_down, Reason}`).
-                               r"|CoordinatorNotAvailable|connection_down", re.I)
-_NEW_MEMBER_SIGNS = re.compile(r"need to re-join with the given member-id", re.I)
 # What a verdict from members' lines alone cannot see, said in its explanation.
 _MISSING = "; the coordinator's log is missing, so its own reason is unknown"
-
-
-def _said(event: TimelineEvent) -> str:
-    return " ".join(str(event.get(k) or "") for k in ("error", "reason", "message"))
 
 
 def _who(event: TimelineEvent) -> str:
@@ -86,10 +60,10 @@ def _polled_out(signs: Signs) -> Found | None:
 def _expired(signs: Signs) -> Found | None:
     for event in signs.lines:
         if event["event_type"] == "client_session_timeout" or (
-                event["event_type"] in _EXPIRY_ANSWERS and _EXPIRED.search(_said(event))):
+                event["event_type"] in EXPIRY_ANSWERS and EXPIRED.search(said(event))):
             return decide("client_session_expired", event.get("_member"),
                           f"client log only: {_who(event)} was no longer a member when it next reached the "
-                          f"coordinator ({_said(event).strip()[:160]}): its session had expired" + _MISSING), event
+                          f"coordinator ({said(event).strip()[:160]}): its session had expired" + _MISSING), event
     return None
 
 
@@ -97,10 +71,10 @@ def _coordinator_moved(signs: Signs) -> Found | None:
     for event in signs.lines:
         if _process(event) in signs.starting:
             continue
-        if event["event_type"] in _EXPIRY_ANSWERS and _COORDINATOR_GONE.search(_said(event)):
+        if coordinator_gone(event):
             return decide("client_coordinator_moved", event.get("_member"),
                           f"client log only: {_who(event)} was told its coordinator had moved or was unavailable "
-                          f"({_said(event).strip()[:160]})" + _MISSING), event
+                          f"({said(event).strip()[:160]})" + _MISSING), event
     return None
 
 
@@ -128,10 +102,25 @@ def _rejoin_reason(signs: Signs) -> Found | None:
 
 def _lost_coordinator(signs: Signs) -> Found | None:
     for event in signs.lines:
-        if event["event_type"] in _COORDINATOR_LOST and _process(event) not in signs.starting:
+        if event["event_type"] in COORDINATOR_LOST and _process(event) not in signs.starting:
             return decide("client_lost_coordinator", event.get("_member"),
                           f"client log only: {_who(event)} lost its group coordinator "
                           f"({event.get('reason') or 'marked dead'}) and rejoined"), event
+    return None
+
+
+def _start_without_coordinator(signs: Signs) -> Found | None:
+    """A new process that lost or could not find its coordinator on its way in: a cluster or offsets topic still
+    loading looks the same from the client as a coordinator that moved, so the join decides and the move stays
+    open until the coordinator's log is read."""
+    if not signs.newcomers:
+        return None
+    for event in signs.lines:
+        if (event["event_type"] in COORDINATOR_LOST or coordinator_gone(event)) and _process(event) in signs.starting:
+            return decide("client_start_without_coordinator", event.get("_member"),
+                          f"client log only: {_who(event)} started and, on its way into the group, lost or could "
+                          f"not reach its coordinator ({said(event).strip()[:160] or 'marked dead'})" + _MISSING,
+                          ), event
     return None
 
 
@@ -197,6 +186,7 @@ CLIENT_RULES: tuple[tuple[str, Callable[[Signs], Found | None]], ...] = (
     ("client_coordinator_moved", _coordinator_moved),
     ("client_rejoin_reason", _rejoin_reason),
     ("client_lost_coordinator", _lost_coordinator),
+    ("client_start_without_coordinator", _start_without_coordinator),
     ("client_unjoined_start", _unjoined_start),
     ("client_new_member", _new_member),
     ("client_lone_leave", lambda s: _left(s, alone=True)),
@@ -232,9 +222,9 @@ def classify_client_signs(lines: list[TimelineEvent], newcomers: list[TimelineEv
 
 
 def _is_poll_timeout(event: TimelineEvent) -> bool:
-    return event["event_type"] in _POLL_TIMEOUT_EVENTS or (
+    return event["event_type"] in POLL_TIMEOUT_EVENTS or (
         event["event_type"] in ("client_leaving", "client_generation_reset")
-        and bool(_POLL_TIMEOUT.search(event.get("reason") or "")))
+        and bool(POLL_TIMEOUT.search(event.get("reason") or "")))
 
 
 def _process(event: TimelineEvent) -> tuple[Any, Any]:
@@ -247,9 +237,9 @@ def _before_own_close(signs: list[TimelineEvent]) -> list[TimelineEvent]:
     nothing about the coordinator."""
     closed: dict[tuple[Any, Any], Any] = {}
     for event in signs:
-        if event["event_type"] == "client_leaving" and not _POLL_TIMEOUT.search(event.get("reason") or ""):
+        if event["event_type"] == "client_leaving" and not POLL_TIMEOUT.search(event.get("reason") or ""):
             closed.setdefault(_process(event), event["event_ts"])
-    return [e for e in signs if not (e["event_type"] in _COORDINATOR_LOST and _process(e) in closed
+    return [e for e in signs if not (e["event_type"] in COORDINATOR_LOST and _process(e) in closed
                                      and e["event_ts"] >= closed[_process(e)])]
 
 
@@ -261,9 +251,9 @@ def classify_removal(member: str, lines: list[TimelineEvent],
     these did not leave on purpose (a member always logs its LeaveGroup): it crashed or froze and the coordinator
     expired it. None when its log is not here."""
     for event in lines:
-        if event["event_type"] in _POLL_TIMEOUT_EVENTS or (
+        if event["event_type"] in POLL_TIMEOUT_EVENTS or (
             event["event_type"] in ("client_leaving", "client_generation_reset")
-            and _POLL_TIMEOUT.search(event.get("reason") or "")
+            and POLL_TIMEOUT.search(event.get("reason") or "")
         ):
             return decide("client_removed_poll_timeout", member,
                           f"client log only: {member}, dropped from the assignment, had logged that its consumer "
@@ -273,10 +263,10 @@ def classify_removal(member: str, lines: list[TimelineEvent],
                           f"client log only: {member}, dropped from the assignment, left the group "
                           f"({event.get('reason') or 'LeaveGroup'})" + _MISSING), event
         if event["event_type"] == "client_session_timeout" or (
-                event["event_type"] in _EXPIRY_ANSWERS and _EXPIRED.search(_said(event))):
+                event["event_type"] in EXPIRY_ANSWERS and EXPIRED.search(said(event))):
             return decide("client_removed_expired", member,
                           f"client log only: {member}, dropped from the assignment, was no longer a member when it "
-                          f"next reached the coordinator ({_said(event).strip()[:160]}): its session had expired"
+                          f"next reached the coordinator ({said(event).strip()[:160]}): its session had expired"
                           + _MISSING), event
     if last_line is None:
         return None
@@ -292,4 +282,4 @@ def is_newcomer_sign(event: TimelineEvent) -> bool:
     if event["event_type"] in ("client_subscribed", "client_coordinator_discovered"):
         return True
     return (event["event_type"] == "client_rejoin_requested"
-            and bool(_NEW_MEMBER_SIGNS.search(event.get("reason") or "")))
+            and bool(NEW_MEMBER_SIGNS.search(event.get("reason") or "")))

@@ -1,0 +1,51 @@
+"""The wordings the client-path rules read in a member's lines: what it hears from its coordinator (an expired
+session, a coordinator gone or moved), a poll timeout, the round trip of a new member. The rules themselves are in
+pipelines/gold/client_causes.py."""
+
+from __future__ import annotations
+
+import re
+
+from pipelines.gold.records import TimelineEvent
+
+POLL_TIMEOUT = re.compile(r"poll timeout has expired|maximum poll interval .* exceeded", re.I)
+POLL_TIMEOUT_EVENTS = ("client_poll_timeout", "connect_poll_timeout")
+COORDINATOR_LOST = ("client_coordinator_lost",)
+# The lines that carry the coordinator's answer to a member (its error, also in a refused commit) or the member's own
+# view of its session.
+EXPIRY_ANSWERS = ("client_heartbeat_failed", "client_join_failed", "client_sync_failed", "client_fenced",
+                  "client_coordinator_lost", "client_rejoin_requested", "client_generation_reset",
+                  "client_rebalance_failed", "client_commit_failed")
+# What a member hears when the coordinator no longer knows it: its session expired there (Java's UNKNOWN_MEMBER_ID
+# and `member id ... is not valid`, librdkafka's `Broker: Unknown member`, kafka-python's and aiokafka's `local
+# member_id was not recognized`), or what it sees itself when its own
+# session runs out (librdkafka's SESSTMOUT, the Java client's `session timed out without receiving a heartbeat
+# response`).
+EXPIRED = re.compile(r"UNKNOWN_MEMBER_ID|unknown member|UnknownMemberId|member id .* is not valid"
+                     r"|is not aware of this member|session timed out|member_id was not recognized"
+                     # Sarama's and kafka-go's texts of UNKNOWN_MEMBER_ID (wordings/client_errors.yml).
+                     r"|member is not known in the current generation|member id is not in the current generation",
+                     re.I)
+# What a member hears when its coordinator moved or is gone: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE (Java's
+# message `The coordinator is not available.` too, as a DEBUG `SyncGroup failed: ..` prints it), a load.
+COORDINATOR_GONE = re.compile(r"NOT_COORDINATOR|not coordinator|not the correct coordinator|NotCoordinator"
+                              r"|COORDINATOR_NOT_AVAILABLE|coordinator (?:is )?not available"
+                              r"|coordinator load in progress"
+                              # The same errors as Sarama's and kafka-go's texts word them.
+                              r"|not coordinated by this broker"
+                              r"|still loading offsets after a leader change|group load in progress"
+                              r"|offset's topic has not yet been created"
+                              # brod: its error atoms before 3.0 (`GroupCoordinatorNotAvailable`) and the loss of
+                              # the member's own connection to its coordinator (`{connection_down, Reason}`).
+                              r"|CoordinatorNotAvailable|connection_down", re.I)
+NEW_MEMBER_SIGNS = re.compile(r"need to re-join with the given member-id", re.I)
+
+
+def said(event: TimelineEvent) -> str:
+    """What a member's line says: its error, reason and message."""
+    return " ".join(str(event.get(k) or "") for k in ("error", "reason", "message"))
+
+
+def coordinator_gone(event: TimelineEvent) -> bool:
+    """Whether a member was told its coordinator moved or is not available (NOT_COORDINATOR and its kin)."""
+    return event["event_type"] in EXPIRY_ANSWERS and bool(COORDINATOR_GONE.search(said(event)))
