@@ -2,7 +2,8 @@
 rules of the rule book, as an ordered list of predicates over the members' lines (`CLIENT_RULES`). The first that
 applies decides; each one consulted leaves a step in the trace when one is kept.
 
-See pipelines/gold/causes.py for the wordings each rule reads and docs/causes.md for the rules themselves.
+See pipelines/gold/client_signs.py (and pipelines/gold/causes.py for the rejoin reasons) for the wordings each rule
+reads, and docs/causes.md for the rules themselves.
 """
 
 from __future__ import annotations
