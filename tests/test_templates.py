@@ -86,7 +86,7 @@ NOT_IN_CATALOG = {
     "k_share_subscribed", "k_release_callback_done", "k_release_callback_failed",
     # The poll-timeout warning by its first sentence only (the advice after it is reworded across releases and
     # pastes); the catalog holds the whole text.
-    "c_poll_timeout_reworded", "k_poll_timeout_reworded",
+    "c_poll_timeout_reworded", "k_poll_timeout_reworded", "c_poll_timeout_2_1_reworded",
     # `Updating assignment with` whose partition lines were cut or laid out otherwise; the catalog holds the record.
     "c_updating_assignment_cut",
     # Read in GroupMetadataManager.java at the 4.0.0 release commit, newer than the catalog's 4.0 snapshot.

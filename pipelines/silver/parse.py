@@ -34,8 +34,9 @@ KAFKA_PREFIX = (
     r"|\[Group Metadata Manager on Broker (\d+)\]: "
     r"|(?:\[[^\]\s|]+\|(?:task-\d+|worker)\] )?"  # Kafka Connect's connector context (`[my-sink|task-0] `)
     # Text extraction (a PDF, an OCR'd screenshot) may lose the blanks and the case inside it: `[ConsumerClientId=`.
-    r"\[(?:Consumer|ShareConsumer|Worker|Schema registry) ?(?:instanceId=([^,\]]*), ?)?[cC]lientId=([^,\]]*), ?"
-    r"groupId=([^\]]*)\] ?"
+    # A paste that elides the group (`[Consumer clientId=xxx] `) keeps the rest of the prefix.
+    r"\[(?:Consumer|ShareConsumer|Worker|Schema registry) ?(?:instanceId=([^,\]]*), ?)?[cC]lientId=([^,\]]*)"
+    r"(?:, ?groupId=([^\]]*))?\] ?"
     # ruby-kafka 0.7.6+ tags a consumer's lines with its group and assignment: `[[<group>] {<topic>: 0, 1}:] `.
     r"|\[\[([^\]\n]+)\] \{[^}\n]*\}:\] )?"
     r"([\s\S]*)$"

@@ -159,6 +159,12 @@ def compile_template(template: Template) -> CompiledTemplate:
             # where its wording does, so it competes for the earliest start like a row without the prefix.
             regex.append(r"(?:^.*?)?")
             continue
+        if piece == "_" and position == len(pieces) - 2 and regex[-1].endswith(re.escape(". ")):
+            # A wording whose first sentence says it all (`... has expired. {_}`): the advice after it is often cut
+            # by a wrap or a paste, so the text may end at the sentence's period.
+            regex[-1] = regex[-1].removesuffix(re.escape(" "))
+            regex.append(f"(?: (?:{pattern}))?")
+            continue
         if piece.startswith("_") or piece in groups:
             regex.append(f"(?:{pattern})")
             continue
