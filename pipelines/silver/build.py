@@ -93,5 +93,9 @@ def build_silver(
     if hash_salt is not None:
         # The raw line repeats the ids: bronze keeps the scrubbed text of the parsed record instead.
         unpin(bronze)
-        bronze = parsed.select([F.col(f.name) for f in BRONZE_LOG_LINES.fields])
+        # A line that held several records (pipelines.silver.glued) keeps them all; only its first carries the
+        # line's content hash, which the next batches count repeats of.
+        first = F.col("record_part") == 0
+        bronze = parsed.select([F.when(first, F.col(f.name)).alias(f.name) if f.name == "content_hash"
+                                else F.col(f.name) for f in BRONZE_LOG_LINES.fields])
     return SilverBatch(files=files, bronze=bronze, parsed=parsed, splits=splits)

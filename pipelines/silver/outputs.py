@@ -74,17 +74,24 @@ def accounting(
     """Per file of the batch: lines read = noise + events + GC pauses + quarantined + duplicates, exactly.
 
     A parsed row is one record: its first line counts as event, GC pause, quarantined or noise, and the lines that
-    continue it (a stack trace, GC detail lines) count as noise, like every line that no record holds. Events before
+    continue it (a stack trace, GC detail lines) count as noise, like every line that no record holds; a line that
+    held several records counts once, as the best of them. Events before
     `late_before` (a timestamp; null or None: none) are counted as late."""
     is_event = F.col("disposition") == "event"
     cutoff = late_before if late_before is not None else F.lit(None).cast("timestamp")
+    # A line that held several records (pipelines.silver.glued) counts once, as its best record.
+    line = F.col("record_part") == 0
+
+    def lines_that(disposition: str) -> Column:
+        return F.sum((line & (F.col("line_disposition") == disposition)).cast("long"))
+
     counts = parsed.groupBy("source_file").agg(
-        F.sum(is_event.cast("long")).alias("event_lines"),
-        F.sum((F.col("disposition") == "gc_pause").cast("long")).alias("gc_pause_lines"),
-        F.sum((F.col("disposition") == "quarantine").cast("long")).alias("quarantined_lines"),
+        lines_that("event").alias("event_lines"),
+        lines_that("gc_pause").alias("gc_pause_lines"),
+        lines_that("quarantine").alias("quarantined_lines"),
         F.max(F.when(is_event, F.col("event_ts"))).alias("last_event_ts"),
         F.sum((is_event & F.coalesce(F.col("event_ts") < cutoff, F.lit(False))).cast("long")).alias("late_events"),
-        F.sum(F.col("own_layout_missed").cast("long")).alias("own_layout_missed_lines"),
+        F.sum((line & F.col("own_layout_missed")).cast("long")).alias("own_layout_missed_lines"),
         F.min(F.when(F.col("own_layout_missed"), F.substring("value", 1, 300))).alias("own_layout_miss_sample"),
     )
     joined = files.join(counts, "source_file", "left").na.fill(
