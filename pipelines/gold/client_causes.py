@@ -21,6 +21,7 @@ from pipelines.gold.client_signs import (
     POLL_TIMEOUT,
     POLL_TIMEOUT_EVENTS,
     coordinator_gone,
+    coordinator_trouble,
     said,
 )
 from pipelines.gold.member_states import committed_after_removal
@@ -117,7 +118,7 @@ def _start_without_coordinator(signs: Signs) -> Found | None:
     if not signs.newcomers:
         return None
     for event in signs.lines:
-        if (event["event_type"] in COORDINATOR_LOST or coordinator_gone(event)) and _process(event) in signs.starting:
+        if coordinator_trouble(event) and _process(event) in signs.starting:
             return decide("client_start_without_coordinator", event.get("_member"),
                           f"client log only: {_who(event)} started and, on its way into the group, lost or could "
                           f"not reach its coordinator ({said(event).strip()[:160] or 'marked dead'})" + _MISSING,

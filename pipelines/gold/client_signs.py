@@ -49,3 +49,9 @@ def said(event: TimelineEvent) -> str:
 def coordinator_gone(event: TimelineEvent) -> bool:
     """Whether a member was told its coordinator moved or is not available (NOT_COORDINATOR and its kin)."""
     return event["event_type"] in EXPIRY_ANSWERS and bool(COORDINATOR_GONE.search(said(event)))
+
+
+def coordinator_trouble(event: TimelineEvent) -> bool:
+    """Whether a member lost its coordinator (marked it dead, found it unavailable) or was told it had moved: the
+    signs of `coordinator_gone` and COORDINATOR_LOST together."""
+    return event["event_type"] in COORDINATOR_LOST or coordinator_gone(event)
