@@ -841,11 +841,13 @@ def test_a_connect_leader_rejoin_names_the_connector_change_that_caused_it():
     assert reconstruct_group("g", events(False))[-1]["cause_detail"] == "leader_rejoin"
 
 
-def test_client_only_a_start_that_met_no_usable_coordinator_is_a_join_with_the_move_left_open():
+def test_client_only_a_start_that_met_no_usable_coordinator_is_a_join_with_the_move_left_open_if_it_got_in():
     """A process on its way into the group that is told NOT_COORDINATOR, or marks its coordinator dead, may be meeting
     a new cluster or an offsets topic still loading (its start), or a coordinator that had just moved: the client's
     lines cannot tell them apart, so the join decides and the coordinator change stays open until the coordinator's
-    log is read. A member that had joined before and then loses its coordinator is a coordinator change."""
+    log is read. When the log never shows it get in, the coordinator held the group: the coordinator change decides
+    and the join stays open. A member that had joined before and then loses its coordinator is a coordinator
+    change."""
     def start(*lost: dict) -> list[dict]:
         return [client_line(0, "client_coordinator_discovered", "kafka-python-1"), *lost,
                 client_line(0.3, "client_coordinator_discovered", "kafka-python-1"),
@@ -860,6 +862,16 @@ def test_client_only_a_start_that_met_no_usable_coordinator_is_a_join_with_the_m
             ("membership_change", "member_join", "client_start_without_coordinator")], rows
         open_ = {a["cause"]: a["decided_by"] for a in rows[0]["cause_alternatives"]}
         assert open_["coordinator_change"].startswith("broker log: `Loading group metadata`"), open_
+    # The same loss with no join after it (a lookup loop, a crash): the coordinator held the group, the join is open.
+    for lost in (client_line(0.1, "client_coordinator_lost", "kafka-python-1",
+                             reason="[Error 16] NotCoordinatorForGroupError"),
+                 client_line(0.1, "client_join_failed", "kafka-python-1",
+                             message="JoinGroup failed: This is not the correct coordinator.")):
+        rows = reconstruct_group("g", start(lost)[:-1])
+        assert [(r["cause"], r["cause_detail"], r["cause_rule"]) for r in rows] == [
+            ("coordinator_change", "coordinator_lost", "client_start_held_by_coordinator")], rows
+        open_ = {a["cause"]: a["decided_by"] for a in rows[0]["cause_alternatives"]}
+        assert open_["membership_change"].startswith("broker log: the coordinator's log holding the group"), open_
     # The same start without the loss: a plain first join, the move is no alternative.
     plain = reconstruct_group("g", start())
     assert [r["cause_rule"] for r in plain] == ["client_new_member"]

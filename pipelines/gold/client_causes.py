@@ -17,11 +17,11 @@ from pipelines.gold.client_signs import (
     COORDINATOR_LOST,
     EXPIRED,
     EXPIRY_ANSWERS,
-    NEW_MEMBER_SIGNS,
     POLL_TIMEOUT,
     POLL_TIMEOUT_EVENTS,
     coordinator_gone,
     coordinator_trouble,
+    is_newcomer_sign,
     said,
 )
 from pipelines.gold.member_states import committed_after_removal
@@ -61,8 +61,7 @@ def _polled_out(signs: Signs) -> Found | None:
 
 def _expired(signs: Signs) -> Found | None:
     for event in signs.lines:
-        if event["event_type"] == "client_session_timeout" or (
-                event["event_type"] in EXPIRY_ANSWERS and EXPIRED.search(said(event))):
+        if _says_expired(event):
             return decide("client_session_expired", event.get("_member"),
                           f"client log only: {_who(event)} was no longer a member when it next reached the "
                           f"coordinator ({said(event).strip()[:160]}): its session had expired" + _MISSING), event
@@ -111,19 +110,38 @@ def _lost_coordinator(signs: Signs) -> Found | None:
     return None
 
 
-def _start_without_coordinator(signs: Signs) -> Found | None:
-    """A new process that lost or could not find its coordinator on its way in: a cluster or offsets topic still
-    loading looks the same from the client as a coordinator that moved, so the join decides and the move stays
-    open until the coordinator's log is read."""
-    if not signs.newcomers:
+def _start_trouble(signs: Signs, *, joined: bool) -> TimelineEvent | None:
+    """The first line where a new process lost or could not reach its coordinator on its way in, among the processes
+    whose join the log reaches (`joined`) or those it never sees get in."""
+    unjoined = {_process(e) for e in signs.newcomers if e.get("_unjoined")}
+    return next((e for e in signs.lines if coordinator_trouble(e) and _process(e) in signs.starting
+                 and (_process(e) not in unjoined) == joined), None) if signs.newcomers else None
+
+
+def _start_held_by_coordinator(signs: Signs) -> Found | None:
+    """A new process that lost or could not find its coordinator on its way in and never got in as far as the log
+    goes (a lookup loop, a crash, the log ending on it): the coordinator held the group, and its join is left open
+    until the coordinator's log shows the group loaded and answering."""
+    event = _start_trouble(signs, joined=False)
+    if event is None:
         return None
-    for event in signs.lines:
-        if coordinator_trouble(event) and _process(event) in signs.starting:
-            return decide("client_start_without_coordinator", event.get("_member"),
-                          f"client log only: {_who(event)} started and, on its way into the group, lost or could "
-                          f"not reach its coordinator ({said(event).strip()[:160] or 'marked dead'})" + _MISSING,
-                          ), event
-    return None
+    return decide("client_start_held_by_coordinator", event.get("_member"),
+                  f"client log only: {_who(event)} started and lost or could not reach its coordinator "
+                  f"({said(event).strip()[:160] or 'marked dead'}); the log never shows it get into the group"
+                  + _MISSING), event
+
+
+def _start_without_coordinator(signs: Signs) -> Found | None:
+    """A new process that lost or could not find its coordinator on its way in, then joined: a cluster or offsets
+    topic still loading looks the same from the client as a coordinator that moved, so the join decides and the
+    move stays open until the coordinator's log is read."""
+    event = _start_trouble(signs, joined=True)
+    if event is None:
+        return None
+    return decide("client_start_without_coordinator", event.get("_member"),
+                  f"client log only: {_who(event)} started and, on its way into the group, lost or could not "
+                  f"reach its coordinator ({said(event).strip()[:160] or 'marked dead'}), then joined" + _MISSING,
+                  ), event
 
 
 def _unjoined_start(signs: Signs) -> Found | None:
@@ -188,6 +206,7 @@ CLIENT_RULES: tuple[tuple[str, Callable[[Signs], Found | None]], ...] = (
     ("client_coordinator_moved", _coordinator_moved),
     ("client_rejoin_reason", _rejoin_reason),
     ("client_lost_coordinator", _lost_coordinator),
+    ("client_start_held_by_coordinator", _start_held_by_coordinator),
     ("client_start_without_coordinator", _start_without_coordinator),
     ("client_unjoined_start", _unjoined_start),
     ("client_new_member", _new_member),
@@ -229,6 +248,11 @@ def _is_poll_timeout(event: TimelineEvent) -> bool:
         and bool(POLL_TIMEOUT.search(event.get("reason") or "")))
 
 
+def _says_expired(event: TimelineEvent) -> bool:
+    return event["event_type"] == "client_session_timeout" or (
+        event["event_type"] in EXPIRY_ANSWERS and bool(EXPIRED.search(said(event))))
+
+
 def _process(event: TimelineEvent) -> tuple[Any, Any]:
     return event.get("instance"), event.get("client_id")
 
@@ -253,10 +277,7 @@ def classify_removal(member: str, lines: list[TimelineEvent],
     these did not leave on purpose (a member always logs its LeaveGroup): it crashed or froze and the coordinator
     expired it. None when its log is not here."""
     for event in lines:
-        if event["event_type"] in POLL_TIMEOUT_EVENTS or (
-            event["event_type"] in ("client_leaving", "client_generation_reset")
-            and POLL_TIMEOUT.search(event.get("reason") or "")
-        ):
+        if _is_poll_timeout(event):
             return decide("client_removed_poll_timeout", member,
                           f"client log only: {member}, dropped from the assignment, had logged that its consumer "
                           "poll timeout expired" + _MISSING), event
@@ -264,8 +285,7 @@ def classify_removal(member: str, lines: list[TimelineEvent],
             return decide("client_removed_leave", member,
                           f"client log only: {member}, dropped from the assignment, left the group "
                           f"({event.get('reason') or 'LeaveGroup'})" + _MISSING), event
-        if event["event_type"] == "client_session_timeout" or (
-                event["event_type"] in EXPIRY_ANSWERS and EXPIRED.search(said(event))):
+        if _says_expired(event):
             return decide("client_removed_expired", member,
                           f"client log only: {member}, dropped from the assignment, was no longer a member when it "
                           f"next reached the coordinator ({said(event).strip()[:160]}): its session had expired"
@@ -277,11 +297,3 @@ def classify_removal(member: str, lines: list[TimelineEvent],
                   "error around the rebalance: it stopped (a crash or a freeze) and its session expired"
                   + _MISSING), last_line
 
-
-def is_newcomer_sign(event: TimelineEvent) -> bool:
-    """A line a process logs on its way into the group for the first time (subscribe, coordinator discovery, the
-    MemberIdRequired round trip of a new member)."""
-    if event["event_type"] in ("client_subscribed", "client_coordinator_discovered"):
-        return True
-    return (event["event_type"] == "client_rejoin_requested"
-            and bool(NEW_MEMBER_SIGNS.search(event.get("reason") or "")))

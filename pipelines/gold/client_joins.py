@@ -7,7 +7,6 @@ from typing import TypedDict
 
 import pandas as pd
 
-from pipelines.gold.client_causes import is_newcomer_sign
 from pipelines.gold.client_lines import (
     CLIENT_CHAIN_S,
     CLIENT_CONTEXT,
@@ -18,6 +17,7 @@ from pipelines.gold.client_lines import (
     is_sign,
     named_chain,
 )
+from pipelines.gold.client_signs import is_newcomer_sign
 from pipelines.gold.member_states import enters_rebalance, leaves_rebalance
 from pipelines.gold.records import TimelineEvent
 from pipelines.gold.replay_state import secs, to_int

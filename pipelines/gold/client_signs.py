@@ -55,3 +55,12 @@ def coordinator_trouble(event: TimelineEvent) -> bool:
     """Whether a member lost its coordinator (marked it dead, found it unavailable) or was told it had moved: the
     signs of `coordinator_gone` and COORDINATOR_LOST together."""
     return event["event_type"] in COORDINATOR_LOST or coordinator_gone(event)
+
+
+def is_newcomer_sign(event: TimelineEvent) -> bool:
+    """A line a process logs on its way into the group for the first time (subscribe, coordinator discovery, the
+    MemberIdRequired round trip of a new member)."""
+    if event["event_type"] in ("client_subscribed", "client_coordinator_discovered"):
+        return True
+    return (event["event_type"] == "client_rejoin_requested"
+            and bool(NEW_MEMBER_SIGNS.search(event.get("reason") or "")))

@@ -162,8 +162,11 @@ RULE_ROWS: tuple[dict[str, Any], ...] = (
     _r("client_lost_coordinator", "client", "Did a member lose its coordinator (marked dead) and rejoin?",
        "coordinator_change", "coordinator_lost", 0.5, f"{_CC}: `Group coordinator ... is unavailable or invalid`, "
        "`Marking the coordinator ... dead`", ("client_chain_s", "coordinator_outage_s")),
+    _r("client_start_held_by_coordinator", "client", "Did a new process lose or miss its coordinator on its way "
+       "into the group, and never get in?", "coordinator_change", "coordinator_lost", 0.45, f"{_CC}: NOT_COORDINATOR"
+       " or `Marking the coordinator ... dead` before a first join the log never reaches"),
     _r("client_start_without_coordinator", "client", "Did a new process lose or miss its coordinator on its way "
-       "into the group?", "membership_change", "member_join", 0.45, f"{_CC}: NOT_COORDINATOR, "
+       "into the group, then join?", "membership_change", "member_join", 0.45, f"{_CC}: NOT_COORDINATOR, "
        "COORDINATOR_NOT_AVAILABLE or `Marking the coordinator ... dead` before a first join: a new cluster or an "
        "offsets topic still loading, or a coordinator that moved"),
     _r("client_unjoined_start", "client", "Did a new process start whose join the log does not reach?",
@@ -276,17 +279,19 @@ _LEAVES = ("reason_leave_group", "reason_explicit_leave", "reason_downgrade_leav
 _EXPIRIES = ("reason_heartbeat_expiration", "neighbour_expired", "neighbour_fenced_session", "epoch_fenced_session",
              "plain_session_expiry", "client_session_expired", "client_removed_expired", "client_removed_silent")
 _JOINS = ("reason_new_member", "neighbour_joined", "epoch_member_joined", "client_new_member", "client_unjoined_start")
-# A start that met a coordinator it could not use: the coordinator's log says whether it had just moved.
+# A start that met a coordinator it could not use: its log says whether it had moved or held the group all along.
 _START_MOVE = ("coordinator_change", 0.3, "broker", "`Loading group metadata` or `Unloading group metadata` for the "
                "group's offsets partition in a coordinator's log around the start")
+_START_JOIN = ("membership_change", 0.3, "broker", "the coordinator's log holding the group, loaded and answering, "
+               "while the process tried: the errors were its own lookup, and its join is the cause")
 ALTERNATIVES: dict[str, tuple[tuple[str, float, str, str], ...]] = {
     **dict.fromkeys(_LEAVES, (_POLL_LEAVE,)),
     **dict.fromkeys(_EXPIRIES, (_GC_EXPIRY, _COORDINATOR_EXPIRY)),
     **dict.fromkeys(_JOINS, _REJOIN),
     **dict.fromkeys(("client_seen_rebalancing", "client_assignment_diff"), _FROM_BROKER + (_SLOW_POLL,)),
-    "client_commit_after_removal": (
-        _FROM_BROKER[0], _FROM_BROKER[1], _GC_EXPIRY),
+    "client_commit_after_removal": (_FROM_BROKER[0], _FROM_BROKER[1], _GC_EXPIRY),
     "client_lost_coordinator": (_FROM_BROKER[1],),
+    "client_start_held_by_coordinator": (_START_JOIN,),
     "client_start_without_coordinator": (_START_MOVE, *_REJOIN),
     "client_coordinator_moved": (_FROM_BROKER[1],),
     "no_reason": (("session_timeout", 0.2, "client", "UNKNOWN_MEMBER_ID or `has expired` in a member's log"),
