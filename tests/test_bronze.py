@@ -8,6 +8,7 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines.bronze.lines import with_line_ids
+from pipelines.bronze.repeats import EarlierIngest
 from pipelines.settings.config import load_config
 from pipelines.silver.outputs import accounting
 from pipelines.storage import inputs
@@ -112,3 +113,23 @@ def test_repeated_text_gets_an_id_per_repeat_and_later_batches_count_on(spark):
     (old,) = with_line_ids(later, scheme="position").collect()
     expected = spark.sql("SELECT substring(sha2('fc|1', 256), 1, 24) AS id").first()
     assert expected is not None and old.line_id == expected.id
+
+
+def test_a_batch_reads_earlier_records_only_of_the_files_it_continues(spark):
+    files_schema = "instance string, file_name string, batch_id long"
+    lines_schema = "instance string, file_name string, content_hash string, batch_id long"
+    earlier = EarlierIngest(
+        files=spark.createDataFrame([("gc-1", "gc.log", 0), ("broker-1", "server.log.2026-11-20-08", 0),
+                                     (None, "orphan.log", 0)], files_schema),
+        lines=spark.createDataFrame([("gc-1", "gc.log", "h1", 0), ("gc-1", "gc.log", "h2", 0),
+                                     ("broker-1", "server.log.2026-11-20-08", "h3", 0),
+                                     ("gc-1", "gc.log", None, 0), (None, "orphan.log", "h4", 0)], lines_schema))
+    # Rotated logs under new names continue nothing: the earlier records are not read at all.
+    rotated = spark.createDataFrame([("broker-1", "server.log.2026-11-20-09", 1), ("gc-2", "gc.log", 1)], files_schema)
+    assert earlier.contents_for(rotated) is None
+    # A file that continues one of an instance and name (a GC log restarted): that file's hashes, and only those.
+    continued = spark.createDataFrame([("gc-1", "gc.log", 1), ("broker-1", "server.log.2026-11-20-09", 1),
+                                       (None, "orphan.log", 1)], files_schema)
+    contents = earlier.contents_for(continued)
+    assert contents is not None
+    assert sorted(r.content_hash for r in contents.collect()) == ["h1", "h2", "h4"]

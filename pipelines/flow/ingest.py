@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from pipelines.bronze.damaged import damaged_gzips, local_path, with_torn_rows
 from pipelines.bronze.envelopes import kafka_raw_lines
 from pipelines.bronze.lines import LineIds
+from pipelines.bronze.repeats import EarlierIngest
 from pipelines.flow.found import Found
 from pipelines.session.spark import compiled_code
 from pipelines.session.together import run_together
@@ -108,7 +109,7 @@ def make_ingest_batch(
         files = lake.read_table(spark, cfg, "bronze_files")
         compiled = False  # a Kafka batch's size is not known before it is read: it runs as the session does
         existing = files.filter(F.col("duplicate_of").isNull())
-        earlier_contents: DataFrame | None = None
+        earlier: EarlierIngest | None = None
         if cfg.source == "kafka":
             # A replayed batch must not see its own earlier attempt as where the partitions stopped.
             read_before = files.filter(F.col("batch_id") < batch_id).select(
@@ -127,11 +128,12 @@ def make_ingest_batch(
         if line_ids == "content":
             # A topic's "files" are cut per batch, and a later file may repeat an earlier one's text: repeats count
             # on from the earlier batches (a replayed batch does not count its own earlier attempt).
-            earlier_contents = lake.read_table(spark, cfg, "bronze_log_lines").filter(
-                (F.col("batch_id") < batch_id) & F.col("content_hash").isNotNull()).select("content_hash")
+            before = F.col("batch_id") < batch_id
+            earlier = EarlierIngest(files=files.filter(before),
+                                    lines=lake.read_table(spark, cfg, "bronze_log_lines").filter(before))
         with compiled_code(spark, compiled):
             staged = build_silver(raw, sources, existing_files=existing, batch_id=batch_id, now=now, hash_salt=salt,
-                                  line_ids=line_ids, earlier_contents=earlier_contents)
+                                  line_ids=line_ids, earlier=earlier)
             try:
                 _write(spark, cfg, staged, batch_id=batch_id, now=now, on_batch=on_batch, on_progress=on_progress,
                        found=found)

@@ -18,6 +18,7 @@ from pipelines.bronze.lines import (
     with_source_columns,
     with_split_offsets,
 )
+from pipelines.bronze.repeats import EarlierIngest
 from pipelines.session.caching import pin, unpin
 from pipelines.settings.sources import Sources
 from pipelines.silver.outputs import accounting, to_events, to_gc_pauses, to_quarantine
@@ -73,20 +74,20 @@ def parse_records(bronze: DataFrame, sources: Sources) -> DataFrame:
 
 def build_silver(
     raw: DataFrame, sources: Sources, *, existing_files: DataFrame, batch_id: int, now: Column,
-    hash_salt: str | None = None, line_ids: LineIds = "content", earlier_contents: DataFrame | None = None,
+    hash_salt: str | None = None, line_ids: LineIds = "content", earlier: EarlierIngest | None = None,
 ) -> SilverBatch:
     """Raw lines (`value`, `_metadata`, optionally `torn`) to per-file stats, bronze candidate records and parsed
     records, all computed now and pinned (`pipelines.session.caching.pin`). `existing_files` holds the fingerprints of
     files ingested before (duplicates are counted, not parsed); `hash_salt`, when given, replaces member ids and
-    hosts by salted hashes; `line_ids` is the lakehouse's line-id scheme and `earlier_contents` (the
-    `content_hash` column of earlier batches' bronze records) continues the repeat counts of its `content` scheme
-    (see `with_line_ids`)."""
+    hosts by salted hashes; `line_ids` is the lakehouse's line-id scheme and `earlier` (what the earlier batches
+    ingested) continues the repeat counts of its `content` scheme (see `with_line_ids`)."""
     # Each frame is pinned (computed and kept without its plan): the next one, and every table write after them,
     # then plans against stored rows instead of the whole parse.
     # One scan of the files: per-split stats and the flagged lines (few) in one aggregate; plain noise is not kept.
     splits = pin(with_split_offsets(split_stats(with_source_columns(raw))))
     stamp = {"batch_id": F.lit(batch_id).cast("long"), "ingested_at": now}
     files = pin(file_stats(splits, existing_fingerprints=existing_files).withColumns(stamp))
+    earlier_contents = earlier.contents_for(files) if earlier is not None else None
     bronze = pin(candidate_lines(kept_lines(splits), splits=splits, files=files, line_ids=line_ids,
                                  earlier_contents=earlier_contents).withColumns(stamp))
     parsed = pin(parse_records(bronze, sources).transform(pseudonymise, salt_value=hash_salt))
