@@ -184,7 +184,8 @@ def cmd_parse(args: argparse.Namespace, *, progress: Progress) -> int:
         for frame in (events, pauses):
             if frame is not None:
                 rows.extend(r.asDict() for r in frame.collect())
-        rows.sort(key=lambda r: (r["source_file"], r["line_no"]))
+        # Records glued onto one line share its number: their times order them.
+        rows.sort(key=lambda r: (r["source_file"], r["line_no"], str(r.get("event_ts") or r.get("ended_at") or "")))
         for row in rows:
             row["source_file"] = _display_path(row["source_file"])
             out.write(json.dumps({k: _json_value(v) for k, v in row.items() if v is not None}) + "\n")

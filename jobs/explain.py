@@ -76,8 +76,13 @@ def raw_lines(spark: Any, timeline: Any, event_ids: list[str]) -> list[dict[str,
     wanted = F.lit(False)
     for source_file, line_no in dict.fromkeys(places):
         wanted = wanted | ((F.col("source_file") == source_file) & (F.col("line_no") == line_no))
-    found = {(r.source_file, r.line_no): r.value for r in
-             spark.table("bronze_log_lines").filter(wanted).select("source_file", "line_no", "value").collect()}
+    ids = set(event_ids)
+    found: dict[tuple[str, int], str] = {}
+    # A line that held several records keeps, with ids hashed on, one bronze row per record: the event's own first.
+    for r in sorted(spark.table("bronze_log_lines").filter(wanted).select("source_file", "line_no", "line_id",
+                                                                         "value").collect(),
+                    key=lambda r: r.line_id in ids):
+        found[(r.source_file, r.line_no)] = r.value
     return [{"source_file": f, "line_no": n, "text": (found.get((f, n)) or "").rstrip("\n")[:400]}
             for f, n in dict.fromkeys(places) if (f, n) in found]
 

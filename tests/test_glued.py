@@ -30,10 +30,13 @@ FILES = {
                    "is rebalancing 2017-06-29 08:50:11,508 INFO kafka.coordinator (Re-)joining group billing",
                    "2017-06-29 08:50:12,001 INFO kafka.coordinator Successfully joined group billing with "
                    "generation 7"],
-    # One record whose message quotes a time of the same shape with no level after it: nothing is cut.
+    # A record whose message quotes a time of the same shape, then the next record glued to it: the cut falls
+    # before the next record only (the level after the quoted time belongs to that record, not to the quote).
     "quoted.log": ["[2024-05-14 10:21:07,482] INFO [GroupCoordinator 1]: Preparing to rebalance group billing in "
                    "state PreparingRebalance with old generation 6 (__consumer_offsets-3) (reason: member left at "
-                   "2024-05-14 10:21:05,000 by request) (kafka.coordinator.group.GroupCoordinator)"],
+                   "2024-05-14 10:21:05,000 by request) (kafka.coordinator.group.GroupCoordinator) "
+                   "[2024-05-14 10:21:07,500] INFO [GroupCoordinator 1]: Stabilized group billing generation 7 "
+                   "(__consumer_offsets-3) with 1 members (kafka.coordinator.group.GroupCoordinator)"],
 }
 
 
@@ -70,15 +73,16 @@ def test_glued_python_records_are_cut_and_a_line_on_its_own_is_not(staged):
     assert all(r[2] == "event" and r[4] == "billing" for r in rows), rows
 
 
-def test_a_quoted_time_without_a_level_after_it_cuts_nothing(staged):
-    parsed = staged.parsed.filter(F.col("source_file").endswith("quoted.log")).collect()
-    assert len(parsed) == 1
-    assert parsed[0].reason.endswith("by request")
+def test_a_time_a_message_quotes_is_no_record_start(staged):
+    assert [r[:4] for r in _rows(staged, "quoted.log")] == [(1, 0, "event", "rebalance_started"),
+                                                             (1, 1, "event", "group_stabilized")]
+    first = staged.parsed.filter(F.col("source_file").endswith("quoted.log") & (F.col("record_part") == 0)).first()
+    assert first is not None and first.reason.endswith("by request")
 
 
 def test_every_record_has_an_id_of_its_own_and_each_line_counts_once(staged):
     ids = [r.line_id for r in staged.parsed.select("line_id").collect()]
-    assert len(ids) == len(set(ids)) == 7
+    assert len(ids) == len(set(ids)) == 8
     acct = accounting(staged.parsed, staged.files, batch_id=0, ingested_at=F.current_timestamp())
     totals = {r.file: (r.lines_read, r.event_lines, r.noise_lines + r.event_lines + r.quarantined_lines)
               for r in acct.select(F.element_at(F.split("source_file", "/"), -1).alias("file"), "lines_read",

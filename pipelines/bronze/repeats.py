@@ -2,9 +2,10 @@
 
 The `content` scheme's line ids count the repeats of a text per instance and file name across batches
 (`pipelines.bronze.lines.with_line_ids`), so a batch needs the content hashes of the earlier records of its own
-(instance, file name) pairs, and of no others. Most batches continue no file at all (rotated logs get new names), so
-the pairs come first from bronze_files (one row per file) and the records are read only when some pair was ingested
-before, instead of a scan of every earlier bronze record each batch.
+(instance, file name) pairs, and of no others. A batch of landed files usually continues no file at all (rotated
+logs get new names), so the pairs come first from bronze_files (one row per file) and the records are read only when
+some pair was ingested before, instead of a scan of every earlier bronze record each batch. A Kafka topic's "files"
+keep their names from batch to batch: those batches read the records of their pairs.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def configured_from(events: DataFrame) -> DataFrame:
     configs = events.filter((F.col("event_type") == "client_config") & F.col("group_id").isNotNull())
     member = F.coalesce("instance", "client_id")
     latest = configs.groupBy("group_id", member.alias("member")).agg(
-        F.max_by(F.struct("settings", "group_instance_id"), F.struct("event_ts", "source_file", "line_no"))
+        F.max_by(F.struct("settings", "group_instance_id"), F.struct("event_ts", "source_file", "line_no", "event_id"))
         .alias("c")
     )
     # The assignor list without its `class ` prefixes and package (`[RangeAssignor, CooperativeStickyAssignor]`).

@@ -33,7 +33,9 @@ from schemas.gold import GOLD_GROUP_STATES, GOLD_MEMBER_SESSIONS, GOLD_PARTITION
 from schemas.tables import GOLD_REBALANCES
 from schemas.timeline import TIMELINE_INPUT
 
-_ORDER = ["event_ts", "source_file", "line_no"]
+# The event id last: records glued onto one line (pipelines.silver.glued) share its number, and a tie must not fall
+# to the order the rows arrived in.
+_ORDER = ["event_ts", "source_file", "line_no", "event_id"]
 _PAUSE_COLUMNS = ("pause_end_ts", "pause_ms")
 # A long GC pause as a timeline event of each group with a member in its process: these columns come from
 # silver_gc_pauses, event_type and source_kind are constants, the others are null.

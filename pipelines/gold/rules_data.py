@@ -163,8 +163,8 @@ RULE_ROWS: tuple[dict[str, Any], ...] = (
        "coordinator_change", "coordinator_lost", 0.5, f"{_CC}: `Group coordinator ... is unavailable or invalid`, "
        "`Marking the coordinator ... dead`", ("client_chain_s", "coordinator_outage_s")),
     _r("client_start_held_by_coordinator", "client", "Did a new process lose or miss its coordinator on its way "
-       "into the group, and never get in?", "coordinator_change", "coordinator_lost", 0.45, f"{_CC}: NOT_COORDINATOR"
-       " or `Marking the coordinator ... dead` before a first join the log never reaches"),
+       "into the group, and never get in?", "coordinator_change", "coordinator_lost", 0.45, f"{_CC}: the start "
+       "signs of client_start_without_coordinator with no first join after them in the log"),
     _r("client_start_without_coordinator", "client", "Did a new process lose or miss its coordinator on its way "
        "into the group, then join?", "membership_change", "member_join", 0.45, f"{_CC}: NOT_COORDINATOR, "
        "COORDINATOR_NOT_AVAILABLE or `Marking the coordinator ... dead` before a first join: a new cluster or an "

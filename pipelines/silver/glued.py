@@ -3,7 +3,8 @@ export. Each record still starts the way the line does (the same timestamp shape
 head), so the line is cut before every such start and each piece is parsed as a record of its own.
 
 A piece after the first gets an id of its own (the line's id and its place in the line) and shares the line's
-number; the line is still read, typed or quarantined once (`line_disposition`), so per-file accounting stays exact.
+number; silver_accounting counts the line once, as its best record (`line_disposition`), so lines read stay equal
+to the lines counted; the tables of records (events, quarantine) hold each piece.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from pipelines.silver.timestamps import SHAPES
 
 # The dated shapes of the catalogue (a glue point needs a date: a time of day alone appears inside messages).
 _DATED = SHAPES[:4]
-# A level as the record heads of log4j, Logback, Python's logging and the JVM's unified logging print it.
+# A level as the record heads of log4j, Logback and Python's logging print it, or bracketed in lower case.
 _LEVEL = (r"(?:(?<![\w-])(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|SEVERE)(?![\w-])"
-          r"|\[(?:trace|debug|info|warning|error) *\])")
+          r"|\[(?:trace|debug|info|warning|error) {0,2}\])")
 # How far into a record's head its level may sit (a thread name of a hundred characters comes before it).
 _HEAD_CHARS = 240
 # How long a glued record may be (a longer one is read with the next record glued to it).
@@ -30,7 +31,9 @@ _RANKS = {"event": 4, "gc_pause": 3, "quarantine": 2, "noise": 1}
 def _cut_before(shape: str) -> str:
     """The blanks before a record start of `shape` that is not the text's start, after a record that showed its own
     level: a container's or a platform's time before the record (`<RFC 3339> <record>`) is no record of its own."""
-    return (rf"(?<=\S)[ \t]+(?=\[?(?:{shape})\]?[ \t,][^\n]{{0,{_HEAD_CHARS}}}?{_LEVEL})"
+    # The head's level must come before the next time of the shape: a time a message quotes is no record start.
+    head = rf"(?:(?!{shape})[^\n]){{0,{_HEAD_CHARS}}}?"
+    return (rf"(?<=\S)[ \t]+(?=\[?(?:{shape})\]?[ \t,]{head}{_LEVEL})"
             rf"(?<={_LEVEL}[^\n]{{1,{_RECORD_CHARS}}})")
 
 
