@@ -34,6 +34,16 @@ def silver_batch(raw, cfg: Config | None = None, now=None):
                         batch_id=0, now=F.current_timestamp() if now is None else now, hash_salt=hash_salt(cfg))
 
 
+def staged_files(spark, root: Path, files: dict[str, list[str]]):
+    """`silver_batch` over `files` (name -> lines) written into the instance folder `root` (created)."""
+    from pipelines.storage import inputs
+
+    root.mkdir(parents=True)
+    for name, lines in files.items():
+        (root / name).write_text("\n".join(lines) + "\n")
+    return silver_batch(inputs.read_files(spark, sorted(root.iterdir())), load_config())
+
+
 def parse_with(bronze, cfg: Config | None = None):
     """Bronze-shaped records parsed with the sources of `cfg` (default configuration when None)."""
     from pipelines.settings.sources import resolve_sources

@@ -7,10 +7,8 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
-from pipelines.settings.config import load_config
 from pipelines.silver.outputs import accounting
-from pipelines.storage import inputs
-from tests.conftest import silver_batch
+from tests.conftest import staged_files
 
 PREFIX = "[Consumer clientId=consumer-orders-1, groupId=orders] "
 POLL_TIMEOUT = ("This member will leave the group because consumer poll timeout has expired. This means the time "
@@ -74,11 +72,7 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def staged(spark, tmp_path_factory):
-    root = tmp_path_factory.mktemp("wraps") / "instance-1"
-    root.mkdir()
-    for name, lines in FILES.items():
-        (root / name).write_text("\n".join(lines) + "\n")
-    result = silver_batch(inputs.read_files(spark, sorted(root.iterdir())), load_config())
+    result = staged_files(spark, tmp_path_factory.mktemp("wraps") / "instance-1", FILES)
     yield result
     result.unpersist()
 

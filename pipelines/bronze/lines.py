@@ -232,7 +232,8 @@ def join_records(lines: DataFrame) -> DataFrame:
     return grouped.filter(kept).drop("_candidate", "_wrapped")
 
 
-def _short_hash(*parts: Column) -> Column:
+def short_hash(*parts: Column) -> Column:
+    """The project's 24-character id of `parts` (SHA-256 of the parts joined by `|`)."""
     return F.substring(F.sha2(F.concat_ws("|", *parts), 256), 1, 24)
 
 
@@ -251,10 +252,10 @@ def with_line_ids(records: DataFrame, *, scheme: LineIds = "content",
     Under the `position` scheme (lakehouses begun by releases before the content scheme, see
     `pipelines.state.release`) the id is a hash of the file's fingerprint and the line number, as those releases made
     it, so that continuing such a lakehouse gives the ids a rebuild would give."""
-    records = records.withColumn("content_hash", _short_hash(F.coalesce("instance", F.lit("")),
+    records = records.withColumn("content_hash", short_hash(F.coalesce("instance", F.lit("")),
                                                              F.coalesce("file_name", F.lit("")), F.col("value")))
     if scheme == "position":
-        return records.withColumn("line_id", _short_hash(F.col("file_fingerprint"), F.col("line_no")))
+        return records.withColumn("line_id", short_hash(F.col("file_fingerprint"), F.col("line_no")))
     same_text = Window.partitionBy("instance", "file_name", "content_hash").orderBy("source_file", "line_no")
     repeat = F.row_number().over(same_text) - 1
     if earlier_contents is not None:
@@ -265,7 +266,7 @@ def with_line_ids(records: DataFrame, *, scheme: LineIds = "content",
         repeat = repeat + F.coalesce(F.col("_seen"), F.lit(0))
     records = records.withColumn("_repeat", repeat)
     line_id = F.when(F.col("_repeat") == 0, F.col("content_hash")).otherwise(
-        _short_hash(F.col("content_hash"), F.col("_repeat").cast("string")))
+        short_hash(F.col("content_hash"), F.col("_repeat").cast("string")))
     return records.withColumn("line_id", line_id).drop("_repeat", "_seen")
 
 

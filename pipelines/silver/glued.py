@@ -12,6 +12,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from pipelines.bronze.lines import short_hash
 from pipelines.silver.timestamps import SHAPES
 
 # The dated shapes of the catalogue (a glue point needs a date: a time of day alone appears inside messages).
@@ -54,8 +55,7 @@ def split_glued(records: DataFrame) -> DataFrame:
     exploded = pieces.select("*", F.posexplode("_pieces").alias("record_part", "_piece"))
     parts = F.size("_pieces")
     cut_off = F.col("line_length") - F.length("value")
-    own_id = F.substring(F.sha2(F.concat_ws("|", "line_id", F.lit("part"), F.col("record_part").cast("string")),
-                                256), 1, 24)
+    own_id = short_hash(F.col("line_id"), F.lit("part"), F.col("record_part").cast("string"))
     return exploded.withColumns({
         "line_id": F.when(F.col("record_part") > 0, own_id).otherwise(F.col("line_id")),
         "line_length": F.when(parts > 1, F.length("_piece")
