@@ -24,6 +24,10 @@ from tests.builders import T0, at, client_line, event, gc_pause, seconds_of
          "leave_on_poll_timeout", "m1"),
         ("Removing member m1 on LeaveGroup", "the consumer is being closed", "membership_change", "member_leave", "m1"),
         ("removing member m1 on LeaveGroup", None, "membership_change", "member_leave", "m1"),
+        # KafkaConsumer.unsubscribe() leaves the group (a container stopped, a Streams client shutting down): the
+        # group sees a member leave, whatever the application does next.
+        ("Removing member m1 on LeaveGroup", "the consumer unsubscribed from all topics", "membership_change",
+         "member_leave", "m1"),
         ("Adding new member m2 with group instance id None", "need to re-join with the given member-id: m2",
          "membership_change", "member_join", "m2"),
         ("Leader m1 re-joining group during Stable", "cached metadata has changed", "metadata_change",
@@ -395,6 +399,23 @@ def test_client_only_a_lone_members_close_is_a_leave_and_the_coordinator_it_then
     # A coordinator lost before any leave still decides.
     lost_first = [client_line(-5, "client_coordinator_lost", "rdkafka#consumer-1"), *events]
     assert [r["cause"] for r in reconstruct_group("g", lost_first)] == ["coordinator_change"]
+
+
+def test_client_only_a_coordinator_marked_dead_because_the_heartbeat_session_expired_is_a_session_timeout():
+    """kafka-python and aiokafka mark the coordinator dead when their own heartbeat session runs out, as the Java
+    client marks it unknown when its session timed out without a heartbeat answer: the member's session expired,
+    the coordinator did not move."""
+    events = [
+        client_line(0, "client_joined", "kafka-python-2.0.2", generation=4),
+        client_line(40, "client_coordinator_lost", "kafka-python-2.0.2", coordinator="0",
+                    reason="Heartbeat session expired"),
+        client_line(41, "client_joined", "kafka-python-2.0.2", generation=5),
+    ]
+    rows = reconstruct_group("g", events)
+    assert [(r["cause"], r["cause_rule"]) for r in rows][-1] == ("session_timeout", "client_session_expired")
+    # Any other reason for marking it dead is still the coordinator's doing.
+    events[1] = {**events[1], "reason": "NotCoordinatorForGroupError"}
+    assert [r["cause"] for r in reconstruct_group("g", events)][-1] == "coordinator_change"
 
 
 def test_client_only_a_member_that_only_saw_the_rebalance_names_who_left_from_the_leaders_assignment():

@@ -173,3 +173,20 @@ def test_pasted_lines_quoted_or_with_redacted_broker_names_parse_as_the_original
         # the file's one client group
         ("client_sync_failed", "orders", dt.datetime(2024, 5, 14, 10, 21, 7, 482000)),
     ]
+
+
+def test_a_line_whose_message_names_no_group_takes_it_from_the_heartbeat_threads_name_or_its_json_field(spark):
+    """The Java client's heartbeat thread is named after its group, so a pattern without the client's prefix still
+    names the group; KafkaJS through an application's own log creator prints its messages without their
+    `[Namespace] ` (the group in the entry's field), behind the level the application prints first."""
+    lines = [
+        "2024-03-04 10:00:01,100 [kafka-coordinator-heartbeat-thread | slow-consumer-demo] WARN ConsumerCoordinator - "
+        "consumer poll timeout has expired. This means the time between subsequent calls to poll() was longer than "
+        "the configured max.poll.interval.ms",
+        'error {"timestamp":"2024-03-04T10:00:02.200Z","logger":"kafkajs","message":"The group is rebalancing, '
+        're-joining","groupId":"adapter-v2","memberId":"adapter-01-aa22","retryCount":0} ',
+    ]
+    parsed = parse_with(_bronze(spark, "app-0", "consumer.log", lines), load_config())
+    rows = [(r.line_no, r.event_type, r.group_id) for r in parsed.select("line_no", "event_type", "group_id")
+            .orderBy("line_no").collect()]
+    assert rows == [(1, "client_poll_timeout", "slow-consumer-demo"), (2, "client_rejoin_requested", "adapter-v2")]

@@ -110,7 +110,6 @@ CLIENT_REASONS: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (re.compile(r"cached metadata has changed", re.I), "metadata_change", "partition_count_change"),
     (re.compile(r"subscription has changed|does not match the current subscription", re.I), "metadata_change",
      "subscription_change"),
-    (re.compile(r"the consumer unsubscribed from all topics", re.I), "metadata_change", "subscription_change"),
     # librdkafka: the subscribed topics' partition count or existence changed (`initiating rebalance`, `Rejoining
     # group without an assignment`).
     (re.compile(r"metadata for subscribed topic\(s\) has changed", re.I), "metadata_change",

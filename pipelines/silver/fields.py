@@ -48,7 +48,7 @@ def typed_fields(parts: Column, alternation: Alternation) -> dict[str, Column]:
     # A group printed in quotes by a wrapper (`"my-group"`) is the same group.
     group = F.regexp_replace(F.coalesce(raw["group_id"], raw["group_name"]), r'^"(.+)"$', "$1")
     out["group_id"] = F.coalesce(group, F.col("_prefix_group_id"), F.col("_json_group_id"),
-                                 streams_application(raw["client_id"]))
+                                 streams_application(raw["client_id"]), F.col("_thread_group_id"))
     out["member_id"] = F.when(raw["member_id"] != "<no ID>", raw["member_id"])
     out["group_instance_id"] = _unwrap(F.coalesce(raw["instance_id"], F.col("_prefix_instance_id")))
     out["client_id"] = F.coalesce(raw["client_id"], F.col("client_id_prefix"), F.col("client_handle"))

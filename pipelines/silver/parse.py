@@ -55,6 +55,10 @@ RELEVANT_TEXT = (
 _JUL_RECORD = r"^([^\n]* [AP]M [^\n]*)\n((?:SEVERE|WARNING|INFO|CONFIG|FINE|FINER|FINEST): )"
 # .NET's Microsoft.Extensions.Logging console format: `info: Category[event id]`, the message indented below.
 _MEL_RECORD = r"^((?:trce|dbug|info|warn|fail|crit): [^\n]*\[\d+\])\n\s+"
+# The Java client's heartbeat thread is named after its group (AbstractCoordinator's HeartbeatThread:
+# `kafka-coordinator-heartbeat-thread | <group>`), so a layout that prints the thread names the group of a line whose
+# message and prefix do not.
+_HEARTBEAT_THREAD_GROUP = r"kafka-coordinator-heartbeat-thread \| ([^\]\s,]+)"
 # The logger that log4j's `(%c)` appends to the last line of a multi-line message.
 _TRAILING_LOGGER = r"\s\(([\w.$-]+)\)\s*$"
 
@@ -121,6 +125,7 @@ def _with_prefix(parsed: DataFrame) -> DataFrame:
         at(prefix, 3).alias("_prefix_instance_id"),
         at(prefix, 4).alias("client_id_prefix"),
         at(prefix, 5).alias("_prefix_group_id"),
+        F.nullif(F.regexp_extract(F.col("line"), _HEARTBEAT_THREAD_GROUP, 1), F.lit("")).alias("_thread_group_id"),
         F.coalesce(F.get(prefix, 5), F.col("msg")).alias("body"),
         F.when(log4j, F.regexp_replace(rest, _TRAILING_LOGGER, "")).otherwise(rest).alias("continued"),
     )

@@ -81,6 +81,8 @@ ERROR_CODE = r"(?: \([a-z][a-z0-9_]*\)(?: \[[^\]\s]*\])?)?"
 # Starts a text whose templates may sit anywhere in it (a control character no cleaned line holds).
 SEARCH_MARK = "\u0004"
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
+# A row that opens with a logger's namespace in brackets (`[ConsumerGroup] `), no field inside.
+_NAMESPACE = re.compile(r"^(\[[A-Z][A-Za-z]*\] )(.+)$", re.S)
 _VERSION = r"\d+\.\d+(?:\.\d+)?"
 _VERSIONS = re.compile(rf"^(?:all|{_VERSION}(?:-{_VERSION})?(?:, {_VERSION}(?:-{_VERSION})?)*)$")
 
@@ -142,8 +144,14 @@ def compile_template(template: Template) -> CompiledTemplate:
     text = template.text.rstrip()
     required_period = text.endswith("}.")
     text = text.removesuffix(".")
-    pieces = _PLACEHOLDER.split(text)
+    namespace = _NAMESPACE.match(text)
     regex = []
+    if namespace and len(_PLACEHOLDER.sub("", namespace.group(2)).split()) >= 3:
+        # A logger that prints the namespace before the message (KafkaJS's default `[Runner] ...`) is one layout;
+        # an application's own log creator prints the bare message. Rows of three words or more are read either way.
+        regex.append(f"(?:{re.escape(namespace.group(1))})?")
+        text = namespace.group(2)
+    pieces = _PLACEHOLDER.split(text)
     groups: dict[str, int] = {}
     literals = []
     index = 0
