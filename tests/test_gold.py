@@ -554,6 +554,25 @@ def test_a_rebalance_whose_preparing_line_is_missing_is_opened_by_the_leave_befo
     assert seconds_of(rows[-1]["started_at"]) == 300
 
 
+def test_a_member_removed_well_after_its_generation_formed_starts_the_next_rebalance_without_an_assignment_line():
+    """A coordinator that logged `Stabilized` but not the leader's assignment (its level, or a cut log) still
+    rebalances the group when a member fails later: the removal opens the next rebalance, and the formed generation
+    ends where it stabilized."""
+    events = [
+        event(0, "member_joining", member_id="a"),
+        event(0.1, "rebalance_started", generation=14, reason="Adding new member a with group instance id None"),
+        event(3.2, "group_stabilized", generation=15, member_count=1),
+        event(13.3, "member_failed", member_id="a"),
+    ]
+    rows = reconstruct_group("g", events)
+    assert [(r["outcome"], r["cause"], seconds_of(r["started_at"])) for r in rows] == [
+        ("stabilized", "membership_change", 0.1), ("open", "session_timeout", 13.3)]
+    assert seconds_of(rows[0]["completed_at"]) == 3.2
+    # A removal at the generation's own forming (a member that did not rejoin in time) belongs to it.
+    close = [*events[:3], event(3.5, "member_failed", member_id="a")]
+    assert len(reconstruct_group("g", close)) == 1
+
+
 def test_broker_lines_decide_when_present_client_only_rules_stay_out():
     events = [
         event(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None"),

@@ -190,3 +190,20 @@ def test_a_line_whose_message_names_no_group_takes_it_from_the_heartbeat_threads
     rows = [(r.line_no, r.event_type, r.group_id) for r in parsed.select("line_no", "event_type", "group_id")
             .orderBy("line_no").collect()]
     assert rows == [(1, "client_poll_timeout", "slow-consumer-demo"), (2, "client_rejoin_requested", "adapter-v2")]
+
+
+def test_a_logger_in_brackets_after_the_message_and_an_elided_coordinator_leave_the_wording_whole(spark):
+    """log4j's `%m   [%c]` (Debezium's Connect images) puts the logger in brackets after the message: it is not the
+    group of `(Re-)joining group`; a paste that drops the coordinator's address keeps the leave's reason."""
+    lines = [
+        "2022-09-20 05:50:21,310 INFO   ||  [Worker clientId=connect-1, groupId=1] (Re-)joining group   "
+        "[org.apache.kafka.connect.runtime.distributed.WorkerCoordinator]",
+        "2021-06-01 11:03:58.893   Member consumer-orders-1-aa sending LeaveGroup request to coordinator due to "
+        "consumer poll timeout has expired.",
+    ]
+    parsed = parse_with(_bronze(spark, "app-0", "worker.log", lines), load_config())
+    rows = [(r.line_no, r.event_type, r.group_id, r.reason) for r in parsed.select(
+        "line_no", "event_type", "group_id", "reason").orderBy("line_no").collect()]
+    # The leave names no group: it takes the one group its file names.
+    assert rows == [(1, "client_joining", "1", None),
+                    (2, "client_leaving", "1", "consumer poll timeout has expired.")]

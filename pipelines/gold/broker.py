@@ -48,6 +48,13 @@ class BrokerReplay:
         # no classic rebalance: the bump (or its target assignment) that follows is the rebalance, and none follows
         # the last member's leave.
         state = self.state
+        current = state.current
+        if (kind in _IMPLY_REBALANCE and member and current is not None and current.stabilized_at is not None
+                and secs(ts - current.stabilized_at) > NEIGHBOUR_S):
+            # The generation formed well before: the coordinator rebalances a Stable or CompletingRebalance group on a
+            # removal or a new member, so this event starts the next rebalance, whether or not the leader's
+            # assignment was logged in between.
+            self._close(current.stabilized_at, "stabilized")
         if kind in _IMPLY_REBALANCE and member and state.current is None and not recent and not state.bumps and (
                 kind == "member_joining" or not self._is_empty()):
             # A member leaving an Empty group (the last one, logged after the group emptied) starts nothing, and a

@@ -19,6 +19,7 @@ from pipelines.settings.globs import glob_regex
 from pipelines.settings.sources import UserLayout
 from pipelines.silver.json_layout import is_json, json_fields, json_text, parse_json
 from pipelines.silver.packing import at, literal_array, pack_all
+from pipelines.silver.suffixes import MESSAGE_SUFFIX, suffix_logger
 from pipelines.silver.timestamps import find_level, find_time
 
 _ISO = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
@@ -249,20 +250,8 @@ def with_layout(
     return _read_general(df)
 
 
-# What may follow a message found by a general layout: a log4j `(logger)` or `(logger:line)`, then a `[thread]`,
-# then an MDC tail (` - app=kafka, server=0`); Python's `, %(module)s-%(funcName)s-%(lineno)d` after a message (with
-# an underscore in its names, `base-__call__-633`: a group id `orders-group-1` ending a wording has the same shape), the
-# `']` of a message logged as a list of its arguments; the entry's own fields as one flat JSON object after the
-# message, opening with its `timestamp` or `logger` (KafkaJS through NestJS's text logger: `[Consumer] Stopped
-# {"timestamp":..,"logger":"kafkajs","groupId":..}`, the group read from it beforehand; a payload the message itself
-# prints, such as KafkaFlow's `Data: {..}`, stays); and quoting, markdown or HTML line breaks left from a paste.
-# One separating blank is removed with them, never more: a message may end with an empty field (`partitions `).
-MESSAGE_SUFFIX = (
-    r"(?:\s\(([\w$]+(?:\.[\w$]+)+)(?::\d+)?\)(?:\s+\[[^\]]*\])?(?:\s+-\s+[\w.]+=.*)?)?"
-    r"(?:,\s(?=[\w.<>-]*_)[\w.]+-[\w.<>]+-\d+)?(?:'\])?(?:\s\{\"(?:timestamp|logger)\"\s*:[^{}\n]*\})?"
-    r"(?:\s*[*`]+)?(?:\s*<br\s*/?>\s*)*$"
-)
 _RDKAFKA_HANDLE = r"([^\s|\[\]:]+#(?:consumer|producer)-\d+)"
+
 _LOGGER_IN_PREFIX = r"((?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*)"
 
 
@@ -279,7 +268,7 @@ def _read_general(df: DataFrame) -> DataFrame:
            .when(pre.endswith("| ") & msg.contains(" | "), F.substring_index(msg, " | ", 1))
            .when(pre.endswith("\t"), F.substring_index(msg, "\t", 1)).otherwise(msg))
     cleaned = F.regexp_replace(msg, MESSAGE_SUFFIX, "")
-    logger = F.coalesce(F.nullif(F.regexp_extract(msg, MESSAGE_SUFFIX, 1), F.lit("")),
+    logger = F.coalesce(suffix_logger(msg),
                         F.nullif(F.regexp_extract(pre, _LOGGER_IN_PREFIX, 1), F.lit("")))
     # A source's own pattern is the user's reading of the line, not a promise that its `msg` group stops where the
     # message does: what it captured gets the same clean-up as a found message (a log4j logger, a thread, an MDC
@@ -290,7 +279,7 @@ def _read_general(df: DataFrame) -> DataFrame:
         "ts_text": F.when(general, F.coalesce(F.col("ts_text"), find_time(pre))).otherwise(F.col("ts_text")),
         "level": F.when(general, F.coalesce(F.col("level"), find_level(pre))).otherwise(F.col("level")),
         "logger": F.when(general, F.coalesce(F.col("logger"), logger))
-        .when(own, F.coalesce(F.col("logger"), F.nullif(F.regexp_extract(own_msg, MESSAGE_SUFFIX, 1), F.lit(""))))
+        .when(own, F.coalesce(F.col("logger"), suffix_logger(own_msg)))
         .otherwise(F.col("logger")),
         "msg": F.when(general, cleaned).when(own, F.regexp_replace(own_msg, MESSAGE_SUFFIX, ""))
         .otherwise(F.col("msg")),

@@ -20,8 +20,9 @@ from pipelines.settings.sources import UserLayout
 from pipelines.silver.fields import typed_fields
 from pipelines.silver.gc import with_gc_pause
 from pipelines.silver.glued import line_disposition, split_glued
-from pipelines.silver.layouts import MESSAGE_SUFFIX, strip_envelope, with_layout
+from pipelines.silver.layouts import strip_envelope, with_layout
 from pipelines.silver.packing import at, chosen, literal_array, literal_map, pack_all
+from pipelines.silver.suffixes import MESSAGE_SUFFIX
 from pipelines.silver.templates import SEARCH_MARK, Alternation, CompiledTemplate, build_alternation, load_templates
 from pipelines.silver.timestamps import event_time, find_level, find_time
 

@@ -178,6 +178,12 @@ def compile_template(template: Template) -> CompiledTemplate:
             continue
         index += 1
         groups[piece] = index
+        if piece == "coordinator" and regex[-1].endswith(re.escape(" ")):
+            # A paste often drops the coordinator's address (`... to coordinator due to ...`): the line still reads
+            # as its wording, without that field.
+            regex[-1] = regex[-1].removesuffix(re.escape(" "))
+            regex.append(f"(?: ({pattern}))?")
+            continue
         regex.append(f"({pattern})")
     if required_period:
         regex.append(r"\.")
