@@ -568,9 +568,22 @@ def test_a_member_removed_well_after_its_generation_formed_starts_the_next_rebal
     assert [(r["outcome"], r["cause"], seconds_of(r["started_at"])) for r in rows] == [
         ("stabilized", "membership_change", 0.1), ("open", "session_timeout", 13.3)]
     assert seconds_of(rows[0]["completed_at"]) == 3.2
-    # A removal at the generation's own forming (a member that did not rejoin in time) belongs to it.
+    # A removal at the generation's own forming (a member that did not rejoin in time) belongs to it, and a pending
+    # member (one that never completed its join) is dropped without a rebalance.
     close = [*events[:3], event(3.5, "member_failed", member_id="a")]
     assert len(reconstruct_group("g", close)) == 1
+    pending = [*events[:3], event(13.3, "member_failed", member_id="x", template_id="b_pending_expired")]
+    assert len(reconstruct_group("g", pending)) == 1
+    # A log that shows the leader's assignments waits for it: the generation ends when its assignment arrives.
+    logged = [
+        *events[:3], event(3.3, "assignment_received", generation=15),
+        event(50, "member_joining", member_id="b"),
+        event(50.1, "rebalance_started", generation=15, reason="Adding new member b with group instance id None"),
+        event(52, "group_stabilized", generation=16, member_count=2),
+        event(60, "member_failed", member_id="a"), event(61, "assignment_received", generation=16),
+    ]
+    assert [(seconds_of(r["started_at"]), seconds_of(r["completed_at"])) for r in reconstruct_group("g", logged)] == [
+        (0.1, 3.3), (50.1, 61)]
 
 
 def test_broker_lines_decide_when_present_client_only_rules_stay_out():

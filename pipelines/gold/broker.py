@@ -30,6 +30,10 @@ _IMPLY_REBALANCE = ("member_failed", "member_left", "member_fenced", "member_joi
 _SHOW_REBALANCE_OR_NONE = ("rebalance_started", "group_epoch_bumped", "group_emptied", "group_stabilized",
                            "static_member_rejoined", "group_dead", "group_unloaded")
 _SET_ITEMS = re.compile(r"[\w.\-]+(?:-[0-9a-f-]{36})?")
+# Broker wordings about a member that never completed its join (pending, or told to rejoin with its new id): the
+# coordinator adds or drops it without rebalancing the group.
+_PENDING_ROWS = ("b_pending_", "b_join_pending", "b_join_dynamic_required", "n_pending_", "n_dynamic_join_required",
+                 "n_join_dynamic_required")
 
 
 class BrokerReplay:
@@ -39,6 +43,17 @@ class BrokerReplay:
     def __init__(self, state: ReplayState, refinement: CauseRefinement, epochs: EpochReplay) -> None:
         self.state, self.refinement, self.epochs = state, refinement, epochs
         self.ctx, self.rules = state.ctx, state.rules
+        self._assignments_logged = False
+
+    def _formed_unlogged(self, kind: str, event: TimelineEvent) -> bool:
+        """Whether `event` removes a member (expired, left, fenced) more than NEIGHBOUR_S after the open rebalance
+        stabilized, in a group whose log has shown no leader's assignment so far. A pending member (one that never
+        completed its join) is removed without a rebalance."""
+        current = self.state.current
+        return (kind in ("member_failed", "member_left", "member_fenced") and bool(event.get("member_id"))
+                and not self._assignments_logged and current is not None and current.stabilized_at is not None
+                and secs(event["event_ts"] - current.stabilized_at) > NEIGHBOUR_S
+                and not str(event.get("template_id") or "").startswith(_PENDING_ROWS))
 
     def on_event(self, event: TimelineEvent) -> None:
         kind, member, ts = event["event_type"], event.get("member_id"), event["event_ts"]
@@ -48,13 +63,14 @@ class BrokerReplay:
         # no classic rebalance: the bump (or its target assignment) that follows is the rebalance, and none follows
         # the last member's leave.
         state = self.state
-        current = state.current
-        if (kind in _IMPLY_REBALANCE and member and current is not None and current.stabilized_at is not None
-                and secs(ts - current.stabilized_at) > NEIGHBOUR_S):
-            # The generation formed well before: the coordinator rebalances a Stable or CompletingRebalance group on a
-            # removal or a new member, so this event starts the next rebalance, whether or not the leader's
-            # assignment was logged in between.
-            self._close(current.stabilized_at, "stabilized")
+        if kind == "assignment_received":
+            self._assignments_logged = True
+        if self._formed_unlogged(kind, event):
+            # A coordinator that never logs the leader's assignment (its version or level) leaves the generation it
+            # formed open; a member removed or leaving well after it was formed starts the next rebalance (the
+            # coordinator rebalances a Stable group on a removal), so the formed one ends where it stabilized.
+            assert state.current is not None and state.current.stabilized_at is not None
+            self._close(state.current.stabilized_at, "stabilized")
         if kind in _IMPLY_REBALANCE and member and state.current is None and not recent and not state.bumps and (
                 kind == "member_joining" or not self._is_empty()):
             # A member leaving an Empty group (the last one, logged after the group emptied) starts nothing, and a

@@ -20,7 +20,7 @@ EXPIRY_ANSWERS = ("client_heartbeat_failed", "client_join_failed", "client_sync_
 # and `member id ... is not valid`, librdkafka's `Broker: Unknown member`, kafka-python's and aiokafka's `local
 # member_id was not recognized`), or what it sees itself when its own
 # session runs out (librdkafka's SESSTMOUT, the Java client's `session timed out without receiving a heartbeat
-# response`, kafka-python's and aiokafka's `Heartbeat session expired` as the reason they mark the coordinator dead).
+# response`, kafka-python 2.x's `Heartbeat session expired` as the reason it marks the coordinator dead).
 EXPIRED = re.compile(r"UNKNOWN_MEMBER_ID|unknown member|UnknownMemberId|member id .* is not valid"
                      r"|is not aware of this member|session timed out|heartbeat session expired"
                      r"|member_id was not recognized"

@@ -59,7 +59,7 @@ _MEL_RECORD = r"^((?:trce|dbug|info|warn|fail|crit): [^\n]*\[\d+\])\n\s+"
 # The Java client's heartbeat thread is named after its group (AbstractCoordinator's HeartbeatThread:
 # `kafka-coordinator-heartbeat-thread | <group>`), so a layout that prints the thread names the group of a line whose
 # message and prefix do not.
-_HEARTBEAT_THREAD_GROUP = r"kafka-coordinator-heartbeat-thread \| ([^\]\s,]+)"
+_HEARTBEAT_THREAD_GROUP = r"kafka-coordinator-heartbeat-thread \| ([^\]\s,\"']+)"
 # The logger that log4j's `(%c)` appends to the last line of a multi-line message.
 _TRAILING_LOGGER = r"\s\(([\w.$-]+)\)\s*$"
 

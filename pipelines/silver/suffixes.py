@@ -14,7 +14,8 @@ from pyspark.sql import functions as F
 # `timestamp` or `logger` (KafkaJS through NestJS's text logger: `[Consumer] Stopped
 # {"timestamp":..,"logger":"kafkajs","groupId":..}`, the group read from it beforehand; a payload the message itself
 # prints, such as KafkaFlow's `Data: {..}`, stays); and quoting, markdown or HTML line breaks left from a paste. One
-# separating blank is removed with them, never more: a message may end with an empty field (`partitions `).
+# separating blank is removed with them, never more: a message may end with an empty field (`partitions `); before a
+# logger in brackets, the first blank stays.
 MESSAGE_SUFFIX = (
     r"(?:\s\(([\w$]+(?:\.[\w$]+)+)(?::\d+)?\)(?:\s+\[[^\]]*\])?(?:\s+-\s+[\w.]+=.*)?"
     # log4j's `%m   [%c]` (the Debezium images' layout): the logger's class name in brackets after the blanks.
