@@ -418,6 +418,56 @@ def test_client_only_a_coordinator_marked_dead_because_the_heartbeat_session_exp
     assert [r["cause"] for r in reconstruct_group("g", events)][-1] == "coordinator_change"
 
 
+def test_client_only_an_expiry_the_member_lost_to_an_unreachable_coordinator_is_the_coordinators():
+    """A member that said it could not reach its coordinator (its connection to it failed) well before its own
+    session timer ran out lost the session to the coordinator: its heartbeats could not get through. An expiry that
+    only names a transport failure itself, or a failure logged with it, is a process waking from a freeze as well."""
+    def expiry(*before, last_error="Success"):
+        return [client_line(0, "client_joined", "rdkafka#consumer-1", generation=4), *before,
+                client_line(40, "client_session_timeout", "rdkafka#consumer-1", state="steady", reason=last_error),
+                client_line(41, "client_joined", "rdkafka#consumer-1", generation=5)]
+
+    def verdict(events):
+        row = reconstruct_group("g", sorted(events, key=lambda e: e["event_ts"]))[-1]
+        return row["cause"], row["cause_detail"], row["cause_rule"]
+
+    failed = client_line(25, "client_coordinator_disconnected", "rdkafka#consumer-1", reason="Connection refused")
+    assert verdict(expiry(failed)) == ("coordinator_change", "coordinator_unreachable", "client_expired_unreachable")
+    expired = ("session_timeout", "heartbeat_expiration", "client_session_expired")
+    assert verdict(expiry()) == expired
+    assert verdict(expiry(last_error="Local: Broker transport failure")) == expired
+    assert verdict(expiry({**failed, "event_ts": at(39.5)})) == expired
+    assert verdict(expiry({**failed, "event_ts": at(-30)})) == expired
+    # Another process's lost connection says nothing about this member's heartbeats.
+    assert verdict(expiry({**failed, "instance": "app-1"})) == expired
+    # kafka-python marks its coordinator dead when the connection drops, then hears its member id is unknown.
+    dead = client_line(10, "client_coordinator_lost", "kafka-python-2.0.2", reason="Node Disconnected")
+    unknown = client_line(30, "client_heartbeat_failed", "kafka-python-2.0.2", error="UnknownMemberIdError")
+    events = [client_line(0, "client_joined", "kafka-python-2.0.2", generation=4), dead, unknown,
+              client_line(31, "client_joined", "kafka-python-2.0.2", generation=5)]
+    assert verdict(events)[2] == "client_expired_unreachable"
+    assert verdict([*events[:1], {**dead, "reason": "NotCoordinatorForGroupError"}, *events[2:]])[0] == (
+        "session_timeout")
+
+
+def test_a_coordinator_expiry_of_a_member_whose_client_could_not_reach_it_is_the_coordinators():
+    def expired(*client_lines):
+        events = [client_line(-50, "client_joined", "c1", "app-0", member_id="m1", generation=1), *client_lines,
+                  event(20, "member_failed", member_id="m1"),
+                  event(20, "rebalance_started", generation=1, reason="removing member m1 on heartbeat expiration"),
+                  event(20.5, "group_emptied", generation=2)]
+        rows = reconstruct_group("g", sorted(events, key=lambda e: e["event_ts"]))
+        return next(r for r in rows if r["trigger_member_id"] == "m1")
+
+    lost = client_line(2, "client_coordinator_disconnected", "c1", "app-0")
+    row = expired(lost)
+    assert (row["cause"], row["cause_rule"]) == ("coordinator_change", "expiry_while_coordinator_unreachable")
+    assert "could not reach its coordinator" in row["evidence_json"]
+    assert expired()["cause"] == "session_timeout"
+    # A lost connection more than a minute before the expiry is an episode of its own.
+    assert expired({**lost, "event_ts": at(-45)})["cause"] == "session_timeout"
+
+
 def test_client_only_a_member_that_only_saw_the_rebalance_names_who_left_from_the_leaders_assignment():
     events = [
         client_line(0, "client_joining"),
@@ -867,7 +917,8 @@ def test_a_librdkafka_coordinator_handle_failing_is_the_line_that_ties_a_new_mem
         return sorted(rebuild_rebalances(_timeline_inputs(spark, events)).collect(),
                       key=lambda r: r.generation_after)
 
-    assert [(r.cause, r.cause_detail) for r in rebuilt(True)][-1] == ("session_timeout", "rejoin")
+    # The FAIL, 7 s before the expiry, also says why the session ran out: the coordinator was out of its reach.
+    assert [(r.cause, r.cause_detail) for r in rebuilt(True)][-1] == ("coordinator_change", "rejoin")
     assert [(r.cause, r.cause_detail) for r in rebuilt(False)][-1] == ("membership_change", "member_join")
 
 

@@ -57,6 +57,8 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     "cluster/consumer ", "found member: ", "found topic/partition", "member/topic/partitions", "rebalance error: ",
     # librdkafka's close of a consumer with a group (`Closing consumer`).
     "Closing consumer",
+    # The Java client's connection to its coordinator, node Integer.MAX_VALUE - broker id (NetworkClient's lines).
+    "node 2147",
     # What applications print in their rebalance listeners (wordings/client_callbacks.yml): `Revoked partitions`,
     # Spring's `<group>: partitions assigned: [..]`, the clients' examples' `RebalanceCb:` and `Got assigned:`.
     "evok", "partitions assigned", "Assigned partitions", "partitions lost", "were lost", "RebalanceCb",

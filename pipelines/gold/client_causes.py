@@ -15,14 +15,14 @@ from typing import Any
 from pipelines.gold.causes import CLIENT_REASONS
 from pipelines.gold.client_signs import (
     COORDINATOR_LOST,
-    EXPIRED,
-    EXPIRY_ANSWERS,
-    POLL_TIMEOUT,
-    POLL_TIMEOUT_EVENTS,
+    before_own_close,
     coordinator_gone,
     coordinator_trouble,
     is_newcomer_sign,
+    is_poll_timeout,
+    process_of,
     said,
+    says_expired,
 )
 from pipelines.gold.member_states import committed_after_removal
 from pipelines.gold.records import TimelineEvent
@@ -45,6 +45,7 @@ class Signs:
     lines: list[TimelineEvent]
     newcomers: list[TimelineEvent]
     starting: set[tuple[Any, Any]]
+    unreachable: Callable[[TimelineEvent], TimelineEvent | None] | None = None
 
 
 Found = tuple[Verdict, TimelineEvent | None]
@@ -52,7 +53,7 @@ Found = tuple[Verdict, TimelineEvent | None]
 
 def _polled_out(signs: Signs) -> Found | None:
     for event in signs.lines:
-        if _is_poll_timeout(event):
+        if is_poll_timeout(event):
             return decide("client_logged_poll_timeout", event.get("_member"),
                           f"client log only: {_who(event)} logged that its consumer poll timeout expired "
                           "(max.poll.interval.ms) and left the group" + _MISSING), event
@@ -61,16 +62,30 @@ def _polled_out(signs: Signs) -> Found | None:
 
 def _expired(signs: Signs) -> Found | None:
     for event in signs.lines:
-        if _says_expired(event):
+        if says_expired(event):
+            cut_off = _unreachable_before(signs, event)
+            if cut_off is not None:
+                return decide("client_expired_unreachable", event.get("_member"),
+                              f"client log only: {_who(event)} could not reach its coordinator "
+                              f"({said(cut_off).strip()[:120]}) and its session expired "
+                              f"({said(event).strip()[:120]})" + _MISSING), cut_off
             return decide("client_session_expired", event.get("_member"),
                           f"client log only: {_who(event)} was no longer a member when it next reached the "
                           f"coordinator ({said(event).strip()[:160]}): its session had expired" + _MISSING), event
     return None
 
 
+def _unreachable_before(signs: Signs, expiry: TimelineEvent) -> TimelineEvent | None:
+    """The line of the expired member's process (through `Signs.unreachable`) saying shortly before its expiry that
+    it could not reach its coordinator: its session ran out because its heartbeats could not get through, not because
+    it stopped sending them. An expiry that names a transport failure itself is not enough: a process waking from a
+    freeze finds its connections dropped too."""
+    return signs.unreachable(expiry) if signs.unreachable is not None else None
+
+
 def _coordinator_moved(signs: Signs) -> Found | None:
     for event in signs.lines:
-        if _process(event) in signs.starting:
+        if process_of(event) in signs.starting:
             continue
         if coordinator_gone(event):
             return decide("client_coordinator_moved", event.get("_member"),
@@ -86,7 +101,7 @@ def _rejoin_reason(signs: Signs) -> Found | None:
         # A process still on its way into the group (its first lines here are its subscribe or coordinator lookup)
         # has no assignment a metadata change could invalidate: librdkafka asks to rejoin "from metadata change"
         # when the first metadata of its new subscription arrives. That rejoin is part of its first join.
-        if _process(event) in signs.starting:
+        if process_of(event) in signs.starting:
             continue
         # A wording without a reason field says it in its message (librdkafka's `subscription updated from metadata
         # change: rejoining group`).
@@ -103,7 +118,7 @@ def _rejoin_reason(signs: Signs) -> Found | None:
 
 def _lost_coordinator(signs: Signs) -> Found | None:
     for event in signs.lines:
-        if event["event_type"] in COORDINATOR_LOST and _process(event) not in signs.starting:
+        if event["event_type"] in COORDINATOR_LOST and process_of(event) not in signs.starting:
             return decide("client_lost_coordinator", event.get("_member"),
                           f"client log only: {_who(event)} lost its group coordinator "
                           f"({event.get('reason') or 'marked dead'}) and rejoined"), event
@@ -113,9 +128,9 @@ def _lost_coordinator(signs: Signs) -> Found | None:
 def _start_trouble(signs: Signs, *, joined: bool) -> TimelineEvent | None:
     """The first line where a new process lost or could not reach its coordinator on its way in, among the processes
     whose join the log reaches (`joined`) or those it never sees get in."""
-    unjoined = {_process(e) for e in signs.newcomers if e.get("_unjoined")}
-    return next((e for e in signs.lines if coordinator_trouble(e) and _process(e) in signs.starting
-                 and (_process(e) not in unjoined) == joined), None) if signs.newcomers else None
+    unjoined = {process_of(e) for e in signs.newcomers if e.get("_unjoined")}
+    return next((e for e in signs.lines if coordinator_trouble(e) and process_of(e) in signs.starting
+                 and (process_of(e) not in unjoined) == joined), None) if signs.newcomers else None
 
 
 def _start_held_by_coordinator(signs: Signs) -> Found | None:
@@ -167,7 +182,7 @@ def _left(signs: Signs, *, alone: bool) -> Found | None:
         if event["event_type"] != "client_leaving":
             continue
         # Only the leaver's own lines: the rebalance of the members that stay is inferred, not seen.
-        lone = all(_process(e) == _process(event) for e in signs.lines)
+        lone = all(process_of(e) == process_of(event) for e in signs.lines)
         if lone != alone:
             return None
         if lone:
@@ -202,7 +217,7 @@ def _seen_rebalancing(signs: Signs) -> Found | None:
 # The client path's base rules in the rule book's order: the first that applies decides.
 CLIENT_RULES: tuple[tuple[str, Callable[[Signs], Found | None]], ...] = (
     ("client_logged_poll_timeout", _polled_out),
-    ("client_session_expired", _expired),
+    ("client_session_expired", _expired),  # client_expired_unreachable when its coordinator was out of reach
     ("client_coordinator_moved", _coordinator_moved),
     ("client_rejoin_reason", _rejoin_reason),
     ("client_lost_coordinator", _lost_coordinator),
@@ -218,21 +233,23 @@ CLIENT_RULES: tuple[tuple[str, Callable[[Signs], Found | None]], ...] = (
 
 
 def classify_client_signs(lines: list[TimelineEvent], newcomers: list[TimelineEvent],
-                          consider: Callable[[str, bool, str], None] | None = None) -> Found:
+                          consider: Callable[[str, bool, str], None] | None = None,
+                          unreachable: Callable[[TimelineEvent], TimelineEvent | None] | None = None) -> Found:
     """The verdict of a rebalance seen only in client logs: `lines` are the members' lines since their previous
     join (each with `_member`, the member id of its process where known), `newcomers` the first lines of processes
-    that joined for the first time. Returns the verdict and the line that decided it (None when none did);
-    `consider` hears each rule that did not apply."""
-    lines = _before_own_close(lines)
+    that joined for the first time; `unreachable` finds, for a member's line, the line of its process just before
+    saying it could not reach its coordinator. Returns the verdict and the line that decided it (None when none
+    did); `consider` hears each rule that did not apply."""
+    lines = before_own_close(lines)
     # A process whose first line here is its way into the group (a subscribe, its first coordinator lookup) may hear
     # that no coordinator is available yet (a new cluster, an offsets topic still loading): its start, not a
     # coordinator change. A process that was already joining or in the group when it lost its coordinator is not.
     first_lines: dict[tuple[Any, Any], TimelineEvent] = {}
     for event in sorted(lines + newcomers, key=lambda e: e["event_ts"]):
-        first_lines.setdefault(_process(event), event)
-    new_processes = {_process(e) for e in newcomers}
+        first_lines.setdefault(process_of(event), event)
+    new_processes = {process_of(e) for e in newcomers}
     starting = {p for p, e in first_lines.items() if is_newcomer_sign(e) and p in new_processes}
-    signs = Signs(lines, newcomers, starting)
+    signs = Signs(lines, newcomers, starting, unreachable)
     for rule_id, applies in CLIENT_RULES:
         found = applies(signs)
         if found is not None:
@@ -240,33 +257,6 @@ def classify_client_signs(lines: list[TimelineEvent], newcomers: list[TimelineEv
         if consider is not None:
             consider(rule_id, False, f"none of the {len(lines)} member lines of this rebalance says so")
     raise AssertionError("client_seen_rebalancing always applies")
-
-
-def _is_poll_timeout(event: TimelineEvent) -> bool:
-    return event["event_type"] in POLL_TIMEOUT_EVENTS or (
-        event["event_type"] in ("client_leaving", "client_generation_reset")
-        and bool(POLL_TIMEOUT.search(event.get("reason") or "")))
-
-
-def _says_expired(event: TimelineEvent) -> bool:
-    return event["event_type"] == "client_session_timeout" or (
-        event["event_type"] in EXPIRY_ANSWERS and bool(EXPIRED.search(said(event))))
-
-
-def _process(event: TimelineEvent) -> tuple[Any, Any]:
-    return event.get("instance"), event.get("client_id")
-
-
-def _before_own_close(signs: list[TimelineEvent]) -> list[TimelineEvent]:
-    """`signs` without the coordinator losses a process logged at or after its own clean leave: a closing client
-    forgets its coordinator (librdkafka's `is no longer coordinator` once its group handle terminates), which says
-    nothing about the coordinator."""
-    closed: dict[tuple[Any, Any], Any] = {}
-    for event in signs:
-        if event["event_type"] == "client_leaving" and not POLL_TIMEOUT.search(event.get("reason") or ""):
-            closed.setdefault(_process(event), event["event_ts"])
-    return [e for e in signs if not (e["event_type"] in COORDINATOR_LOST and _process(e) in closed
-                                     and e["event_ts"] >= closed[_process(e)])]
 
 
 def classify_removal(member: str, lines: list[TimelineEvent],
@@ -277,7 +267,7 @@ def classify_removal(member: str, lines: list[TimelineEvent],
     these did not leave on purpose (a member always logs its LeaveGroup): it crashed or froze and the coordinator
     expired it. None when its log is not here."""
     for event in lines:
-        if _is_poll_timeout(event):
+        if is_poll_timeout(event):
             return decide("client_removed_poll_timeout", member,
                           f"client log only: {member}, dropped from the assignment, had logged that its consumer "
                           "poll timeout expired" + _MISSING), event
@@ -285,7 +275,7 @@ def classify_removal(member: str, lines: list[TimelineEvent],
             return decide("client_removed_leave", member,
                           f"client log only: {member}, dropped from the assignment, left the group "
                           f"({event.get('reason') or 'LeaveGroup'})" + _MISSING), event
-        if _says_expired(event):
+        if says_expired(event):
             return decide("client_removed_expired", member,
                           f"client log only: {member}, dropped from the assignment, was no longer a member when it "
                           f"next reached the coordinator ({said(event).strip()[:160]}): its session had expired"

@@ -5,6 +5,7 @@ pipelines/gold/client_causes.py."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pipelines.gold.records import TimelineEvent
 
@@ -40,6 +41,15 @@ COORDINATOR_GONE = re.compile(r"NOT_COORDINATOR|not coordinator|not the correct 
                               # the member's own connection to its coordinator (`{connection_down, Reason}`).
                               r"|CoordinatorNotAvailable|connection_down", re.I)
 NEW_MEMBER_SIGNS = re.compile(r"need to re-join with the given member-id", re.I)
+# What a member says when it cannot reach its coordinator at all: the transport failed (librdkafka's last error of a
+# SESSTMOUT, `Local: Broker transport failure`, `All broker connections are down`; a refused connection) or the
+# coordinator did not answer in time (`Local: Timed out`, a request timed out), or Java's coordinator loss with
+# `isDisconnected: true` (the network client lost the connection, 2.6+), or kafka-python's and aiokafka's reasons for
+# marking it dead (`Node Disconnected`, `KafkaConnectionError`, `Request timed out after N ms`).
+UNREACHABLE = re.compile(r"transport failure|all broker connections are down|connection refused|ECONNREFUSED"
+                         r"|isDisconnected: true|Local: Timed out|request timed out|node disconnected"
+                         r"|KafkaConnectionError|Connect call failed", re.I)
+UNREACHABLE_ANSWERS = ("client_session_timeout", "client_heartbeat_failed", "client_coordinator_lost")
 
 
 def said(event: TimelineEvent) -> str:
@@ -58,6 +68,27 @@ def coordinator_trouble(event: TimelineEvent) -> bool:
     return event["event_type"] in COORDINATOR_LOST or coordinator_gone(event)
 
 
+def coordinator_unreachable(event: TimelineEvent) -> bool:
+    """Whether a member's line says it could not reach its coordinator: its connection to the coordinator failed or
+    dropped (`client_coordinator_disconnected`), or an expiry, failed heartbeat or coordinator loss names a transport
+    failure or a timed-out request (UNREACHABLE)."""
+    return event["event_type"] == "client_coordinator_disconnected" or (
+        event["event_type"] in UNREACHABLE_ANSWERS and bool(UNREACHABLE.search(said(event))))
+
+
+def is_poll_timeout(event: TimelineEvent) -> bool:
+    """Whether a member's line says its poll timeout expired (its own line, or the reason of a leave or reset)."""
+    return event["event_type"] in POLL_TIMEOUT_EVENTS or (
+        event["event_type"] in ("client_leaving", "client_generation_reset")
+        and bool(POLL_TIMEOUT.search(event.get("reason") or "")))
+
+
+def says_expired(event: TimelineEvent) -> bool:
+    """Whether a member's line says its session expired (its own view, or the coordinator's answer)."""
+    return event["event_type"] == "client_session_timeout" or (
+        event["event_type"] in EXPIRY_ANSWERS and bool(EXPIRED.search(said(event))))
+
+
 def is_newcomer_sign(event: TimelineEvent) -> bool:
     """A line a process logs on its way into the group for the first time (subscribe, coordinator discovery, the
     MemberIdRequired round trip of a new member)."""
@@ -65,3 +96,20 @@ def is_newcomer_sign(event: TimelineEvent) -> bool:
         return True
     return (event["event_type"] == "client_rejoin_requested"
             and bool(NEW_MEMBER_SIGNS.search(event.get("reason") or "")))
+
+
+def process_of(event: TimelineEvent) -> tuple[Any, Any]:
+    """The process a member's line comes from: its instance folder and client id."""
+    return event.get("instance"), event.get("client_id")
+
+
+def before_own_close(signs: list[TimelineEvent]) -> list[TimelineEvent]:
+    """`signs` without the coordinator losses a process logged at or after its own clean leave: a closing client
+    forgets its coordinator (librdkafka's `is no longer coordinator` once its group handle terminates), which says
+    nothing about the coordinator."""
+    closed: dict[tuple[Any, Any], Any] = {}
+    for event in signs:
+        if event["event_type"] == "client_leaving" and not POLL_TIMEOUT.search(event.get("reason") or ""):
+            closed.setdefault(process_of(event), event["event_ts"])
+    return [e for e in signs if not (e["event_type"] in COORDINATOR_LOST and process_of(e) in closed
+                                     and e["event_ts"] >= closed[process_of(e)])]

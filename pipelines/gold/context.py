@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from pipelines.gold.client_signs import coordinator_unreachable
 from pipelines.gold.records import GcPause, TimelineEvent, gc_pause
 from pipelines.gold.rulebook import window
 
@@ -35,6 +36,8 @@ class GroupContext:
     process_starts: dict[str, list[pd.Timestamp]] = field(default_factory=lambda: defaultdict(list))
     pauses: dict[str, list[GcPause]] = field(default_factory=lambda: defaultdict(list))
     poll_timeouts: dict[str, list[TimelineEvent]] = field(default_factory=lambda: defaultdict(list))
+    # Per instance, the lines where its client could not reach its coordinator (client_signs.coordinator_unreachable).
+    unreachable: dict[str, list[TimelineEvent]] = field(default_factory=lambda: defaultdict(list))
     subscriptions: dict[str, list[tuple[pd.Timestamp, frozenset[str]]]] = field(
         default_factory=lambda: defaultdict(list))
     member_states: dict[str, list[tuple[pd.Timestamp, str]]] = field(default_factory=lambda: defaultdict(list))
@@ -63,6 +66,8 @@ class GroupContext:
             if kind != "client":
                 continue
             ctx.activity[instance].append(event["event_ts"])
+            if coordinator_unreachable(event):
+                ctx.unreachable[instance].append(event)
             member = event.get("member_id")
             if member:
                 ctx.member_instance.setdefault(member, instance)
@@ -209,6 +214,14 @@ class GroupContext:
                 self._used_poll_timeouts[event["event_id"]] = (member, at)
                 return event
         return None
+
+    def unreachable_before(self, instance: str | None, at: pd.Timestamp) -> TimelineEvent | None:
+        """The last line of `instance`'s client saying it could not reach its coordinator, from `unreachable_before_s`
+        to `unreachable_lead_s` before `at`, or None."""
+        since = at - pd.Timedelta(seconds=window("unreachable_before_s"))
+        until = at - pd.Timedelta(seconds=window("unreachable_lead_s"))
+        return next((e for e in reversed(self.unreachable.get(instance or "", ()))
+                     if since <= e["event_ts"] <= until), None)
 
     def connector_change_before(self, at: pd.Timestamp, *, window_s: float) -> TimelineEvent | None:
         """The latest Connect worker line of a connector or task config written or removed within `window_s` before

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pipelines.gold.rules_data import ALTERNATIVES, RULE_ROWS, WINDOWS
+from pipelines.gold.rules_alternatives import ALTERNATIVES
+from pipelines.gold.rules_data import RULE_ROWS, WINDOWS
 
 RulePath = Literal["broker", "epoch", "client", "any"]
 

@@ -26,6 +26,10 @@ WINDOWS: dict[str, tuple[float, str]] = {
     "churn_departure_s": (1800.0, "churn: a member gone without a LeaveGroup is removed within this (the broker's "
                                   "group.max.session.timeout.ms default)"),
     "churn_risk_s": (5.0, "churn: a failed commit belongs to a member's cycle from this long before its first line"),
+    "unreachable_before_s": (60.0, "a member that could not reach its coordinator this long before its session "
+                                   "expired lost the session to it"),
+    "unreachable_lead_s": (2.0, "... at least this long before: a process waking from a freeze logs its dropped "
+                                "connections and its expiry together"),
     "same_removal_s": (1.0, "one removal asked about twice (the has-failed line, then its rebalance) within this"),
     "resubscribe_s": (2.0, "a subscribe this soon after an unsubscribe from everything is a resubscription"),
     "whatif_back_after_s": (0.5, "what-if: a member's next poll is looked for from this long after its poll timeout"),
@@ -153,6 +157,11 @@ RULE_ROWS: tuple[dict[str, Any], ...] = (
     _r("client_session_expired", "client", "Was a member told the coordinator no longer knew it?",
        "session_timeout", "heartbeat_expiration", 0.6, f"{_CC}: UNKNOWN_MEMBER_ID; {_RD}: SESSTMOUT, `Unknown "
        "member`"),
+    _r("client_expired_unreachable", "client", "Had the expired member said, shortly before its expiry, that it "
+       "could not reach its coordinator (a failed or dropped connection, a transport failure, a timed-out request)?",
+       "coordinator_change", "coordinator_unreachable", 0.5, f"{_RD}: the GroupCoordinator handle's FAIL lines, "
+       f"a heartbeat's transport failure; {_CC}: `isDisconnected: true`, NetworkClient on the coordinator's node",
+       ("unreachable_before_s", "unreachable_lead_s")),
     _r("client_coordinator_moved", "client", "Was a member told its coordinator moved or was unavailable?",
        "coordinator_change", "coordinator_lost", 0.5, f"{_CC}: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, "
        "COORDINATOR_LOAD_IN_PROGRESS"),
@@ -222,6 +231,10 @@ RULE_ROWS: tuple[dict[str, Any], ...] = (
     _r("expiry_after_poll_timeout", "any", "Did the expired member's client log a poll timeout just before?",
        "poll_timeout", "heartbeat_expiration", 0.85, f"{_RD} under KIP-848 stops heartbeating after MAXPOLL",
        ("poll_timeout_window_s", "poll_line_after_s"), "refinement"),
+    _r("expiry_while_coordinator_unreachable", "any", "Did the expired member's client say, just before, that it "
+       "could not reach its coordinator?", "coordinator_change", "coordinator_unreachable", 0.7,
+       f"{_RD}: the GroupCoordinator handle's FAIL lines; {_CC}: `isDisconnected: true`, NetworkClient on the "
+       "coordinator's node", ("unreachable_before_s", "unreachable_lead_s"), "refinement"),
     _r("expiry_after_coordinator_move", "broker", "Did the member expire soon after the group moved coordinator?",
        "coordinator_change", "coordinator_failover", 0.75, f"{_GC}: `Loading group metadata`; {_LAB} coordinator",
        ("coordinator_move_window_s",), "refinement"),
@@ -246,55 +259,3 @@ RULE_ROWS: tuple[dict[str, Any], ...] = (
        "members' lines)? Its confidence is capped at this value.", None, None, 0.6,
        "members' `Successfully joined group with generation N`", (), "cap"),
 )
-
-# What a verdict cannot rule out: per deciding rule, the other causes the same lines are consistent with, each with
-# its confidence, the log that would decide it (`client`: the trigger member's client log; `gc`: the GC log of its
-# process; `broker`: the group coordinator's log) and the line to look for there. An alternative whose log the
-# replay did read is dropped (that log was consulted and did not decide it): pipelines/gold/alternatives.py.
-_POLL_LEAVE = ("poll_timeout", 0.35, "client", "a `consumer poll timeout has expired` line (Java) or MAXPOLL "
-               "(librdkafka) in the leaving member's log: a member whose poll loop stalls leaves the group itself, "
-               "and a coordinator before 3.2 logs no reason for a LeaveGroup")
-_GC_EXPIRY = ("gc_pause", 0.3, "gc", "a stop-the-world pause of the member's JVM at least as long as its session "
-              "timeout, ending at the expiry, in the GC log of its process")
-_COORDINATOR_EXPIRY = ("coordinator_change", 0.15, "broker", "`Loading group metadata` / `Unloading group metadata` "
-                       "for the group's partition in the coordinators' logs just before: heartbeats to a moving "
-                       "coordinator fail")
-_REJOIN = (("session_timeout", 0.2, "client", "the joining process's own log showing it was removed (UNKNOWN_MEMBER_ID"
-            ", `has expired`) and rejoined without a restart"),
-           ("poll_timeout", 0.2, "client", "the joining process's own log showing a poll timeout and a rejoin without "
-            "a restart"))
-_FROM_BROKER = (("session_timeout", 0.2, "broker", "`removing member ... on heartbeat expiration` in the coordinator's "
-                 "log at the rebalance's start"),
-                ("membership_change", 0.2, "broker", "`Adding new member` / `on LeaveGroup` in the coordinator's log"),
-                ("metadata_change", 0.15, "broker", "`Leader ... re-joining group during Stable` or `Updating "
-                 "metadata` in the coordinator's log"),
-                ("coordinator_change", 0.1, "broker", "`Loading group metadata` in a coordinator's log just before"))
-# A member that only saw the group rebalance may be the one whose poll loop outran its limit: a CommitFailedException
-# says so in its own text, but it also follows a join or a leave of another member (commits fail during any
-# rebalance), so it leaves the cause open rather than deciding it.
-_SLOW_POLL = ("poll_timeout", 0.2, "client", "`consumer poll timeout has expired` (Java) or MAXPOLL (librdkafka) in a "
-              "member's log; a CommitFailedException blames the poll loop but also follows another member's join")
-_LEAVES = ("reason_leave_group", "reason_explicit_leave", "reason_downgrade_leave", "neighbour_left",
-           "epoch_member_left", "client_leave", "client_lone_leave", "client_removed_leave")
-_EXPIRIES = ("reason_heartbeat_expiration", "neighbour_expired", "neighbour_fenced_session", "epoch_fenced_session",
-             "plain_session_expiry", "client_session_expired", "client_removed_expired", "client_removed_silent")
-_JOINS = ("reason_new_member", "neighbour_joined", "epoch_member_joined", "client_new_member", "client_unjoined_start")
-# A start that met a coordinator it could not use: its log says whether it had moved or held the group all along.
-_START_MOVE = ("coordinator_change", 0.3, "broker", "`Loading group metadata` or `Unloading group metadata` for the "
-               "group's offsets partition in a coordinator's log around the start")
-_START_JOIN = ("membership_change", 0.3, "broker", "the coordinator's log holding the group, loaded and answering, "
-               "while the process tried: the errors were its own lookup, and its join is the cause")
-ALTERNATIVES: dict[str, tuple[tuple[str, float, str, str], ...]] = {
-    **dict.fromkeys(_LEAVES, (_POLL_LEAVE,)),
-    **dict.fromkeys(_EXPIRIES, (_GC_EXPIRY, _COORDINATOR_EXPIRY)),
-    **dict.fromkeys(_JOINS, _REJOIN),
-    **dict.fromkeys(("client_seen_rebalancing", "client_assignment_diff"), _FROM_BROKER + (_SLOW_POLL,)),
-    "client_commit_after_removal": (_FROM_BROKER[0], _FROM_BROKER[1], _GC_EXPIRY),
-    "client_lost_coordinator": (_FROM_BROKER[1],),
-    "client_start_held_by_coordinator": (_START_JOIN,),
-    "client_start_without_coordinator": (_START_MOVE, *_REJOIN),
-    "client_coordinator_moved": (_FROM_BROKER[1],),
-    "no_reason": (("session_timeout", 0.2, "client", "UNKNOWN_MEMBER_ID or `has expired` in a member's log"),
-                  ("poll_timeout", 0.2, "client", "`consumer poll timeout has expired` in a member's log"),
-                  ("membership_change", 0.2, "client", "a member's `sending LeaveGroup request` or first join")),
-}
