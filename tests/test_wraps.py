@@ -31,6 +31,10 @@ FILES = {
     "spring.log": ["2022-01-01 10:00:00.000  INFO 1 --- [thread-1] o.a.k.c.c.i.AbstractCoordinator$HeartbeatThread : ",
                    PREFIX,
                    POLL_TIMEOUT],
+    # Sarama's lines through an application's logger, hard-wrapped at 120 columns after a comma.
+    "sarama.log": ["[sarama_logger]2022/08/18 16:07:59 consumergroup/orders loop check partition number coroutine "
+                   "will exit,",
+                   "topics [orders]"],
     # Not wraps: Streams' task list under `Handle new assignment with:` (tabs pasted as blanks) ...
     "list.log": ["[2021-11-23 09:20:52,844] INFO stream-thread [app-StreamThread-2] Handle new assignment with:",
                  "        New active tasks: [0_0]",
@@ -85,6 +89,10 @@ def _rows(staged, name):
 
 def test_a_record_wrapped_after_a_blank_is_one_event(staged):
     assert _rows(staged, "streams.log") == [(1, 2, "event", "client_partitions_assigned", None)]
+
+
+def test_a_group_line_wrapped_after_a_comma_is_one_event(staged):
+    assert _rows(staged, "sarama.log") == [(1, 2, "event", "client_group_activity", "orders")]
 
 
 def test_a_json_record_cut_inside_its_strings_is_one_event_with_its_group(staged):

@@ -59,6 +59,8 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     "Closing consumer",
     # The Java client's connection to its coordinator, node Integer.MAX_VALUE - broker id (NetworkClient's lines).
     "node 2147",
+    # Sarama's session lines (`consumergroup/session/<member>/<generation> released`).
+    "consumergroup/session/",
     # What applications print in their rebalance listeners (wordings/client_callbacks.yml): `Revoked partitions`,
     # Spring's `<group>: partitions assigned: [..]`, the clients' examples' `RebalanceCb:` and `Got assigned:`.
     "evok", "partitions assigned", "Assigned partitions", "partitions lost", "were lost", "RebalanceCb",
