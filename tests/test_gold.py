@@ -9,6 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from pipelines.gold.causes import classify_reason
+from pipelines.gold.client_signs import coordinator_unreachable
 from pipelines.gold.machines import CLASSIC_TRANSITIONS, CONSUMER_TRANSITIONS
 from pipelines.gold.rebalances import rebuild_rebalances
 from pipelines.gold.rulebook import confidence
@@ -451,13 +452,16 @@ def test_client_only_an_expiry_the_member_lost_to_an_unreachable_coordinator_is_
 
 
 def test_a_coordinator_expiry_of_a_member_whose_client_could_not_reach_it_is_the_coordinators():
+    member = "c1-11111111-2222-3333-4444-555555555555"
+
     def expired(*client_lines):
-        events = [client_line(-50, "client_joined", "c1", "app-0", member_id="m1", generation=1), *client_lines,
-                  event(20, "member_failed", member_id="m1"),
-                  event(20, "rebalance_started", generation=1, reason="removing member m1 on heartbeat expiration"),
+        events = [client_line(-50, "client_joined", "c1", "app-0", member_id=member, generation=1), *client_lines,
+                  event(20, "member_failed", member_id=member),
+                  event(20, "rebalance_started", generation=1,
+                        reason=f"removing member {member} on heartbeat expiration"),
                   event(20.5, "group_emptied", generation=2)]
         rows = reconstruct_group("g", sorted(events, key=lambda e: e["event_ts"]))
-        return next(r for r in rows if r["trigger_member_id"] == "m1")
+        return next(r for r in rows if r["trigger_member_id"] == member)
 
     lost = client_line(2, "client_coordinator_disconnected", "c1", "app-0")
     row = expired(lost)
@@ -466,6 +470,31 @@ def test_a_coordinator_expiry_of_a_member_whose_client_could_not_reach_it_is_the
     assert expired()["cause"] == "session_timeout"
     # A lost connection more than a minute before the expiry is an episode of its own.
     assert expired({**lost, "event_ts": at(-45)})["cause"] == "session_timeout"
+    # So is one the client got over: it found its coordinator again before the expiry.
+    assert expired(lost, client_line(8, "client_coordinator_discovered", "c1", "app-0"))["cause"] == (
+        "session_timeout")
+    # Another client in the same folder (a second consumer of the process) says nothing of this member's heartbeats.
+    assert expired({**lost, "client_id": "c2"})["cause"] == "session_timeout"
+    # The group moving to another coordinator is the broker's own word for it, and decides first.
+    moved = expired(lost, event(5, "group_loaded", broker_id=2, generation=1))
+    assert (moved["cause"], moved["cause_rule"]) == ("coordinator_change", "expiry_after_coordinator_move")
+
+
+def test_what_says_a_coordinator_was_out_of_reach_and_what_does_not():
+    def says(event_type, **fields):
+        return coordinator_unreachable(client_line(0, event_type, **fields))
+
+    assert says("client_coordinator_disconnected")
+    assert says("client_coordinator_lost", reason="coordinator unavailable",
+                message="... due to cause: coordinator unavailable. isDisconnected: true. Rediscovery ...")
+    assert says("client_coordinator_lost", reason="Request timed out after 40000 ms")
+    assert says("client_heartbeat_failed", error="Local: Broker transport failure")
+    # The coordinator answered (its REQUEST_TIMED_OUT error), or the member's own session timer ran out.
+    assert not says("client_heartbeat_failed", error="Broker: Request timed out")
+    assert not says("client_heartbeat_failed", error="The request timed out.")
+    assert not says("client_coordinator_lost", reason="session timed out without receiving a heartbeat response",
+                    message="... isDisconnected: false. Rediscovery will be attempted.")
+    assert not says("client_joining", reason="Connection refused")
 
 
 def test_client_only_a_member_that_only_saw_the_rebalance_names_who_left_from_the_leaders_assignment():

@@ -51,7 +51,7 @@ def test_the_refinement_alone_falls_through_to_a_plain_expiry_and_says_why_each_
     assert (verdict.cause, verdict.rule, evidence) == ("session_timeout", "plain_session_expiry", [])
     assert [(rule, applied) for rule, applied, _ in state.steps] == [
         ("expiry_during_gc_pause", False), ("expiry_after_poll_timeout", False),
-        ("expiry_while_coordinator_unreachable", False), ("expiry_after_coordinator_move", False),
+        ("expiry_after_coordinator_move", False), ("expiry_while_coordinator_unreachable", False),
         ("plain_session_expiry", True)]
     assert all(note for _, _, note in state.steps)
 

@@ -35,6 +35,11 @@ FILES = {
     "sarama.log": ["[sarama_logger]2022/08/18 16:07:59 consumergroup/orders loop check partition number coroutine "
                    "will exit,",
                    "topics [orders]"],
+    # ... but librdkafka's example callback ends each partition list with `, `: the next callback is its own line.
+    "callbacks.log": ["%7|1577836800.000|CGRPOP|rdkafka#consumer-1| [thrd:main]: Group \"g\" received op ASSIGN",
+                      "RebalanceCb: Local: Assign partitions: BB[0], AA[0], AA[1], ",
+                      "RebalanceCb: Local: Revoke partitions: BB[0], AA[0], AA[1], ",
+                      "RebalanceCb: Local: Assign partitions: BB[0], "],
     # Not wraps: Streams' task list under `Handle new assignment with:` (tabs pasted as blanks) ...
     "list.log": ["[2021-11-23 09:20:52,844] INFO stream-thread [app-StreamThread-2] Handle new assignment with:",
                  "        New active tasks: [0_0]",
@@ -93,6 +98,8 @@ def test_a_record_wrapped_after_a_blank_is_one_event(staged):
 
 def test_a_group_line_wrapped_after_a_comma_is_one_event(staged):
     assert _rows(staged, "sarama.log") == [(1, 2, "event", "client_group_activity", "orders")]
+    assert [(line, n, event) for line, n, _, event, _ in _rows(staged, "callbacks.log")][1:] == [
+        (2, 1, "client_partitions_assigned"), (3, 1, "client_partitions_revoked"), (4, 1, "client_partitions_assigned")]
 
 
 def test_a_json_record_cut_inside_its_strings_is_one_event_with_its_group(staged):

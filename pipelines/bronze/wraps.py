@@ -9,8 +9,9 @@ sign to the weakest: the lines so far leave a bracket, brace, parenthesis or dou
 before its message (a layout's separator such as ` : ` or ` - `, a client's `[Consumer clientId=.., groupId=..]`
 prefix, or a `(key=value,..):` context, with nothing after it); the last one ends with an opening bracket, a comma,
 a colon or an equals sign; it ends with a blank (a wrap keeps the space it broke at, but so do some complete
-lines). After a group line (a prefilter candidate) only the first sign and a final comma count: Java ends `Adding
-newly assigned partitions: ` with an empty list, and no wording ends with a comma. A line with a group wording of its own joins on the first sign only, and starts
+lines). After a group line (a prefilter candidate) only the first sign counts, and a final comma before a line
+that is no group line: Java ends `Adding newly assigned partitions: ` with an empty list, and librdkafka's example
+callback its partition list with `, `. A line with a group wording of its own joins on the first sign only, and starts
 afresh when nothing on the line before it continues: a stripped paste of bare messages, or one cut short with `...`,
 keeps its lines apart. Indented lines under a head that ends with a colon are its list, not a wrap.
 
@@ -135,12 +136,13 @@ def with_wrap_flag(lines: DataFrame) -> DataFrame:
     lines = lines.withColumn("_starts", starts)
     open_ = (since("_opened", F.col("_starts")) > 0) | (since("_quotes", F.col("_starts")) % 2 == 1)
     # A group line can end with a colon or a blank of its own (`Adding newly assigned partitions: ` with an empty
-    # list): after one, the next line is another record (or noise), not the rest of this one. No wording ends with
-    # a comma: after one, the line goes on (Sarama's `... coroutine will exit,` / `topics [t]` at 120 columns).
+    # list): after one, the next line is another record (or noise), not the rest of this one. After a comma, a line
+    # that is no group line goes on with it (Sarama's `... coroutine will exit,` / `topics [t]` at 120 columns).
     held_group_line = since("_cand", F.col("_starts")) > 0
     wrap = (F.col("has_wrap_tails") & F.col("may_continue_wrap") & ~F.col("continuation") & F.col("_adjacent")
             & ~F.col("_cut")
-            & (open_ | F.col("_before_message") | (F.col("_ends_strong") & (~held_group_line | F.col("_comma")))
+            & (open_ | F.col("_before_message")
+               | (F.col("_ends_strong") & (~held_group_line | (F.col("_comma") & ~F.col("candidate"))))
                | (F.col("_blank") & ~F.col("candidate") & ~held_group_line)))
     # Indented lines under a head that ends with a colon are that record's list (Streams' `Handle new assignment
     # with:` and its tasks, tabs pasted as spaces), not a wrap of its message: they stay lines of their own.

@@ -135,8 +135,8 @@ class ClientOnlyReplay:
         newcomers = [e for j in joins for e in j["newcomers"]]
         self.state.steps = []
         verdict, decisive = classify_client_signs(
-            signs, newcomers, self.state.consider, lambda line: self.ctx.unreachable_before(line.get("instance"),
-                                                                                            line["event_ts"]))
+            signs, newcomers, self.state.consider, lambda line: self.ctx.unreachable_before(
+                line.get("instance"), line["event_ts"], line.get("client_id")))
         self.state.consider(verdict.rule, True, verdict.explanation)
         joined_lines = [j["event"] for j in joins if j["event"] is not None]
         evidence: list[Evidence] = []

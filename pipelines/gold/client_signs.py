@@ -45,9 +45,11 @@ NEW_MEMBER_SIGNS = re.compile(r"need to re-join with the given member-id", re.I)
 # SESSTMOUT, `Local: Broker transport failure`, `All broker connections are down`; a refused connection) or the
 # coordinator did not answer in time (`Local: Timed out`, a request timed out), or Java's coordinator loss with
 # `isDisconnected: true` (the network client lost the connection, 2.6+), or kafka-python's and aiokafka's reasons for
-# marking it dead (`Node Disconnected`, `KafkaConnectionError`, `Request timed out after N ms`).
+# marking it dead (`Node Disconnected`, `KafkaConnectionError`, `Request timed out after N ms`: its own timer, not
+# the coordinator's REQUEST_TIMED_OUT answer, `Broker: Request timed out` / `The request timed out.`, which came back).
 UNREACHABLE = re.compile(r"transport failure|all broker connections are down|connection refused|ECONNREFUSED"
-                         r"|isDisconnected: true|Local: Timed out|request timed out|node disconnected"
+                         r"|isDisconnected: true|Local: Timed out|(?<!Broker: )request timed out after \d+ ?ms"
+                         r"|node disconnected"
                          r"|KafkaConnectionError|Connect call failed", re.I)
 UNREACHABLE_ANSWERS = ("client_session_timeout", "client_heartbeat_failed", "client_coordinator_lost")
 

@@ -25,6 +25,17 @@ _RESUBSCRIBE = pd.Timedelta(seconds=window("resubscribe_s"))
 # A client's poll-timeout line may be logged just after the coordinator acted on it (the rule book's window).
 _POLL_LINE_AFTER = pd.Timedelta(seconds=window("poll_line_after_s"))
 _RDKAFKA_HANDLE = re.compile(r"^(?P<client>.+)#(?:consumer|producer)-\d+$")
+# A client's lines that show it reached its coordinator: after one, an earlier lost connection is over.
+_REACHED = ("client_coordinator_discovered", "client_joined", "client_synced", "connect_joined")
+
+
+def _same_client(one: str | None, other: str | None) -> bool:
+    """Whether two lines' client ids may name the same client (librdkafka's handle `<client.id>#consumer-N` is its
+    client.id); a line without one may be any."""
+    if not one or not other:
+        return True
+    base = [m.group("client") if (m := _RDKAFKA_HANDLE.match(c)) else c for c in (one, other)]
+    return one == other or base[0] == base[1]
 
 
 @dataclass
@@ -36,8 +47,10 @@ class GroupContext:
     process_starts: dict[str, list[pd.Timestamp]] = field(default_factory=lambda: defaultdict(list))
     pauses: dict[str, list[GcPause]] = field(default_factory=lambda: defaultdict(list))
     poll_timeouts: dict[str, list[TimelineEvent]] = field(default_factory=lambda: defaultdict(list))
-    # Per instance, the lines where its client could not reach its coordinator (client_signs.coordinator_unreachable).
+    # Per instance, the lines where a client could not reach its coordinator (client_signs.coordinator_unreachable),
+    # and those where one reached it (found it, joined, synced).
     unreachable: dict[str, list[TimelineEvent]] = field(default_factory=lambda: defaultdict(list))
+    reached: dict[str, list[TimelineEvent]] = field(default_factory=lambda: defaultdict(list))
     subscriptions: dict[str, list[tuple[pd.Timestamp, frozenset[str]]]] = field(
         default_factory=lambda: defaultdict(list))
     member_states: dict[str, list[tuple[pd.Timestamp, str]]] = field(default_factory=lambda: defaultdict(list))
@@ -68,6 +81,8 @@ class GroupContext:
             ctx.activity[instance].append(event["event_ts"])
             if coordinator_unreachable(event):
                 ctx.unreachable[instance].append(event)
+            elif event.get("event_type") in _REACHED:
+                ctx.reached[instance].append(event)
             member = event.get("member_id")
             if member:
                 ctx.member_instance.setdefault(member, instance)
@@ -107,6 +122,12 @@ class GroupContext:
             ):
                 ctx.poll_timeouts[instance].append(event)
         return ctx
+
+    @staticmethod
+    def client_of(member_id: str | None) -> str | None:
+        """The client.id a classic member id starts with (`<client.id>-<UUID>`), or None."""
+        found = _MEMBER_ID.match(member_id or "")
+        return found.group("client") if found else None
 
     def instance_of(self, member_id: str | None) -> str | None:
         """The instance folder (process) a member id ran in: seen in its client log, else by its unique client id."""
@@ -215,13 +236,21 @@ class GroupContext:
                 return event
         return None
 
-    def unreachable_before(self, instance: str | None, at: pd.Timestamp) -> TimelineEvent | None:
-        """The last line of `instance`'s client saying it could not reach its coordinator, from `unreachable_before_s`
-        to `unreachable_lead_s` before `at`, or None."""
+    def unreachable_before(self, instance: str | None, at: pd.Timestamp, client: str | None = None
+                           ) -> TimelineEvent | None:
+        """The last line of `instance`'s client (of `client` where both name one) saying it could not reach its
+        coordinator, from `unreachable_before_s` to `unreachable_lead_s` before `at`, and not followed by a line of
+        the same client that reached it (found it, joined, synced) before `at`; or None."""
         since = at - pd.Timedelta(seconds=window("unreachable_before_s"))
         until = at - pd.Timedelta(seconds=window("unreachable_lead_s"))
-        return next((e for e in reversed(self.unreachable.get(instance or "", ()))
-                     if since <= e["event_ts"] <= until), None)
+        for event in reversed(self.unreachable.get(instance or "", ())):
+            if not since <= event["event_ts"] <= until or not _same_client(event.get("client_id"), client):
+                continue
+            back = any(event["event_ts"] < e["event_ts"] <= at and _same_client(e.get("client_id"), client)
+                       and _same_client(e.get("client_id"), event.get("client_id"))
+                       for e in self.reached.get(instance or "", ()))
+            return None if back else event
+        return None
 
     def connector_change_before(self, at: pd.Timestamp, *, window_s: float) -> TimelineEvent | None:
         """The latest Connect worker line of a connector or task config written or removed within `window_s` before

@@ -30,8 +30,8 @@ class CauseRefinement:
         self.ctx, self.rules = state.ctx, state.rules
 
     def expiry_verdict(self, member: str, at: pd.Timestamp) -> tuple[Verdict, list[Evidence]]:
-        """Why a member's session expired: its own GC pause, a poll timeout, its coordinator out of its reach, a
-        coordinator move, or plain session timeout (rules expiry_during_gc_pause .. plain_session_expiry)."""
+        """Why a member's session expired: its own GC pause, a poll timeout, a coordinator move, its coordinator out
+        of its reach, or plain session timeout (rules expiry_during_gc_pause .. plain_session_expiry)."""
         rules = self.rules
         instance = self.ctx.instance_of(member)
         tolerance, basis = self.ctx.heartbeat_tolerance(instance, rules.heartbeat_tolerance_s)
@@ -59,16 +59,6 @@ class CauseRefinement:
                     [{"event_id": line["event_id"], "explanation": "client poll timeout"}])
         self.state.consider("expiry_after_poll_timeout", False,
                             lambda: self.ctx.why_no_poll_timeout(instance, at, window_s=rules.poll_timeout_window_s))
-        cut_off = self.ctx.unreachable_before(instance, at)
-        if cut_off is not None:
-            text = (f"the client of {member} ({instance}) could not reach its coordinator at "
-                    f"{cut_off['event_ts']:%H:%M:%S} ({cut_off['event_type']}) and its session expired at "
-                    f"{at:%H:%M:%S}: its heartbeats could not get through")
-            self.state.consider("expiry_while_coordinator_unreachable", True, text)
-            return (decide("expiry_while_coordinator_unreachable", member, text),
-                    [{"event_id": cut_off["event_id"], "explanation": "coordinator out of reach"}])
-        self.state.consider("expiry_while_coordinator_unreachable", False,
-                            f"the client of {member} logged no lost connection to its coordinator before the expiry")
         for moved_at, old, new, loaded in reversed(self.state.moves):
             if 0 <= secs(at - moved_at) <= rules.coordinator_move_window_s:
                 origin = f"from coordinator {old}" if old is not None else "from another broker"
@@ -78,6 +68,17 @@ class CauseRefinement:
                 return (decide("expiry_after_coordinator_move", member, text),
                         [{"event_id": loaded, "explanation": f"coordinator {new} loaded the group"}])
         self.state.consider("expiry_after_coordinator_move", False, lambda: self._why_no_move(at))
+        cut_off = self.ctx.unreachable_before(instance, at, self.ctx.client_of(member))
+        if cut_off is not None:
+            text = (f"the client of {member} ({instance}) could not reach its coordinator at "
+                    f"{cut_off['event_ts']:%H:%M:%S} ({cut_off['event_type']}) and its session expired at "
+                    f"{at:%H:%M:%S}: its heartbeats could not get through")
+            self.state.consider("expiry_while_coordinator_unreachable", True, text)
+            return (decide("expiry_while_coordinator_unreachable", member, text),
+                    [{"event_id": cut_off["event_id"], "explanation": "coordinator out of reach"}])
+        self.state.consider("expiry_while_coordinator_unreachable", False,
+                            f"the client of {member} ({instance}) logged no lost connection to its coordinator before "
+                            "the expiry" if instance else f"no client log is tied to {member}")
         text = f"{member} sent no heartbeat within its session timeout"
         self.state.consider("plain_session_expiry", True, text)
         return decide("plain_session_expiry", member, text), []

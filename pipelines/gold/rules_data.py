@@ -231,13 +231,13 @@ RULE_ROWS: tuple[dict[str, Any], ...] = (
     _r("expiry_after_poll_timeout", "any", "Did the expired member's client log a poll timeout just before?",
        "poll_timeout", "heartbeat_expiration", 0.85, f"{_RD} under KIP-848 stops heartbeating after MAXPOLL",
        ("poll_timeout_window_s", "poll_line_after_s"), "refinement"),
+    _r("expiry_after_coordinator_move", "broker", "Did the member expire soon after the group moved coordinator?",
+       "coordinator_change", "coordinator_failover", 0.75, f"{_GC}: `Loading group metadata`; {_LAB} coordinator",
+       ("coordinator_move_window_s",), "refinement"),
     _r("expiry_while_coordinator_unreachable", "any", "Did the expired member's client say, just before, that it "
        "could not reach its coordinator?", "coordinator_change", "coordinator_unreachable", 0.7,
        f"{_RD}: the GroupCoordinator handle's FAIL lines; {_CC}: `isDisconnected: true`, NetworkClient on the "
        "coordinator's node", ("unreachable_before_s", "unreachable_lead_s"), "refinement"),
-    _r("expiry_after_coordinator_move", "broker", "Did the member expire soon after the group moved coordinator?",
-       "coordinator_change", "coordinator_failover", 0.75, f"{_GC}: `Loading group metadata`; {_LAB} coordinator",
-       ("coordinator_move_window_s",), "refinement"),
     _r("plain_session_expiry", "any", "None of the above: the member sent no heartbeat within its session timeout.",
        "session_timeout", "heartbeat_expiration", 0.9, f"{_GC}", (), "refinement"),
     _r("leave_after_poll_timeout", "any", "Did the leaving member's client log a poll timeout first (no client "

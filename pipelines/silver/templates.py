@@ -50,6 +50,8 @@ FIELD_PATTERNS: dict[str, str] = {
     "_": r".*?",
     # A number a wording prints and no column keeps (zio-kafka's `2 partitions are revoked`).
     "_count": r"\d+",
+    # The rest of the Java client's node id for its coordinator, Integer.MAX_VALUE - broker id (`2147` + six digits).
+    "_node_tail": r"\d{6}(?!\d)",
     # The group-protocol requests a client's protocol debug lines name (librdkafka's `Sent JoinGroupRequest (..)`,
     # KafkaJS's `Request Heartbeat(key: 12, ..)`): matched, never stored.
     "_group_api": r"(?:JoinGroup|SyncGroup|Heartbeat|LeaveGroup|FindCoordinator|GroupCoordinator"
