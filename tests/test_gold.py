@@ -519,6 +519,31 @@ def test_client_only_a_member_that_only_saw_the_rebalance_names_who_left_from_th
     ]
 
 
+def test_client_only_a_dropped_member_that_lost_its_coordinator_before_its_session_expired_lost_it_to_that():
+    def dropped(*before):
+        events = [
+            client_line(0, "client_joined", "a", "app-a", member_id="a", generation=28),
+            client_line(0.1, "client_assignment_computed", "b", "app-b", generation=28,
+                        members="{a=Assignment(partitions=[t-0]), b=Assignment(partitions=[t-1])}"),
+            client_line(0.2, "client_joined", "b", "app-b", member_id="b", generation=28),
+            *before,
+            client_line(200, "client_heartbeat_failed", "b", "app-b"),
+            client_line(200.1, "client_joining", "b", "app-b"),
+            client_line(200.2, "client_assignment_computed", "b", "app-b", generation=29,
+                        members="{b=Assignment(partitions=[t-0, t-1])}"),
+            client_line(200.3, "client_joined", "b", "app-b", member_id="b", generation=29),
+            # The dropped member hears it is no longer known when it next reaches the coordinator.
+            client_line(203, "client_heartbeat_failed", "a", "app-a", error="UNKNOWN_MEMBER_ID"),
+        ]
+        rows = reconstruct_group("g", sorted(events, key=lambda e: e["event_ts"]))
+        row = next(r for r in rows if r["generation_after"] == 29)
+        return row["cause"], row["cause_rule"], row["trigger_member_id"]
+
+    assert dropped() == ("session_timeout", "client_removed_expired", "a")
+    lost = client_line(180, "client_coordinator_disconnected", "a", "app-a")
+    assert dropped(lost) == ("coordinator_change", "client_expired_unreachable", "a")
+
+
 def test_client_only_a_rebalance_seen_only_by_its_end_is_found_and_ends_there():
     # Two Kafka Streams threads return from PARTITIONS_ASSIGNED to RUNNING: the rebalance's start is not in the log.
     events = [

@@ -101,7 +101,8 @@ class ClientOnlyReplay:
 
     def _removal(self, gone: list[str], since: pd.Timestamp) -> tuple[Verdict, TimelineEvent] | None:
         """Why the one member the leader's assignment dropped left, from its own process's lines from the rebalance
-        on (a poll timeout, an expired session, a GC pause that expired it, or a leave); None when they do not say."""
+        on (a poll timeout, an expired session, a GC pause that expired it, a session it lost to an unreachable
+        coordinator, or a leave); None when they do not say."""
         if len(gone) != 1:
             return None
         instance = self.ctx.instance_of(gone[0])
@@ -127,6 +128,13 @@ class ClientOnlyReplay:
                                  f"{verdict.explanation}; its JVM was paused {pause['pause_ms']:.0f} ms by GC "
                                  "until the group started rebalancing", detail=verdict.detail,
                                  confidence=verdict.confidence)
+        cut_off = (self.ctx.unreachable_before(instance, why["event_ts"], why.get("client_id"))
+                   if verdict.rule == "client_removed_expired" else None)
+        if cut_off is not None:
+            verdict = decide("client_expired_unreachable", verdict.trigger_member_id,
+                             f"{verdict.explanation}; it had lost its coordinator at {cut_off['event_ts']:%H:%M:%S} "
+                             f"({cut_off['event_type']})")
+            why = cut_off
         return verdict, why
 
     def _client_rebalance(self, generation: int | None, joins: list[Join],
