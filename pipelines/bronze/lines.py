@@ -143,10 +143,13 @@ def kept_lines(splits: DataFrame) -> DataFrame:
     # Sorted once into a column of its own: kept_tails reads each element's neighbour in it.
     kept = splits.select(*SPLIT_KEYS, F.array_sort("kept").alias("kept"))
     kept = kept.select(*SPLIT_KEYS, kept_tails(F.col("kept")).alias("kept"))
-    # Whether the split kept any possible wrap tail: `join_records` weighs wraps only in splits that did.
+    # Whether the split kept any possible wrap tail: `join_records` weighs wraps only in splits that did. Computed in
+    # a projection of its own, before the explode: beside the generator, it would be evaluated above it, so every
+    # exploded row would carry (and copy) the split's whole array, memory quadratic in the split's kept lines.
     has_tails = F.exists("kept", lambda x: x["may_continue_wrap"]).alias("has_wrap_tails")
-    return kept.select(*SPLIT_KEYS, has_tails, F.explode("kept").alias("_k")).select(*SPLIT_KEYS, "has_wrap_tails",
-                                                                                     "_k.*")
+    kept = kept.select(*SPLIT_KEYS, has_tails, "kept")
+    return kept.select(*SPLIT_KEYS, "has_wrap_tails", F.explode("kept").alias("_k")).select(
+        *SPLIT_KEYS, "has_wrap_tails", "_k.*")
 
 
 def with_split_offsets(splits: DataFrame) -> DataFrame:
