@@ -40,9 +40,7 @@ class CauseRefinement:
             text = (f"the JVM of {member} ({instance}) was stopped {pause['pause_ms'] / 1000:.1f} s by a GC pause "
                     f"from {pause['event_ts']:%H:%M:%S} to {pause['pause_end_ts']:%H:%M:%S}, through the session "
                     f"expiry at {at:%H:%M:%S} (within {basis})")
-            self.state.consider("expiry_during_gc_pause", True, text)
-            return (decide("expiry_during_gc_pause", member, text),
-                    [{"event_id": pause["event_id"], "explanation": text}])
+            return self._applied("expiry_during_gc_pause", member, text, pause["event_id"], text)
         self.state.consider("expiry_during_gc_pause", False,
                             lambda: self.ctx.why_no_pause(instance, at, tolerance_s=tolerance,
                                                           min_ms=rules.gc_pause_min_ms, basis=basis))
@@ -54,9 +52,7 @@ class CauseRefinement:
         if line is not None:
             text = (f"the client of {member} ({instance}) logged a poll timeout at {line['event_ts']:%H:%M:%S} and "
                     f"its session expired at {at:%H:%M:%S}")
-            self.state.consider("expiry_after_poll_timeout", True, text)
-            return (decide("expiry_after_poll_timeout", member, text),
-                    [{"event_id": line["event_id"], "explanation": "client poll timeout"}])
+            return self._applied("expiry_after_poll_timeout", member, text, line["event_id"], "client poll timeout")
         self.state.consider("expiry_after_poll_timeout", False,
                             lambda: self.ctx.why_no_poll_timeout(instance, at, window_s=rules.poll_timeout_window_s))
         for moved_at, old, new, loaded in reversed(self.state.moves):
@@ -64,24 +60,28 @@ class CauseRefinement:
                 origin = f"from coordinator {old}" if old is not None else "from another broker"
                 text = (f"the group moved {origin} to {new} at {moved_at:%H:%M:%S}; {member} expired "
                         f"{secs(at - moved_at):.0f} s later without reaching the new coordinator")
-                self.state.consider("expiry_after_coordinator_move", True, text)
-                return (decide("expiry_after_coordinator_move", member, text),
-                        [{"event_id": loaded, "explanation": f"coordinator {new} loaded the group"}])
+                return self._applied("expiry_after_coordinator_move", member, text, loaded,
+                                     f"coordinator {new} loaded the group")
         self.state.consider("expiry_after_coordinator_move", False, lambda: self._why_no_move(at))
         cut_off = self.ctx.unreachable_before(instance, at, self.ctx.client_of(member))
         if cut_off is not None:
             text = (f"the client of {member} ({instance}) could not reach its coordinator at "
                     f"{cut_off['event_ts']:%H:%M:%S} ({cut_off['event_type']}) and its session expired at "
                     f"{at:%H:%M:%S}: its heartbeats could not get through")
-            self.state.consider("expiry_while_coordinator_unreachable", True, text)
-            return (decide("expiry_while_coordinator_unreachable", member, text),
-                    [{"event_id": cut_off["event_id"], "explanation": "coordinator out of reach"}])
+            return self._applied("expiry_while_coordinator_unreachable", member, text, cut_off["event_id"],
+                                 "coordinator out of reach")
         self.state.consider("expiry_while_coordinator_unreachable", False,
                             f"the client of {member} ({instance}) logged no lost connection to its coordinator before "
                             "the expiry" if instance else f"no client log is tied to {member}")
         text = f"{member} sent no heartbeat within its session timeout"
         self.state.consider("plain_session_expiry", True, text)
         return decide("plain_session_expiry", member, text), []
+
+    def _applied(self, rule: str, member: str, text: str, event_id: str, explanation: str
+                 ) -> tuple[Verdict, list[Evidence]]:
+        """An expiry rule that applied: its step in the trace, its verdict on `member` and the line that decided."""
+        self.state.consider(rule, True, text)
+        return decide(rule, member, text), [{"event_id": event_id, "explanation": explanation}]
 
     def _why_no_move(self, at: pd.Timestamp) -> str:
         limit = self.rules.coordinator_move_window_s
