@@ -19,7 +19,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from pipelines.alerts.loop import AlertLoop, alert_loop
+from pipelines.alerts.loop import AlertLoop, alert_loop, batch_alerts
+from pipelines.flow.derived import derived_loop
 from pipelines.flow.ingest import make_ingest_batch
 from pipelines.flow.reconstruct import make_reconstruct_batch
 from pipelines.flow.run import INGEST_QUERY, RECONSTRUCT_QUERY
@@ -97,13 +98,13 @@ def probe_text(group: str, at: datetime, rng: random.Random) -> str:
 def start_queries(spark: SparkSession, cfg: Config, *, trigger: str,
                   loop: AlertLoop | None = None) -> list[StreamingQuery]:
     """The two queries of `pipelines.flow.run.run` (same functions, same checkpoints) with a `processingTime` trigger;
-    each reconstruct batch pokes `loop`, as in a continuous run."""
+    each reconstruct batch evaluates its groups' alerts under `loop`'s lock, as in a continuous run."""
     lake.ensure_tables(spark, cfg)
     ingest = start_stream(inputs.read_landing(spark, cfg), cfg, f"bench-{INGEST_QUERY}", make_ingest_batch(cfg),
                           trigger, checkpoint=inputs.checkpoint_dir(cfg, INGEST_QUERY))
-    poke = (lambda query, counts: loop.poke()) if loop is not None else None
+    on_hot = batch_alerts(spark, cfg, loop) if loop is not None else None
     reconstruct = start_stream(lake.read_table_stream(spark, cfg, "silver_accounting"), cfg,
-                               f"bench-{RECONSTRUCT_QUERY}", make_reconstruct_batch(cfg, on_batch=poke), trigger,
+                               f"bench-{RECONSTRUCT_QUERY}", make_reconstruct_batch(cfg, on_hot=on_hot), trigger,
                                checkpoint=inputs.checkpoint_dir(cfg, RECONSTRUCT_QUERY))
     return [ingest, reconstruct]
 
@@ -213,6 +214,8 @@ def measure_latency(spark: SparkSession, cfg: Config, *, staging: Path, probes: 
     queries = start_queries(spark, cfg, trigger=trigger, loop=loop)
     if loop is not None:
         loop.start()
+    # The derived tables refresh on their own clock beside the streams, as in a continuous run.
+    derived = derived_loop(spark, cfg, on_rows=lambda counts: None, poke=loop).start()
     watcher = _Watcher(spark, cfg, queries, loop)
     landed_at: dict[str, float] = {}
     try:
@@ -240,6 +243,7 @@ def measure_latency(spark: SparkSession, cfg: Config, *, staging: Path, probes: 
         watcher.poll(time.monotonic() + timeout_s, stop_when_all_seen=True)
     finally:
         stop_when_idle(queries)
+        derived.stop()
         if loop is not None:
             loop.stop()
     now = time.monotonic()

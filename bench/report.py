@@ -197,9 +197,9 @@ def _timeline(stage: str, line: dict[str, Any] | None) -> list[str]:
 def _history(found: dict[str, Any]) -> list[str]:
     out = ["", ("History comparison: each estate's history run by one untimed `rebalance run`, then its last hour's "
                 "files landed and timed as whole processes; seconds by step from the `time:` line of each run:"), "",
-           "| estate | history lines | run | lines | seconds | spark start | setup | ingest | reconstruct | quality | "
-           "alerts | peak MB |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    steps = ("spark start", "setup", "ingest", "reconstruct", "quality", "alerts")
+           "| estate | history lines | run | lines | seconds | spark start | setup | ingest | reconstruct | derived | "
+           "quality | alerts | peak MB |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    steps = ("spark start", "setup", "ingest", "reconstruct", "derived", "quality", "alerts")
     for name in ("short", "long"):
         e = found[name]
         for run, lines in (("increment", e["increment_lines"]), ("rerun", 0), ("count", e["increment_lines"])):

@@ -176,7 +176,8 @@ def _notes(opts: Options, stages: dict[str, dict[str, Any]]) -> list[str]:
          "while earlier ones are processed, as log shipping delivers them), and the rows are looked up after each "
          "gold_rebalances commit; a probe still missing 180 s after the last landing counts as the time it waited. "
          "Each probe's rebalance lasts 61 s by its lines' times, so it raises a long_rebalance alert: the alerts "
-         "step runs beside the queries as in a continuous run (after each reconstruct batch and on the clock), and "
+         "are evaluated as in a continuous run (each reconstruct batch's groups in the batch, all of them on the "
+         "clock; the derived tables refresh on their own clock beside), and "
          "alert latency is the time from landing to the alert's line in the JSON-lines feed."),
         ("Driver memory of the in-session stages: peak RSS of this Python process plus its Spark JVM, sampled every "
          "0.2 s; the JVM keeps heap it has grown, so later stages carry the peaks of earlier ones. Workers: Spark's "

@@ -249,7 +249,7 @@ def print_table(columns: list[str], rows: list[list[Any]], *, out=sys.stdout, ma
 
 def _open_lakehouse(args: argparse.Namespace, app: str):
     """The configuration, a session and the registered table views of an existing lakehouse (ConfigError if none)."""
-    from pipelines.flow.run import register_views
+    from pipelines.storage.lake import register_views
 
     cfg = _config(args)
     if not cfg.uses_catalog and not cfg.lakehouse.is_dir():
@@ -346,13 +346,16 @@ def write_report(spark, cfg: Config, out: Path, *, group_types: tuple[str, ...] 
     keeps only groups of those types."""
     from pipelines.report.data import collect
 
-    return _write_page(collect(spark, cfg, group_types=group_types), out)
+    return _write_page(collect(spark, cfg, group_types=group_types), out, cfg)
 
 
-def _write_page(data: dict[str, list[dict[str, Any]]], out: Path) -> Path:
+def _write_page(data: dict[str, list[dict[str, Any]]], out: Path, cfg: Config) -> Path:
     from pipelines.report.render import render
+    from pipelines.state.pending import lag_note
+    from schemas.tables import DERIVED_TABLES
 
-    page = render(data)
+    note = lag_note(cfg, list(DERIVED_TABLES))
+    page = render(data, notes=[note] if note else [])
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial")
     partial.write_text(page, encoding="utf-8")
@@ -372,7 +375,7 @@ def cmd_report(args: argparse.Namespace, *, progress: Progress) -> int:
         if not cfg.lakehouse.is_dir() or not delta_tables(cfg.lakehouse):
             _open_lakehouse(args, "rebalance-report")  # says what is missing, as the Spark path does
         try:
-            out = _write_page(collect_fast(cfg, group_types=group_types), args.out)
+            out = _write_page(collect_fast(cfg, group_types=group_types), args.out, cfg)
         except FastSqlUnsupportedError as exc:
             print(f"rebalance report: {exc}; reading the tables with Spark (a few seconds more)", file=sys.stderr)
         else:

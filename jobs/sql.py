@@ -106,7 +106,14 @@ class Engines:
                 logger.disabled = disabled
 
     def query(self, query: str, limit: int, *, warn: Callable[[str], None]) -> Rows:
-        """Answer with the fast engine where it can; else say why on `warn` and answer with Spark."""
+        """Answer with the fast engine where it can; else say why on `warn` and answer with Spark. A query over a
+        derived table that lags the hot tables says so on `warn` first."""
+        from pipelines.state.pending import lag_note
+        from schemas.tables import DERIVED_TABLES
+
+        note = lag_note(self.cfg, [name for name in DERIVED_TABLES if name in query.lower()])
+        if note is not None:
+            warn(f"rebalance sql: {note}")
         if self.fast is not None:
             from pipelines.storage.fastsql import FastSqlUnsupportedError
 

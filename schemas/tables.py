@@ -147,6 +147,10 @@ REGISTRY: dict[str, Table] = {t.name: t for t in (
 
 TABLES: dict[str, StructType] = {name: table.schema for name, table in REGISTRY.items()}
 
+# Gold tables derived from the hot ones and refreshed on their own clock (pipelines/flow/derived.py); every other
+# gold table of the replay is committed in each reconstruct micro-batch.
+DERIVED_TABLES = ("gold_config_advice", "gold_rebalance_stats_hourly", "gold_group_health", "gold_estate_incidents")
+
 
 def keys_of(name: str) -> tuple[str, ...]:
     """The key columns of a registered table (KeyError naming the known tables otherwise)."""

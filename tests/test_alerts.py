@@ -148,11 +148,12 @@ def test_the_alert_loop_evaluates_at_start_when_poked_and_on_the_clock():
 
 def test_a_continuous_run_alerts_after_each_batch_without_another_run(spark, tmp_path):
     """With `--trigger continuous`, alerts come from the running process: a group already stuck when it starts, then
-    a long rebalance landed while it runs (the clock alone would wait 10 minutes: the batch pokes the alerts)."""
+    a long rebalance landed while it runs: the clock alone would wait 10 minutes, and so would the derived refresh
+    (which evaluates them after it refreshed), so the alert comes from the reconstruct batch itself."""
     import threading
     import time
 
-    cfg = make_config(tmp_path, alerts={"evaluate_every_s": 600})
+    cfg = make_config(tmp_path, alerts={"evaluate_every_s": 600}, derived_every_s=600)
     broker = cfg.landing / "broker-1"
     broker.mkdir(parents=True)
     coordinator = "(kafka.coordinator.group.GroupCoordinator)"

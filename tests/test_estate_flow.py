@@ -9,7 +9,7 @@ import json
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines.flow.batch import batch_tables
-from pipelines.flow.reconstruct import write_estate
+from pipelines.flow.derived import write_estate
 from pipelines.flow.run import STAGES, run
 from pipelines.gold.estate_frames import estate_rows, params_from
 from pipelines.report.data import collect_fast

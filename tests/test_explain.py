@@ -7,8 +7,8 @@ import json
 
 from jobs.cli import main
 from jobs.explain import group_timeline
-from pipelines.flow.run import register_views
 from pipelines.storage import lake
+from pipelines.storage.lake import register_views
 from tests.explaining import check_explained, landed_line
 
 CONF = "spark:\n  master: local[2]\n  shuffle_partitions: 2\n  driver_memory: 2g\n"

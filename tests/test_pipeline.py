@@ -17,8 +17,9 @@ from pyspark.testing import assertDataFrameEqual
 from jobs.cli import main
 from jobs.summary import print_found
 from pipelines.flow.found import Found, from_history
-from pipelines.flow.run import STREAMED, PipelineStateError, register_views, run
+from pipelines.flow.run import STREAMED, PipelineStateError, run
 from pipelines.storage import commits, inputs, lake
+from pipelines.storage.lake import register_views
 from schemas.tables import TABLES
 from tests.conftest import DATA, land, make_config
 
@@ -37,7 +38,7 @@ def test_two_drops_then_a_rerun(spark, workspace):
     first = run(spark, cfg)
     assert first.batches == {"ingest": 1, "reconstruct": 1}
     # The run says where its time went, step by step.
-    assert list(first.seconds) == ["setup", "ingest", "reconstruct", "quality", "alerts"]
+    assert list(first.seconds) == ["setup", "ingest", "reconstruct", "derived", "quality", "alerts"]
     assert all(seconds > 0 for seconds in first.seconds.values())
     assert first.time_line().startswith("time: setup ") and first.time_line().endswith(" s")
     gold = lake.read_table(spark, cfg, "gold_rebalances")

@@ -131,9 +131,11 @@ def test_config_advice_reports_what_the_members_configured(spark):
         ("e6", t0, "client_config", "h", "b-0", "c-9", None, "f4", 1, new),
     ])
     rebalances = spark.createDataFrame(
-        [("r1", "g", "gc_pause", "heartbeat_expiration", 3), ("r2", "g", "poll_timeout", "leave_on_poll_timeout", 3),
-         ("r3", "k", "gc_pause", "heartbeat_expiration", 2)],
-        "rebalance_id string, group_id string, cause string, cause_detail string, members_after int",
+        [("r1", "g", t0, "gc_pause", "heartbeat_expiration", 3),
+         ("r2", "g", t0, "poll_timeout", "leave_on_poll_timeout", 3),
+         ("r3", "k", t0, "gc_pause", "heartbeat_expiration", 2)],
+        "rebalance_id string, group_id string, started_at timestamp, cause string, cause_detail string, "
+        "members_after int",
     )
     pauses = spark.createDataFrame([], "instance string, duration_ms double")
     sessions = spark.createDataFrame([], "group_id string, instance string")

@@ -63,15 +63,41 @@ def run_alerts(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
         return {"new_or_changed": 0}
     quality = lake.read_table(spark, cfg, "gold_quality_results")
     input_rules = {rule for rule, scope in scopes(checks()).items() if scope == "input"}
+    counts = _store(spark, cfg, lambda: all_alerts(
+        lake.read_table(spark, cfg, "gold_rebalances"), lake.read_table(spark, cfg, "gold_group_states"),
+        lake.read_table(spark, cfg, "gold_member_sessions"), settings=settings, run_ts=run_ts,
+        quality=quality, input_rules=input_rules,
+        violations=input_violations(spark, cfg, rules=_found(quality, input_rules)),
+        estate=lake.read_table(spark, cfg, "gold_estate_incidents"),
+    ))
+    counts.update(_deliver(spark, cfg, on_progress=on_progress))
+    # Inputs as they were before the step read them (a concurrent writer makes the next run evaluate again), its own
+    # outputs as it left them.
+    after = {**before, **versions(spark, cfg, OWN)}
+    clock = next_stuck_at(lake.read_table(spark, cfg, "gold_group_states"), settings=settings, run_ts=run_ts)
+    remember(cfg, STEP, Seen(key, after, {"stuck_at": clock.isoformat() if clock else None}))
+    return counts
+
+
+def alerts_of_groups(spark: SparkSession, cfg: Config, tables: dict[str, DataFrame], *, run_ts: dt.datetime,
+                     on_progress: Callable[[str], None] | None = None) -> dict[str, int]:
+    """Evaluate the rules of single groups (storm, long rebalance, stuck, poll timeouts, GC expiries) on the rows a
+    reconstruct batch just built for its groups (`tables`: gold_rebalances, gold_group_states and
+    gold_member_sessions of whole groups), store what is new or changed and deliver what each sink lacks; returns
+    counts as `run_alerts` does. The rules over the whole estate (quality, inconsistent input, estate incidents) are
+    left to `run_alerts`, and so is the record of what was seen (this saw only some groups)."""
+    counts = _store(spark, cfg, lambda: all_alerts(
+        tables["gold_rebalances"], tables["gold_group_states"], tables["gold_member_sessions"],
+        settings=cfg.alerts, run_ts=run_ts))
+    counts.update(_deliver(spark, cfg, on_progress=on_progress))
+    return counts
+
+
+def _store(spark: SparkSession, cfg: Config, evaluate: Callable[[], DataFrame]) -> dict[str, int]:
+    """MERGE the alerts `evaluate` gives that are new or differ from the stored ones; returns `new_or_changed`."""
     counts: dict[str, int] = {}
     with CachedFrames() as cached:
-        alerts = cached(all_alerts(
-            lake.read_table(spark, cfg, "gold_rebalances"), lake.read_table(spark, cfg, "gold_group_states"),
-            lake.read_table(spark, cfg, "gold_member_sessions"), settings=settings, run_ts=run_ts,
-            quality=quality, input_rules=input_rules,
-            violations=input_violations(spark, cfg, rules=_found(quality, input_rules)),
-            estate=lake.read_table(spark, cfg, "gold_estate_incidents"),
-        ))
+        alerts = cached(evaluate())
         stored = lake.read_table(spark, cfg, "gold_alerts")
         changed = alerts.join(stored.select("alert_id", *[F.col(c).alias(f"_{c}") for c in _CONTENT]), "alert_id",
                               "left")
@@ -82,12 +108,6 @@ def run_alerts(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
         counts["new_or_changed"] = changed.count()
         if counts["new_or_changed"]:
             writes.merge(spark, changed, cfg, "gold_alerts", keys=["alert_id"], update=list(_CONTENT))
-    counts.update(_deliver(spark, cfg, on_progress=on_progress))
-    # Inputs as they were before the step read them (a concurrent writer makes the next run evaluate again), its own
-    # outputs as it left them.
-    after = {**before, **versions(spark, cfg, OWN)}
-    clock = next_stuck_at(lake.read_table(spark, cfg, "gold_group_states"), settings=settings, run_ts=run_ts)
-    remember(cfg, STEP, Seen(key, after, {"stuck_at": clock.isoformat() if clock else None}))
     return counts
 
 

@@ -1,26 +1,26 @@
-"""Silver to gold: each ingest batch's files name the groups they touched; those groups are rebuilt from all their
-events and GC pauses, and every gold table is made equal to the rebuild in one MERGE per table (the per-group
-tables' MERGEs side by side)."""
+"""Silver to gold, the hot path: each ingest batch's files name the groups they touched; those groups are rebuilt
+from all their events and GC pauses, and every HOT gold table is made equal to the rebuild in one MERGE per table,
+side by side. The derived tables follow on their own clock (`pipelines.flow.derived`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.flow.found import FOUND_COLUMNS, Found, changed_rows
-from pipelines.gold.aggregates import health_from
-from pipelines.gold.build import ESTATE_OWNED, build_gold
-from pipelines.gold.estate_frames import canonical, estate_rows, params_from, rows_frame
+from pipelines.gold.build import ESTATE_OWNED, hot_tables
 from pipelines.gold.rebalances import orphan_lines, route_orphans, rules_from
 from pipelines.session.caching import PinnedFrames, pin, unpin
 from pipelines.session.together import run_together
 from pipelines.settings.config import Config
+from pipelines.state import pending
 from pipelines.storage import delta_sql, lake, writes
 from schemas.tables import REGISTRY
 
+# What a continuous run does with the rows a reconstruct batch just built and committed (its alerts).
+OnHot = Callable[[dict[str, DataFrame]], None]
 GOLD_KEYS = {name: list(table.keys) for name, table in REGISTRY.items() if table.layer == "gold"}
 
 
@@ -43,8 +43,8 @@ def touched_groups(files: DataFrame, events: DataFrame) -> DataFrame:
     return in_files.unionByName(members).unionByName(orphans).filter(F.col("group_id").isNotNull()).distinct()
 
 
-def _merger(spark: SparkSession, cfg: Config, name: str, df: DataFrame, *, scope: str, groups: list[str],
-            found: Found | None, keep: tuple[str, ...] = ()) -> Callable[[], int]:
+def merger(spark: SparkSession, cfg: Config, name: str, df: DataFrame, *, scope: str, groups: list[str],
+           found: Found | None, keep: tuple[str, ...] = ()) -> Callable[[], int]:
     """The MERGE of one gold table's rebuilt rows over `scope`, as a task for `run_together`; returns the rows.
     With `found`, the rows of a reported table that the MERGE adds or changes are recorded there first."""
     def merge() -> int:
@@ -62,9 +62,12 @@ def _merger(spark: SparkSession, cfg: Config, name: str, df: DataFrame, *, scope
     return merge
 
 
-def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame, found: Found | None = None) -> dict[str, int]:
-    """Rebuild every gold table for `groups` (one column `group_id`) and MERGE it in; returns rows per table. With
-    `found`, the rebalances and incidents added or changed are recorded there."""
+def rebuild_hot(spark: SparkSession, cfg: Config, groups: DataFrame, *, batch_id: int,
+                found: Found | None = None, on_hot: OnHot | None = None) -> dict[str, int]:
+    """Rebuild the HOT gold tables for `groups` (one column `group_id`) and MERGE them in, then record the groups for
+    the derived refresh (`pipelines.state.pending`) and hand the rebuilt rows to `on_hot` (the alerts of a
+    continuous run); returns rows per table. With `found`, the rebalances and incidents added or changed are
+    recorded there."""
     names = sorted(r.group_id for r in groups.collect())
     if not names:
         return {}
@@ -74,44 +77,20 @@ def rebuild_gold(spark: SparkSession, cfg: Config, groups: DataFrame, found: Fou
     events = silver.join(F.broadcast(groups), "group_id").unionByName(orphan_lines(silver))
     pauses = lake.read_table(spark, cfg, "silver_gc_pauses")
     # Pinned, not persisted: the frames read several times (the replay and three timeline tables) then stand for
-    # their rows alone, so the eight MERGEs below do not each analyse the whole build's plan again.
+    # their rows alone, so the MERGEs below do not each analyse the whole build's plan again.
     with PinnedFrames() as pinned:
-        tables = build_gold(events, pauses, rules_from(cfg.thresholds), persist=pinned, whole_estate=False)
-        # The per-group tables do not depend on one another: their MERGEs run side by side (`run_together`). The
-        # rebalances' estate incident ids are the estate step's below, so their MERGE leaves them as stored.
-        counts = run_together(spark, {name: _merger(spark, cfg, name, df, scope=in_groups, groups=names,
-                                                    found=found,
-                                                    keep=(ESTATE_OWNED,) if name == "gold_rebalances" else ())
+        tables = hot_tables(events, pauses, rules_from(cfg.thresholds), persist=pinned)
+        # The tables do not depend on one another: their MERGEs run side by side (`run_together`). The rebalances'
+        # estate incident ids are the derived refresh's, so their MERGE leaves them as stored.
+        counts = run_together(spark, {name: merger(spark, cfg, name, df, scope=in_groups, groups=names, found=found,
+                                                   keep=(ESTATE_OWNED,) if name == "gold_rebalances" else ())
                                       for name, df in tables.items()})
-    # Health and the estate incidents compare every group with all the others, so they are rebuilt whole.
-    gold = {name: lake.read_table(spark, cfg, name)
-            for name in ("gold_rebalances", "gold_group_states", "gold_member_sessions")}
-    health = health_from(gold["gold_rebalances"], gold["gold_group_states"])
-    writes.replace_keys(spark, health, cfg, "gold_group_health", keys=GOLD_KEYS["gold_group_health"], scope="true")
-    estate = estate_rows(gold["gold_rebalances"], gold["gold_member_sessions"], gold["gold_group_states"], silver,
-                         pauses, params_from(cfg.thresholds))
-    counts["gold_estate_incidents"] = write_estate(spark, cfg, estate)
+        # Only once every hot commit is in: a refresh running beside the stream reads the record after the rows it
+        # stands for (a batch stopped before this line is run again by its stream, which records the groups then).
+        pending.mark(cfg, names, batch_id=batch_id)
+        if on_hot is not None:
+            on_hot(tables)
     return counts
-
-
-def write_estate(spark: SparkSession, cfg: Config, rows: list[dict[str, Any]]) -> int:
-    """Make gold_estate_incidents `rows` and gold_rebalances.estate_incident_id what they say, writing nothing when
-    both already are (the usual batch: a few rows compared in Python instead of two MERGEs); returns the rows."""
-    stored = lake.read_table(spark, cfg, "gold_estate_incidents")
-    if canonical(rows) != canonical([r.asDict(recursive=True) for r in stored.select(*[
-            F.unix_micros(c).alias(c) if c in ("started_at", "ended_at") else F.col(c) for c in stored.columns])
-            .collect()]):
-        writes.replace_keys(spark, rows_frame(spark, rows), cfg, "gold_estate_incidents",
-                            keys=GOLD_KEYS["gold_estate_incidents"], scope="true")
-    wanted = {rid: row["estate_incident_id"] for row in rows for rid in row["rebalance_ids"]}
-    held = {r.rebalance_id: r[ESTATE_OWNED] for r in lake.read_table(spark, cfg, "gold_rebalances")
-            .filter(F.col(ESTATE_OWNED).isNotNull()).select("rebalance_id", ESTATE_OWNED).collect()}
-    changed = [(rid, wanted.get(rid)) for rid in sorted(set(wanted) | set(held)) if wanted.get(rid) != held.get(rid)]
-    if changed:
-        schema = f"rebalance_id string, {ESTATE_OWNED} string"
-        writes.merge(spark, spark.createDataFrame(changed, schema), cfg, "gold_rebalances", keys=["rebalance_id"],
-                     update=[ESTATE_OWNED], insert=False)
-    return len(rows)
 
 
 def make_reconstruct_batch(
@@ -120,15 +99,16 @@ def make_reconstruct_batch(
     on_progress: Callable[[str], None] | None = None,
     on_batch: Callable[[str, dict[str, int]], None] | None = None,
     found: Found | None = None,
+    on_hot: OnHot | None = None,
 ) -> Callable[[DataFrame, int], None]:
     """The foreachBatch function of the reconstruct stream (silver_accounting rows of new ingest batches in); with
-    `found`, what each batch adds or changes is recorded there."""
+    `found`, what each batch adds or changes is recorded there; `on_hot` gets each batch's rebuilt hot rows."""
 
     def reconstruct_batch(batch_df: DataFrame, batch_id: int) -> None:
         spark = batch_df.sparkSession
         events = lake.read_table(spark, cfg, "silver_events")
         groups = touched_groups(batch_df, events)
-        counts = rebuild_gold(spark, cfg, groups, found)
+        counts = rebuild_hot(spark, cfg, groups, batch_id=batch_id, found=found, on_hot=on_hot)
         if on_batch is not None:
             on_batch("reconstruct", counts)
         if on_progress is not None and counts:

@@ -13,8 +13,9 @@ from typing import Literal
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from pipelines.alerts.loop import AlertLoop, alert_loop
+from pipelines.alerts.loop import Loops, alert_loop, batch_alerts
 from pipelines.alerts.stage import run_alerts
+from pipelines.flow.derived import derived_loop, refresh_derived
 from pipelines.flow.found import Found, from_history
 from pipelines.flow.ingest import make_ingest_batch
 from pipelines.flow.reconstruct import make_reconstruct_batch
@@ -70,6 +71,11 @@ class RunSummary:
     def record(self, query: str, counts: dict[str, int]) -> None:
         """Add one micro-batch's row counts."""
         self.batches[query] = self.batches.get(query, 0) + 1
+        for name, count in counts.items():
+            self.added[name] = self.added.get(name, 0) + count
+
+    def add(self, counts: dict[str, int]) -> None:
+        """Add rows written outside a micro-batch (the derived refresh)."""
         for name, count in counts.items():
             self.added[name] = self.added.get(name, 0) + count
 
@@ -156,15 +162,16 @@ def run(
     the quality alert) and then the run raises QualityError naming the rules. Rows from inconsistent input that
     break an input rule are alerted once each and do not fail the run. The alerts step compares open
     rebalances with `run_ts` (default: now), so a stuck group alerts even when no line arrives. Continuous runs
-    keep the two streams going and evaluate the alerts after each reconstruct batch and on the wall clock
-    (`run_continuously`); quality comes from scheduled available-now runs.
+    keep the two streams going, evaluate each reconstruct batch's alerts in the batch and all of them on the wall
+    clock (`run_continuously`), and refresh the derived tables every `derived_every_s`; quality comes from scheduled
+    available-now runs.
 
     When `stop` is requested (a signal), the micro-batches under way finish, later ones and steps are not begun,
     and `stopped_by` names the signal; a local session's streams are then left held at their gate, for the caller
     to end the process (`gateway.halt`): a `query.stop()` would wait for the held batch for good. Pass `stop` only
     from a process that ends after the run (the command line does)."""
     summary = RunSummary()
-    loop: AlertLoop | None = None
+    loop: Loops | None = None
 
     def stopped(queries: list[StreamingQuery]) -> RunSummary:
         assert stop is not None  # only called when requested(stop)
@@ -183,14 +190,16 @@ def run(
         line_ids = check_release(cfg)
         lake.ensure_tables(spark, cfg)
         check_checkpoints(spark, cfg)
-    # A continuous run evaluates the alerts beside the streams: after each reconstruct batch and on the wall clock.
-    loop = alert_loop(spark, cfg, on_progress=on_progress) if trigger != "available-now" and "alerts" in stages \
+    # A continuous run evaluates the alerts of each reconstruct batch's groups in the batch, all of them on the clock,
+    # and refreshes the derived tables on a clock of their own.
+    alerts = alert_loop(spark, cfg, on_progress=on_progress) if trigger != "available-now" and "alerts" in stages \
         else None
+    derived = derived_loop(spark, cfg, on_rows=summary.add, poke=alerts, on_progress=on_progress) \
+        if trigger != "available-now" and "reconstruct" in stages else None
+    loop = Loops(alerts, derived) or None
 
     def reconstructed(query: str, counts: dict[str, int]) -> None:
         summary.record(query, counts)
-        if loop is not None:
-            loop.poke()
 
     # Through Spark Connect the batches run in the server: what they find is read back from the commits instead.
     found = None if is_connect(spark) else summary.found
@@ -201,8 +210,10 @@ def run(
                    gated(make_ingest_batch(cfg, line_ids=line_ids, on_progress=on_progress, on_batch=summary.record,
                                            found=found))),
         "reconstruct": (lake.read_table_stream(spark, cfg, "silver_accounting"), RECONSTRUCT_QUERY,
-                        gated(make_reconstruct_batch(cfg, on_progress=on_progress, on_batch=reconstructed,
-                                                     found=found))),
+                        gated(make_reconstruct_batch(
+                            cfg, on_progress=on_progress, on_batch=reconstructed, found=found,
+                            # A continuous run's alerts of a batch's groups come from the batch itself.
+                            on_hot=batch_alerts(spark, cfg, alerts, on_progress=on_progress) if alerts else None))),
     }
     started = [s for s in ("ingest", "reconstruct") if s in stages]
     if requested(stop):
@@ -218,6 +229,9 @@ def run(
                 finished[name] = start_stream(df, cfg, name, batch_fn, AVAILABLE_NOW, on_progress=on_progress)
                 if not wait_for(finished[name], stop):
                     return stopped(list(finished.values()))
+            if stage == "reconstruct" and not requested(stop):
+                with summary.timed("derived"):
+                    summary.add(refresh_derived(spark, cfg))
         if before is not None:
             summary.record_from_server(finished, commits.rows_added(spark, cfg, before))
             from_history(spark, cfg, before, summary.found)
@@ -248,7 +262,7 @@ def run(
     return summary
 
 
-def run_continuously(queries: list[StreamingQuery], loop: AlertLoop | None, stop: StopRequest | None = None) -> None:
+def run_continuously(queries: list[StreamingQuery], loop: Loops | None, stop: StopRequest | None = None) -> None:
     """Wait until one of `queries` stops (raising its error, if it failed), the alert loop fails or `stop` is
     requested; then stop them all and the loop, except on a requested stop (the caller ends the run:
     `stopping.end_requested`). The queries are watched themselves: the session's `awaitAnyTermination` returns at
@@ -268,31 +282,8 @@ def run_continuously(queries: list[StreamingQuery], loop: AlertLoop | None, stop
         _stop_all(queries, loop)
 
 
-def _stop_all(queries: list[StreamingQuery], loop: AlertLoop | None) -> None:
+def _stop_all(queries: list[StreamingQuery], loop: Loops | None) -> None:
     for q in queries:
         q.stop()
     if loop is not None:
         loop.stop()
-
-
-def register_views(spark: SparkSession, cfg: Config) -> list[str]:
-    """Make every existing table queryable by its own name, so that `SHOW TABLES` lists exactly them: temporary
-    views over the Delta paths, or, with Unity Catalog, the configured catalog and schema made current."""
-    if cfg.uses_catalog:
-        assert cfg.catalog is not None  # uses_catalog is `catalog is not None`
-        spark.catalog.setCurrentCatalog(cfg.catalog)
-        assert cfg.schema_name is not None  # Config requires schema beside catalog
-        spark.catalog.setCurrentDatabase(cfg.schema_name)
-        return [name for name in TABLES if lake.table(cfg, name).exists(spark)]
-    names = []
-    for name in TABLES:
-        if not lake.table(cfg, name).exists(spark):
-            # A view left by another lakehouse in this session must not answer for a table this one lacks.
-            spark.catalog.dropTempView(name)
-            continue
-        lake.read_table(spark, cfg, name).createOrReplaceTempView(name)
-        names.append(name)
-    return names
-
-
-

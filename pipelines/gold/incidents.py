@@ -108,7 +108,8 @@ def _observed_per_group(rebalances: DataFrame, pauses: DataFrame, sessions: Data
         F.sum((F.col("cause") == "session_timeout").cast("int")).alias("session"),
         F.sum(F.col("cause_detail").isin("member_join", "member_leave").cast("int")).alias("restarts"),
         F.max("members_after").alias("max_members"),
-        F.collect_list(F.struct("cause", "rebalance_id")).alias("_ids"),
+        # In time order whatever the order of the rows (a replay's output, or the stored table's files).
+        F.array_sort(F.collect_list(F.struct("started_at", "rebalance_id", "cause"))).alias("_ids"),
     )
     longest_pause = (
         pauses.join(sessions.select("group_id", "instance").distinct(), "instance")

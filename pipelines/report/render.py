@@ -24,7 +24,8 @@ def _legend() -> str:
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:24px auto;padding:0 16px;color:#222;max-width:1040px;line-height:1.4}
-h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
+h1{font-size:22px}.note{background:#fff8e1;border-left:3px solid #f0b400;padding:4px 8px;font-size:13px}
+h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
 h3{font-size:15px;margin:18px 0 6px}h4{font-size:13px;margin:10px 0 4px}
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;padding:3px 6px;text-align:left;
 vertical-align:top;overflow-wrap:break-word}th{background:#f6f6f6}
@@ -48,8 +49,9 @@ def spared(row: dict[str, Any]) -> list[str]:
     return [f"{g} ({whys[g]})" if g in whys else g for g in row.get("groups_unaffected") or []]
 
 
-def render(data: dict[str, list[dict[str, Any]]], *, title: str = "Kafka rebalance report") -> str:
-    """The whole page."""
+def render(data: dict[str, list[dict[str, Any]]], *, title: str = "Kafka rebalance report",
+           notes: list[str] | None = None) -> str:
+    """The whole page; `notes` (how fresh the derived tables are) go under the title."""
     groups = data["groups"]
     lost = table([{**g, "lost": duration(g.get("unavailable_ms"))} for g in groups],
                  [("group_id", "group"), ("group_type", "type"), ("rebalances", "rebalances"),
@@ -72,6 +74,7 @@ def render(data: dict[str, list[dict[str, Any]]], *, title: str = "Kafka rebalan
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
 <style>{STYLE}</style></head><body>
 <h1 id="top">{esc(title)}</h1>
+{"".join(f'<p class="note">{esc(note)}</p>' for note in notes or [])}
 {overview(data)}
 <h2 id="timeline">Group timelines</h2>{_legend()}<div class="chart">{timeline(groups, data["states"],
                                                                                data["rebalances"],

@@ -144,6 +144,11 @@ class Config(_Frozen):
     schema_name: str | None = Field(default=None, alias="schema")
     source_format: Literal["text", "cloudFiles"] = "text"
     max_files_per_trigger: int = Field(default=1000, ge=1)
+    derived_every_s: float = Field(
+        default=60, gt=0,
+        description="a continuous run refreshes the derived gold tables (config advice, hourly stats, group health, "
+        "estate incidents) this often; an available-now run refreshes them once, after its reconstruct step",
+    )
     source: Literal["files", "kafka"] = Field(default="files", description="landing files, or Kafka topics")
     kafka: KafkaSource = KafkaSource()
     sources: tuple[SourceRule, ...] = (SourceRule(),)

@@ -62,7 +62,8 @@ class AlertSettings(FrozenModel):
     estate_window_s: float = Field(default=600, gt=0, description="... within this many seconds, with a shared root")
     evaluate_every_s: float = Field(
         default=30, gt=0,
-        description="a continuous run evaluates the alerts after each reconstruct batch and at least this often "
+        description="a continuous run evaluates each reconstruct batch's alerts in the batch, and all of them at least "
+        "this often "
         "(the stuck rule fires without new lines)",
     )
     jsonl_path: Path | None = Field(default=None,

@@ -147,3 +147,25 @@ def empty(spark: SparkSession, name: str) -> DataFrame:
     """An empty frame with the schema of a table (for batch paths that have no tables)."""
     return spark.createDataFrame([], TABLES[name])
 
+
+def register_views(spark: SparkSession, cfg: Config) -> list[str]:
+    """Make every existing table queryable by its own name, so that `SHOW TABLES` lists exactly them: temporary
+    views over the Delta paths, or, with Unity Catalog, the configured catalog and schema made current."""
+    if cfg.uses_catalog:
+        assert cfg.catalog is not None  # uses_catalog is `catalog is not None`
+        spark.catalog.setCurrentCatalog(cfg.catalog)
+        assert cfg.schema_name is not None  # Config requires schema beside catalog
+        spark.catalog.setCurrentDatabase(cfg.schema_name)
+        return [name for name in TABLES if table(cfg, name).exists(spark)]
+    names = []
+    for name in TABLES:
+        if not table(cfg, name).exists(spark):
+            # A view left by another lakehouse in this session must not answer for a table this one lacks.
+            spark.catalog.dropTempView(name)
+            continue
+        read_table(spark, cfg, name).createOrReplaceTempView(name)
+        names.append(name)
+    return names
+
+
+

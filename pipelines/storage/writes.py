@@ -125,7 +125,9 @@ def merge(
             update={c: f"s.{delta_sql.quote_name(c)}" for c in update or []}, update_when=update_when,
             insert_all=insert, delete_unmatched_when=delete_unmatched_when,
         )
-        with_conflict_retries(name, lambda: spark.sql(sql))
+        # On the source's own session, where its view is: a micro-batch's frames belong to the stream's session,
+        # whose temporary views the caller's session does not see.
+        with_conflict_retries(name, lambda: df.sparkSession.sql(sql))
 
 
 def replace_keys(

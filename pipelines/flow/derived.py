@@ -1,0 +1,125 @@
+"""The derived gold tables, refreshed on their own clock from what the hot path committed.
+
+The reconstruct stream commits the HOT tables of the groups each micro-batch touched (`pipelines.flow.reconstruct`)
+and records those groups (`pipelines.state.pending`). The DERIVED tables (config advice and hourly stats of those
+groups, then group health and estate incidents, which compare every group with all the others) are rebuilt here
+from the stored hot rows: at the end of an available-now run's reconstruct step, and every `derived_every_s` in a
+continuous run. The record of each refresh (`pipelines.state.seen`, step "derived") holds the versions of the hot
+tables it reflects; `freshness` reads it back.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipelines.alerts.loop import AlertLoop
+from pipelines.flow.reconstruct import GOLD_KEYS, merger
+from pipelines.gold.aggregates import health_from
+from pipelines.gold.build import ESTATE_OWNED, HOT, per_group_derived
+from pipelines.gold.estate_frames import canonical, estate_rows, params_from, rows_frame
+from pipelines.gold.rebalances import orphan_lines
+from pipelines.session.together import run_together
+from pipelines.settings.config import Config
+from pipelines.state import pending
+from pipelines.state.seen import Seen, last_seen, remember
+from pipelines.storage import commits, delta_sql, lake, writes
+
+STEP = "derived"
+
+
+def refresh_derived(spark: SparkSession, cfg: Config) -> dict[str, int]:
+    """Rebuild the derived tables for the groups the hot path recorded since the last refresh, then forget those
+    records; returns rows per table written ({} when no group was waiting). A record that cannot be read makes the
+    refresh cover every group."""
+    read = pending.pending(cfg)
+    if not read:
+        return {}
+    # Taken before any table is read: a hot commit made while this runs is newer than what the record says.
+    versions = commits.versions(spark, cfg, HOT)
+    silver = lake.read_table(spark, cfg, "silver_events")
+    pauses = lake.read_table(spark, cfg, "silver_gc_pauses")
+    gold = {name: lake.read_table(spark, cfg, name) for name in HOT}
+    if read.unreadable:
+        scope, names = "true", None
+    else:
+        names = sorted(read.groups)
+        scope = f"t.group_id IN ({', '.join(delta_sql.string_literal(n) for n in names)})"
+
+    def mine(df: DataFrame) -> DataFrame:
+        return df if names is None else df.filter(F.col("group_id").isin(names))
+
+    # The same events a reconstruct batch builds from: the groups' own and the group-less warnings beside them.
+    events = mine(silver).unionByName(orphan_lines(silver))
+    tables = per_group_derived(mine(gold["gold_rebalances"]), mine(gold["gold_member_sessions"]),
+                               mine(gold["gold_whatif"]), events, pauses)
+
+    def health() -> int:
+        rows = health_from(gold["gold_rebalances"], gold["gold_group_states"])
+        writes.replace_keys(spark, rows, cfg, "gold_group_health", keys=GOLD_KEYS["gold_group_health"], scope="true")
+        return 0  # not counted: a count would read every group's rebalances once more
+
+    def estate() -> int:
+        return write_estate(spark, cfg, estate_rows(gold["gold_rebalances"], gold["gold_member_sessions"],
+                                                    gold["gold_group_states"], silver, pauses,
+                                                    params_from(cfg.thresholds)))
+
+    # None of them reads what another writes (the estate step writes gold_rebalances.estate_incident_id, which
+    # health does not read): side by side.
+    counts = run_together(spark, {
+        **{name: merger(spark, cfg, name, df, scope=scope, groups=names or [], found=None)
+           for name, df in tables.items()},
+        "gold_group_health": health, "gold_estate_incidents": estate})
+    counts.pop("gold_group_health")
+    pending.clear(read)
+    remember(cfg, STEP, Seen("", versions, {"groups": len(names) if names is not None else "all"}))
+    return counts
+
+
+def write_estate(spark: SparkSession, cfg: Config, rows: list[dict[str, Any]]) -> int:
+    """Make gold_estate_incidents `rows` and gold_rebalances.estate_incident_id what they say, writing nothing when
+    both already are (the usual batch: a few rows compared in Python instead of two MERGEs); returns the rows."""
+    stored = lake.read_table(spark, cfg, "gold_estate_incidents")
+    if canonical(rows) != canonical([r.asDict(recursive=True) for r in stored.select(*[
+            F.unix_micros(c).alias(c) if c in ("started_at", "ended_at") else F.col(c) for c in stored.columns])
+            .collect()]):
+        writes.replace_keys(spark, rows_frame(spark, rows), cfg, "gold_estate_incidents",
+                            keys=GOLD_KEYS["gold_estate_incidents"], scope="true")
+    wanted = {rid: row["estate_incident_id"] for row in rows for rid in row["rebalance_ids"]}
+    held = {r.rebalance_id: r[ESTATE_OWNED] for r in lake.read_table(spark, cfg, "gold_rebalances")
+            .filter(F.col(ESTATE_OWNED).isNotNull()).select("rebalance_id", ESTATE_OWNED).collect()}
+    changed = [(rid, wanted.get(rid)) for rid in sorted(set(wanted) | set(held)) if wanted.get(rid) != held.get(rid)]
+    if changed:
+        schema = f"rebalance_id string, {ESTATE_OWNED} string"
+        writes.merge(spark, spark.createDataFrame(changed, schema), cfg, "gold_rebalances", keys=["rebalance_id"],
+                     update=[ESTATE_OWNED], insert=False)
+    return len(rows)
+
+
+def derived_loop(spark: SparkSession, cfg: Config, *, on_rows: Callable[[dict[str, int]], None],
+                 poke: AlertLoop | None, on_progress: Callable[[str], None] | None = None) -> AlertLoop:
+    """The derived refresh of a continuous run as a loop (not started): every `derived_every_s`, the groups the hot
+    path rebuilt since the last refresh. The rows written go to `on_rows`; `poke` (the alerts) is poked after a
+    refresh that wrote rows, for the estate incidents."""
+    def refresh(now: dt.datetime) -> None:
+        counts = refresh_derived(spark, cfg)
+        on_rows(counts)
+        if counts and poke is not None:
+            poke.poke()
+        if counts and on_progress is not None:
+            on_progress("derived tables refreshed: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
+    return AlertLoop(refresh, every_s=cfg.derived_every_s, on_progress=on_progress, name="rebalance-derived")
+
+
+def freshness(spark: SparkSession, cfg: Config) -> dict[str, Any]:
+    """How far the derived tables are behind the hot path: the hot versions the last refresh reflects, the current
+    ones, and the groups waiting for a refresh."""
+    seen = last_seen(cfg, STEP)
+    waiting = pending.pending(cfg)
+    return {"reflects": seen.versions if seen is not None else None,
+            "current": commits.versions(spark, cfg, HOT),
+            "groups_waiting": "all" if waiting.unreadable else len(waiting.groups)}

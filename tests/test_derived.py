@@ -1,0 +1,116 @@
+"""The derived gold tables on their own clock: the records of the groups waiting for a refresh, and a refresh that
+a crash interrupted."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from pyspark.sql import functions as F
+
+from pipelines.flow import run as run_module
+from pipelines.flow.derived import freshness
+from pipelines.flow.run import run
+from pipelines.gold.build import DERIVED, HOT
+from pipelines.report.data import collect_fast
+from pipelines.report.render import render
+from pipelines.state import pending
+from pipelines.storage import lake
+from tests.conftest import DATA, land, make_config
+
+
+def test_records_are_read_whole_and_only_those_read_are_cleared(tmp_path):
+    cfg = make_config(tmp_path)
+    assert not pending.pending(cfg)
+    assert pending.mark(cfg, [], batch_id=0) is None  # a batch that touched no group records nothing
+    pending.mark(cfg, ["b", "a"], batch_id=3)
+    pending.mark(cfg, ["a", "c"], batch_id=3)  # the same batch replayed after a crash: its own record
+    folder = cfg.checkpoint_root / pending.FOLDER
+    (folder / "000000000004-x.json.tmp").write_text('{"groups": ["half-writ', encoding="utf-8")  # a write cut short
+    read = pending.pending(cfg)
+    assert read.groups == {"a", "b", "c"} and len(read.files) == 2 and read.unreadable == 0
+    later = pending.mark(cfg, ["d"], batch_id=5)  # written while a refresh runs: not among what it read
+    pending.clear(read)
+    left = pending.pending(cfg)
+    assert left.files == (later,) and left.groups == {"d"}
+
+
+def test_an_unreadable_record_makes_the_refresh_cover_every_group(tmp_path):
+    cfg = make_config(tmp_path)
+    pending.mark(cfg, ["a"], batch_id=1)
+    (cfg.checkpoint_root / pending.FOLDER / "000000000002-y.json").write_bytes(b"\x00\xff not json")
+    read = pending.pending(cfg)
+    assert read.unreadable == 1 and read.groups == {"a"} and len(read.files) == 2
+
+
+def test_a_run_stopped_before_its_derived_refresh_leaves_the_groups_for_the_next(spark, tmp_path, monkeypatch):
+    """The hot tables are committed per micro-batch; when the refresh does not happen (a crash, a kill), the
+    groups stay recorded and the next run, with nothing new to ingest, brings the derived tables up to date."""
+    cfg = make_config(tmp_path)
+    land(DATA / "landing" / "part1", cfg.landing)
+
+    def crashed(*args, **kwargs):
+        raise RuntimeError("injected crash before the derived refresh")
+
+    monkeypatch.setattr(run_module, "refresh_derived", crashed)
+    with pytest.raises(RuntimeError, match="injected crash"):
+        run(spark, cfg)
+    assert lake.read_table(spark, cfg, "gold_rebalances").count() == 2  # the hot path committed
+    assert lake.read_table(spark, cfg, "gold_group_health").count() == 0  # the derived tables did not follow
+    waiting = freshness(spark, cfg)
+    assert waiting["groups_waiting"] == 1 and waiting["reflects"] is None
+    # SQL over a derived table and the report say that they lag.
+    note = pending.lag_note(cfg, ["gold_group_health"])
+    assert note is not None and note.startswith("gold_group_health may lag the hot tables: 1 group rebuilt")
+    assert pending.lag_note(cfg, []) is None
+    assert f'<p class="note">{note}</p>' in render({**collect_fast(cfg)}, notes=[note])
+    monkeypatch.undo()
+
+    again = run(spark, cfg)
+    assert again.batches == {}  # nothing new was ingested or reconstructed
+    assert again.added["gold_rebalance_stats_hourly"] >= 1
+    health = lake.read_table(spark, cfg, "gold_group_health")
+    assert [r.group_id for r in health.collect()] == ["orders-app"]
+    fresh = freshness(spark, cfg)
+    assert fresh["groups_waiting"] == 0 and fresh["reflects"] == fresh["current"]
+    assert pending.lag_note(cfg, ["gold_group_health"]) is None
+    assert set(fresh["current"]) == set(HOT)
+    # A third run has nothing to refresh and writes nothing.
+    third = run(spark, cfg)
+    assert not any(third.added[name] for name in DERIVED)
+    assert lake.read_table(spark, cfg, "gold_config_advice").filter(F.col("group_id") != "orders-app").count() == 0
+
+
+def test_a_continuous_run_refreshes_the_derived_tables_on_their_own_clock(spark, tmp_path):
+    """With `--trigger continuous`, the derived tables follow the hot ones within `derived_every_s`, without a
+    second run; what the refresh reflects is recorded."""
+    cfg = make_config(tmp_path, derived_every_s=1)
+    land(DATA / "landing" / "part1", cfg.landing)
+    failure: list[BaseException] = []
+
+    def running() -> None:
+        try:
+            run(spark, cfg, trigger="continuous")
+        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=running, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not failure and not _refreshed(spark, cfg):
+            time.sleep(0.5)
+        assert failure == [] and _refreshed(spark, cfg), f"no refresh within 240 s: {failure}"
+    finally:
+        for query in spark.streams.active:
+            query.stop()
+        thread.join(120)
+    assert not thread.is_alive() and failure == []
+
+
+def _refreshed(spark, cfg) -> bool:
+    """The group's health row is there and the refresh that wrote it has recorded what it reflects."""
+    health = lake.table(cfg, "gold_group_health")
+    return health.exists(spark) and lake.read_table(spark, cfg, "gold_group_health") \
+        .filter(F.col("group_id") == "orders-app").count() == 1 and freshness(spark, cfg)["reflects"] is not None
