@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+import time
 from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
@@ -112,11 +113,18 @@ class Loops:
             loop.request_stop()
 
     def stop(self, *, wait_s: float = 120.0) -> None:
-        """Stop every loop (each may finish its evaluation under way), then raise the first error."""
+        """Stop every loop, each finishing its evaluation under way within one shared `wait_s`, then raise the first
+        error."""
+        deadline = time.monotonic() + wait_s
+        self.request_stop()
+        errors = []
         for loop in self.loops:
-            loop.request_stop()
-        for loop in self.loops:
-            loop.stop(wait_s=wait_s)
+            try:
+                loop.stop(wait_s=max(0.0, deadline - time.monotonic()))
+            except BaseException as exc:  # noqa: BLE001 - the first is raised once every loop has stopped
+                errors.append(exc)
+        if errors:
+            raise errors[0]
 
 
 def alert_loop(spark: SparkSession, cfg: Config, *,
@@ -130,15 +138,23 @@ def batch_alerts(spark: SparkSession, cfg: Config, loop: AlertLoop, *,
                  on_progress: Callable[[str], None] | None = None) -> Callable[[dict[str, DataFrame]], None]:
     """The alerts of a reconstruct batch's own groups, evaluated on the rows it just built, inside the batch (a
     continuous run: an alert follows its rebalance row without waiting for the loop). Under the loop's lock, so the
-    batch and the loop never deliver the same alert twice; a sink that refuses is retried by the loop."""
+    batch and the loop never deliver the same alert twice. The hot path never waits for the alerts: when the loop is
+    evaluating, the batch pokes it instead, and a webhook gets one attempt (a sink that refuses is retried by the
+    loop, with its backoff)."""
+    once = cfg.model_copy(update={"alerts": cfg.alerts.model_copy(update={"webhook_attempts": 1})})
+
     def evaluate(tables: dict[str, DataFrame]) -> None:
-        with loop.lock:
-            try:
-                counts = alerts_of_groups(spark, cfg, tables, run_ts=dt.datetime.now(dt.timezone.utc),
-                                          on_progress=on_progress)
-                if counts["new_or_changed"] and on_progress is not None:
-                    on_progress(f"alerts: {counts['new_or_changed']} new or changed in the batch's groups")
-            except DeliveryError as exc:
-                if on_progress is not None:
-                    on_progress(f"alerts: {exc}; retried at the next evaluation")
+        if not loop.lock.acquire(blocking=False):
+            loop.poke()
+            return
+        try:
+            counts = alerts_of_groups(spark, once, tables, run_ts=dt.datetime.now(dt.timezone.utc),
+                                      on_progress=on_progress)
+            if counts["new_or_changed"] and on_progress is not None:
+                on_progress(f"alerts: {counts['new_or_changed']} new or changed in the batch's groups")
+        except DeliveryError as exc:
+            if on_progress is not None:
+                on_progress(f"alerts: {exc}; retried at the next evaluation")
+        finally:
+            loop.lock.release()
     return evaluate

@@ -35,12 +35,16 @@ STEP = "derived"
 def refresh_derived(spark: SparkSession, cfg: Config) -> dict[str, int]:
     """Rebuild the derived tables for the groups the hot path recorded since the last refresh, then forget those
     records; returns rows per table written ({} when no group was waiting). A record that cannot be read makes the
-    refresh cover every group."""
-    read = pending.pending(cfg)
-    if not read:
+    refresh cover every group, and so does a lakehouse whose derived tables were never refreshed on their own (one
+    written before they were: their rows may follow older rules)."""
+    if not pending.pending(cfg) and not _never_refreshed(spark, cfg):
         return {}
-    # Taken before any table is read: a hot commit made while this runs is newer than what the record says.
+    # Taken before the records are read: a hot commit whose record this refresh reads is at or below them, one made
+    # later is newer than what the record of this refresh says it reflects.
     versions = commits.versions(spark, cfg, HOT)
+    read = pending.pending(cfg)
+    if last_seen(cfg, STEP) is None:
+        read = pending.Pending(read.files, read.groups, unreadable=1)
     silver = lake.read_table(spark, cfg, "silver_events")
     pauses = lake.read_table(spark, cfg, "silver_gc_pauses")
     gold = {name: lake.read_table(spark, cfg, name) for name in HOT}
@@ -80,6 +84,15 @@ def refresh_derived(spark: SparkSession, cfg: Config) -> dict[str, int]:
     return counts
 
 
+def _never_refreshed(spark: SparkSession, cfg: Config) -> bool:
+    """True when no refresh has been recorded yet and the hot tables hold rows to derive from (an empty lakehouse
+    records its first refresh with its first rows)."""
+    if last_seen(cfg, STEP) is not None:
+        return False
+    return lake.read_table(spark, cfg, "gold_rebalances").limit(1).count() > 0 \
+        or lake.read_table(spark, cfg, "gold_group_states").limit(1).count() > 0
+
+
 def write_estate(spark: SparkSession, cfg: Config, rows: list[dict[str, Any]]) -> int:
     """Make gold_estate_incidents `rows` and gold_rebalances.estate_incident_id what they say, writing nothing when
     both already are (the usual batch: a few rows compared in Python instead of two MERGEs); returns the rows."""
@@ -106,7 +119,16 @@ def derived_loop(spark: SparkSession, cfg: Config, *, on_rows: Callable[[dict[st
     path rebuilt since the last refresh. The rows written go to `on_rows`; `poke` (the alerts) is poked after a
     refresh that wrote rows, for the estate incidents."""
     def refresh(now: dt.datetime) -> None:
-        counts = refresh_derived(spark, cfg)
+        try:
+            counts = refresh_derived(spark, cfg)
+        except Exception as exc:
+            # The estate step MERGEs gold_rebalances beside the stream's own MERGEs: a refresh that keeps losing that
+            # race keeps its records and tries again at the next one, instead of stopping the run.
+            if not writes.is_commit_conflict(exc):
+                raise
+            if on_progress is not None:
+                on_progress("derived tables: the refresh lost a commit race with the stream; tried again at the next")
+            return
         on_rows(counts)
         if counts and poke is not None:
             poke.poke()

@@ -213,7 +213,9 @@ def run(
                         gated(make_reconstruct_batch(
                             cfg, on_progress=on_progress, on_batch=reconstructed, found=found,
                             # A continuous run's alerts of a batch's groups come from the batch itself.
-                            on_hot=batch_alerts(spark, cfg, alerts, on_progress=on_progress) if alerts else None))),
+                            # (Not through Spark Connect: the batch runs in the server, the loop and its lock here.)
+                            on_hot=batch_alerts(spark, cfg, alerts, on_progress=on_progress)
+                            if alerts is not None and not is_connect(spark) else None))),
     }
     started = [s for s in ("ingest", "reconstruct") if s in stages]
     if requested(stop):
@@ -231,7 +233,9 @@ def run(
                     return stopped(list(finished.values()))
             if stage == "reconstruct" and not requested(stop):
                 with summary.timed("derived"):
-                    summary.add(refresh_derived(spark, cfg))
+                    refreshed = refresh_derived(spark, cfg)
+                if before is None:  # through Spark Connect the commits since `before` count them
+                    summary.add(refreshed)
         if before is not None:
             summary.record_from_server(finished, commits.rows_added(spark, cfg, before))
             from_history(spark, cfg, before, summary.found)
