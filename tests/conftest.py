@@ -247,3 +247,31 @@ def small_run(spark, small_sim, tmp_path_factory) -> dict:
     summary = run(spark, cfg, run_ts=RUN_TS)
     write_report(spark, cfg, root / "report.html")
     return {"cfg": cfg, "summary": summary, "report": root / "report.html"}
+
+
+@contextlib.contextmanager
+def continuous_run(spark, cfg: Config):
+    """`rebalance run --trigger continuous` of `cfg` on a thread of its own for the block; yields the list its
+    failure lands in. On leaving, the streams are stopped and the run must have ended without one."""
+    import threading
+
+    from pipelines.flow.run import run
+
+    failure: list[BaseException] = []
+
+    def running() -> None:
+        try:
+            run(spark, cfg, trigger="continuous")
+        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=running, daemon=True)
+    thread.start()
+    try:
+        yield failure
+    finally:
+        for query in spark.streams.active:
+            query.stop()
+        thread.join(120)
+    assert not thread.is_alive() and failure == []
+

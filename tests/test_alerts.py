@@ -12,7 +12,7 @@ from pipelines.alerts.sinks import DeliveryError, append_jsonl, post_webhook
 from pipelines.flow.run import run
 from pipelines.settings.config import AlertSettings
 from pipelines.storage import lake
-from tests.conftest import Receiver, make_config
+from tests.conftest import Receiver, continuous_run, make_config
 
 ALERT = {"alert_id": "a1", "rule": "storm", "severity": "critical", "group_id": "g", "summary": "Rebalance storm"}
 
@@ -150,7 +150,6 @@ def test_a_continuous_run_alerts_after_each_batch_without_another_run(spark, tmp
     """With `--trigger continuous`, alerts come from the running process: a group already stuck when it starts, then
     a long rebalance landed while it runs: the clock alone would wait 10 minutes, and so would the derived refresh
     (which evaluates them after it refreshed), so the alert comes from the reconstruct batch itself."""
-    import threading
     import time
 
     cfg = make_config(tmp_path, alerts={"evaluate_every_s": 600}, derived_every_s=600)
@@ -161,14 +160,6 @@ def test_a_continuous_run_alerts_after_each_batch_without_another_run(spark, tmp
         "[2024-05-14 10:21:07,482] INFO [GroupCoordinator 1]: Preparing to rebalance group stuck-app in state "
         "PreparingRebalance with old generation 41 (__consumer_offsets-17) (reason: Adding new member c-9-zz with "
         f"group instance id None) {coordinator}\n", encoding="utf-8")
-    failure: list[BaseException] = []
-
-    def running() -> None:
-        try:
-            run(spark, cfg, trigger="continuous")
-        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
-            failure.append(exc)
-
     def delivered(group: str, rule: str, wait_s: float = 240) -> dict:
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline and not failure:
@@ -180,9 +171,7 @@ def test_a_continuous_run_alerts_after_each_batch_without_another_run(spark, tmp
             time.sleep(0.2)
         raise AssertionError(f"no {rule} alert of {group} delivered; run failed with {failure}")
 
-    thread = threading.Thread(target=running, daemon=True)
-    thread.start()
-    try:
+    with continuous_run(spark, cfg) as failure:
         assert "stuck in PreparingRebalance" in delivered("stuck-app", "stuck")["summary"]
         later = cfg.landing / "broker-2"
         later.mkdir()
@@ -198,11 +187,6 @@ def test_a_continuous_run_alerts_after_each_batch_without_another_run(spark, tmp
             encoding="utf-8")
         partial.replace(later / "server.log")
         assert "could not consume for 1 min 35 s" in delivered("slow-app", "long_rebalance")["summary"]
-    finally:
-        for query in spark.streams.active:
-            query.stop()
-        thread.join(120)
-    assert not thread.is_alive() and failure == []
     stored = lake.read_table(spark, cfg, "gold_alerts").filter(F.col("group_id").isin("stuck-app", "slow-app"))
     assert sorted((r.group_id, r.rule) for r in stored.collect()) == [("slow-app", "long_rebalance"),
                                                                        ("stuck-app", "stuck")]

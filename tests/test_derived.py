@@ -3,7 +3,6 @@ a crash interrupted."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
@@ -17,7 +16,7 @@ from pipelines.report.data import collect_fast
 from pipelines.report.render import render
 from pipelines.state import pending
 from pipelines.storage import lake
-from tests.conftest import DATA, land, make_config
+from tests.conftest import DATA, continuous_run, land, make_config
 
 
 def test_records_are_read_whole_and_only_those_read_are_cleared(tmp_path):
@@ -87,26 +86,11 @@ def test_a_continuous_run_refreshes_the_derived_tables_on_their_own_clock(spark,
     second run; what the refresh reflects is recorded."""
     cfg = make_config(tmp_path, derived_every_s=1)
     land(DATA / "landing" / "part1", cfg.landing)
-    failure: list[BaseException] = []
-
-    def running() -> None:
-        try:
-            run(spark, cfg, trigger="continuous")
-        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
-            failure.append(exc)
-
-    thread = threading.Thread(target=running, daemon=True)
-    thread.start()
-    try:
+    with continuous_run(spark, cfg) as failure:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and not failure and not _refreshed(spark, cfg):
             time.sleep(0.5)
         assert failure == [] and _refreshed(spark, cfg), f"no refresh within 240 s: {failure}"
-    finally:
-        for query in spark.streams.active:
-            query.stop()
-        thread.join(120)
-    assert not thread.is_alive() and failure == []
 
 
 def _refreshed(spark, cfg) -> bool:
