@@ -259,3 +259,38 @@ def test_a_group_id_ending_a_wording_is_not_taken_for_pythons_module_function_an
     assert [(rows[i]["template_id"], rows[i]["group_id"]) for i in (1, 2)] == [
         ("g_entering_loop", "Countries-Group-1"), ("g_sync_finished", "orders-group-2")]
     assert rows[3]["group_id"] == "orders" and rows[3]["generation"] == 7
+
+
+def test_brackets_a_layout_prints_before_the_kafka_prefix_are_not_the_message(spark):
+    """A pattern that prints the thread after the level (`[%d] %p [%t] %m (%c)`) or an MDC before the message
+    (`... %logger - [%X{trace}] %msg`, empty: `[] `) puts brackets between its own fields and the Kafka prefix;
+    the message starts at the prefix, and a Kafka Streams thread's line names its application as the group."""
+    thread = "payments-enricher-3f1c2a9e-0b7d-4e11-9c5a-2d8e6f4a1b70-StreamThread-2"
+    lines = [
+        f"[2023-03-02 11:04:17,201] INFO [{thread}] stream-thread [{thread}] State transition from RUNNING to "
+        "PARTITIONS_REVOKED (org.apache.kafka.streams.processor.internals.StreamThread)",
+        "2023-03-02 11:04:17.305 [listener-0-C-1] INFO o.a.k.c.c.i.ConsumerCoordinator - [] [Consumer "
+        "clientId=consumer-ledger-4, groupId=ledger] Request joining group due to: group is already rebalancing",
+        "2023-03-02 11:04:17.306 [listener-0-C-1] INFO o.a.k.c.c.i.ConsumerCoordinator - [trace=ab12] [Consumer "
+        "clientId=consumer-ledger-4, groupId=ledger] Revoke previously assigned partitions ledger-3",
+        "[2023-03-02 11:04:17,401] INFO [GroupCoordinator 1]: Stabilized group ledger generation 12 "
+        "(__consumer_offsets-7) with 3 members (kafka.coordinator.group.GroupCoordinator)",
+    ]
+    rows = parse_file_lines(spark, lines, instance="svc-0", file_name="app.log")
+    assert [(rows[i]["event_type"], rows[i]["group_id"]) for i in (1, 2, 3, 4)] == [
+        ("streams_state_changed", "payments-enricher"), ("client_rejoin_requested", "ledger"),
+        ("client_partitions_revoked", "ledger"), ("group_stabilized", "ledger")]
+
+
+def test_an_empty_list_ending_a_wording_may_have_lost_its_trailing_blank(spark):
+    """Kafka prints an empty assignment as nothing after the wording (`Adding newly assigned partitions: `); an editor
+    or a paste trims the blank, and the line is still the wording, with no partitions."""
+    prefix = "2021-06-09 17:40:02.118  INFO 4411 --- [ntainer#2-0-C-1] o.a.k.c.c.internals.ConsumerCoordinator  : " \
+             "[Consumer clientId=consumer-audit-7, groupId=audit] "
+    rows = parse_file_lines(spark, [prefix + "Adding newly assigned partitions:",
+                                    prefix + "Revoke previously assigned partitions",
+                                    prefix + "Adding newly assigned partitions: audit-0, audit-1"],
+                            instance="svc-0", file_name="app.log")
+    assert [(rows[i]["event_type"], rows[i]["group_id"], rows[i]["partitions"]) for i in (1, 2, 3)] == [
+        ("client_partitions_assigned", "audit", None), ("client_partitions_revoked", "audit", None),
+        ("client_partitions_assigned", "audit", "audit-0, audit-1")]

@@ -34,13 +34,17 @@ KAFKA_PREFIX = (
     r"^(?:\[GroupCoordinator (?:id=)?(\d+)(?: topic=\S+ partition=(\d+))?\]:? "
     r"|\[GroupMetadataManager brokerId=(\d+)\] "
     r"|\[Group Metadata Manager on Broker (\d+)\]: "
-    r"|(?:\[[^\]\s|]+\|(?:task-\d+|worker)\] )?"  # Kafka Connect's connector context (`[my-sink|task-0] `)
+    # Up to three brackets a layout prints between its own fields and the prefix: Kafka Connect's connector context
+    # (`[my-sink|task-0] `), an MDC (`[] `, `[traceId=...] `), a thread the pattern puts after the level.
+    r"|(?:\[[^\]\n]*\] ?){0,3}?"
     # Text extraction (a PDF, an OCR'd screenshot) may lose the blanks and the case inside it: `[ConsumerClientId=`.
     # A paste that elides the group (`[Consumer clientId=xxx] `) keeps the rest of the prefix.
     r"\[(?:Consumer|ShareConsumer|Worker|Schema registry) ?(?:instanceId=([^,\]]*), ?)?[cC]lientId=([^,\]]*)"
     r"(?:, ?groupId=([^\]]*))?\] ?"
     # ruby-kafka 0.7.6+ tags a consumer's lines with its group and assignment: `[[<group>] {<topic>: 0, 1}:] `.
-    r"|\[\[([^\]\n]+)\] \{[^}\n]*\}:\] )?"
+    r"|\[\[([^\]\n]+)\] \{[^}\n]*\}:\] "
+    # The same brackets before a Kafka Streams prefix, which its templates spell out (`stream-thread [<thread>] `).
+    r"|(?:\[[^\]\n]*\] ?){1,3}(?=stream-(?:thread|client) \[))?"
     r"([\s\S]*)$"
 )
 # A line no template knows is quarantined (not dropped as noise) when it looks like it is about groups.

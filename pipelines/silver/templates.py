@@ -180,6 +180,12 @@ def compile_template(template: Template) -> CompiledTemplate:
             continue
         index += 1
         groups[piece] = index
+        if position == len(pieces) - 2 and not pieces[-1] and pattern == r".*" and regex[-1].endswith(re.escape(" ")):
+            # A list at the very end printed empty (`Adding newly assigned partitions: `) loses its trailing blank
+            # to an editor or a paste: the wording may end right before it.
+            regex[-1] = regex[-1].removesuffix(re.escape(" "))
+            regex.append(f"(?: ({pattern}))?")
+            continue
         if piece == "coordinator" and regex[-1].endswith(re.escape(" ")):
             # A paste often drops the coordinator's address (`... to coordinator due to ...`): the line still reads
             # as its wording, without that field.
