@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench import scale
+from bench import scale, soak
 from bench.report import markdown
 from bench.runner import DEFAULT_LINES, DEFAULT_PROBES, QUICK_LINES, QUICK_PROBES, Options, run_benchmark
 
@@ -16,7 +16,9 @@ def parse_options(argv: list[str] | None = None) -> Options:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      epilog="python -m bench --scale [--help]: a simulated day of a large estate "
                                             "(50 brokers, 300 groups) on local[*] and a standalone cluster, "
-                                            "about 55 minutes on 2 cores (bench/scale.py)")
+                                            "about 55 minutes on 2 cores (bench/scale.py); python -m bench --soak "
+                                            "[--help]: a continuous run kept busy for an hour, whether memory, "
+                                            "latency and state stay flat (bench/soak.py)")
     parser.add_argument("--lines", type=int, help=f"lines of the 1x dataset (default {DEFAULT_LINES:,}; "
                         f"--quick: {QUICK_LINES:,}); the 4x dataset has four times as many")
     parser.add_argument("--quick", action="store_true",
@@ -52,10 +54,13 @@ def parse_options(argv: list[str] | None = None) -> Options:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the markdown table and which targets are met; `--scale` runs the scale benchmark
-    instead (bench/scale.py, its own options: `python -m bench --scale --help`)."""
+    instead (bench/scale.py, its own options: `python -m bench --scale --help`), `--soak` the soak (bench/soak.py,
+    `python -m bench --soak --help`)."""
     args = sys.argv[1:] if argv is None else argv
     if "--scale" in args:
         return scale.main(scale.parse_args([a for a in args if a != "--scale"]))
+    if "--soak" in args:
+        return soak.main([a for a in args if a != "--soak"])
     results = run_benchmark(parse_options(args))
     print(markdown(results))
     print(results["verdict"])

@@ -226,3 +226,49 @@ def test_the_increment_is_the_latest_hour_of_the_second_half_where_most_rebalanc
     assert sorted(p.name for p in increment) == ["consumer.log.2026-11-20-13", "server.log.2026-11-20-13"]
     assert "gc.log" in {p.name for p in history} and "server.log.2026-11-20-12" in {p.name for p in history}
     assert not {p.name for p in history} & {"server.log.2026-11-20-14", "consumer.log.2026-11-20-15"}
+
+
+def test_the_soak_compares_the_last_window_with_the_early_one_and_counts_a_lost_probe_as_its_wait():
+    from bench.soak_report import soak_figures, soak_markdown
+
+    # A 6-minute soak: latency windows are minutes 0-1 and 5-6, memory minutes 0.5-1.5 against 5-6.
+    probes = [{"group": f"g{n}", "landed_s": n * 30.0, "row_s": 10.0, "alert_s": 12.0} for n in range(12)]
+    probes[-1].update(row_s=None, alert_s=None)  # landed at 330 s, never seen: waited 30 s until the end
+    memory = [(float(t), 1000.0 if t < 300 else 1300.0) for t in range(0, 360, 5)]
+    sizes = [{"at_s": float(t), "checkpoints": {"ingest": (1024 * 1024 * (1 + t / 60), 10)},
+              "delta_logs": {"gold_rebalances": (2048, 3)}, "tables": {"gold_rebalances": (4096, 5 + t)},
+              "alert_feed_bytes": 0} for t in range(0, 360, 30)]
+    found = {f["name"]: f for f in soak_figures(6.0, probes, memory, sizes)}
+    assert found["latency_p95_first_s"]["value"] == 10.0
+    assert found["latency_p95_last_s"]["value"] == pytest.approx(29.0)  # 10 s and the lost probe's 30 s
+    assert found["latency_p95_last_over_first"]["met"] is False
+    assert found["memory_last_over_early"]["value"] == pytest.approx(1.3)
+    assert found["memory_last_over_early"]["met"] is False
+    assert (found["probes_without_row"]["value"], found["probes_without_row"]["met"]) == (1, False)
+    assert found["checkpoints_mb_per_hour"]["value"] == pytest.approx(60.0)  # 1 MB a minute
+    assert found["table_files_per_hour"]["value"] == 3600
+    results = {"minutes": 6.0, "every_s": 30.0, "probes": probes, "memory_mb": memory, "sizes": sizes,
+               "started_at": "2026-12-05T15:00:00+00:00", "machine": {"nproc": 2}, "other_cpu_share": 0.0,
+               "stop": {"exit_code": 0}, "figures": list(found.values())}
+    page = soak_markdown(results)
+    assert "| latency_p95_last_over_first | 2.9 | 1.2 | False |" in page
+    assert page.count("\n| ") == 1 + len(found) + 1 + 10  # both tables: headers, figures, ten windows
+
+
+@pytest.mark.slow
+def test_a_short_soak_writes_every_figure_and_stops_the_run_cleanly(tmp_path):
+    from bench import soak
+
+    out = tmp_path / "results"
+    assert soak.main(["--minutes", "1", "--every", "5", "--out", str(out), "--work", str(tmp_path / "work")]) == 0
+    [written] = out.glob("*-soak.json")
+    results = json.loads(written.read_text(encoding="utf-8"))
+    figures = {f["name"]: f for f in results["figures"]}
+    assert {"latency_p95_last_over_first", "alert_latency_p95_last_over_first", "memory_last_over_early",
+            "checkpoints_mb_per_hour", "table_files_per_hour"} <= set(figures)
+    assert len(results["probes"]) == 12
+    assert figures["probes_without_row"]["value"] == figures["probes_without_alert"]["value"] == 0
+    assert results["stop"]["exit_code"] == 0 and results["stop"]["seconds"] < 60
+    assert any("the same command resumes" in line for line in results["stop"]["last_lines"])
+    assert results["memory_mb"] and all(mb > 0 for _at, mb in results["memory_mb"])
+    assert written.with_suffix(".md").exists()
