@@ -246,7 +246,7 @@ def test_the_soak_compares_the_last_window_with_the_early_one_and_counts_a_lost_
     assert found["memory_last_over_early"]["met"] is False
     assert (found["probes_without_row"]["value"], found["probes_without_row"]["met"]) == (1, False)
     assert found["checkpoints_mb_per_hour"]["value"] == pytest.approx(60.0)  # 1 MB a minute
-    assert found["table_files_per_hour"]["value"] == 3600
+    assert found["data_files_per_hour"]["value"] == 3600 and found["delta_log_files_per_hour"]["value"] == 0
     results = {"minutes": 6.0, "every_s": 30.0, "probes": probes, "memory_mb": memory, "sizes": sizes,
                "started_at": "2026-12-05T15:00:00+00:00", "machine": {"nproc": 2}, "other_cpu_share": 0.0,
                "stop": {"exit_code": 0}, "figures": list(found.values())}
@@ -265,7 +265,7 @@ def test_a_short_soak_writes_every_figure_and_stops_the_run_cleanly(tmp_path):
     results = json.loads(written.read_text(encoding="utf-8"))
     figures = {f["name"]: f for f in results["figures"]}
     assert {"latency_p95_last_over_first", "alert_latency_p95_last_over_first", "memory_last_over_early",
-            "checkpoints_mb_per_hour", "table_files_per_hour"} <= set(figures)
+            "checkpoints_mb_per_hour", "data_files_per_hour", "delta_log_files_per_hour"} <= set(figures)
     assert len(results["probes"]) == 12
     assert figures["probes_without_row"]["value"] == figures["probes_without_alert"]["value"] == 0
     assert results["stop"]["exit_code"] == 0 and results["stop"]["seconds"] < 60
