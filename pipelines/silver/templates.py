@@ -71,6 +71,8 @@ COMPONENTS = ("broker_classic", "broker_new", "broker_groups_4x", "client_classi
               "client_kafkajs", "client_kafka_go", "client_sarama", "client_sarama_cluster", "client_franz_go",
               "client_ruby_kafka", "client_brod", "client_callbacks", "client_errors")
 # After a template: an optional final period, trailing blanks, and any later lines of the record (a stack trace).
+# Fields that hold a list, printed empty as nothing at all.
+LIST_FIELDS = frozenset({"partitions", "revoked_partitions", "topics", "members"})
 TAIL = r"\.?\s*(?:\n[\s\S]*)?$"
 # After a template that ends with its own words (not a field): the quote that closed a message an application
 # logged as a string (`"..."`, a `KafkaError{..,str="..."}` repr, a `('...')` argument) and the brackets after it.
@@ -180,11 +182,12 @@ def compile_template(template: Template) -> CompiledTemplate:
             continue
         index += 1
         groups[piece] = index
-        if position == len(pieces) - 2 and not pieces[-1] and pattern == r".*" and regex[-1].endswith(re.escape(" ")):
+        if position == len(pieces) - 2 and not pieces[-1] and piece in LIST_FIELDS and regex[-1].endswith(" "):
             # A list at the very end printed empty (`Adding newly assigned partitions: `) loses its trailing blank
-            # to an editor or a paste: the wording may end right before it.
+            # to an editor or a paste: the record may end right before it (only there: a list on the record's next
+            # lines is not an empty one).
             regex[-1] = regex[-1].removesuffix(re.escape(" "))
-            regex.append(f"(?: ({pattern}))?")
+            regex.append(f"(?: ({pattern})|(?=[ \\t]*$))")
             continue
         if piece == "coordinator" and regex[-1].endswith(re.escape(" ")):
             # A paste often drops the coordinator's address (`... to coordinator due to ...`): the line still reads
