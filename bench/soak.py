@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -24,8 +25,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow.parquet as pq
+from pyarrow.lib import ArrowException
 
 from bench.facts import OtherWork, machine_facts
 from bench.latency import COORDINATOR, LatencyResult, probe_text
@@ -34,6 +37,8 @@ from bench.soak_report import soak_figures, soak_markdown
 
 RESIDENT_GROUPS = 4
 STOP_WAIT_S = 90.0
+GROUP_EXIT_S = 30.0  # after the run's Python process ends, how long its JVM is given to end before SIGKILL
+FIRST_ROW_S = 600.0  # how long the first file may take to reach gold (JVM start and table creation)
 DRAIN_S = 180.0  # after the last landing, how long the probes still missing a row or an alert are waited for
 
 
@@ -48,6 +53,8 @@ class Soak:
     sizes: list[dict[str, Any]] = field(default_factory=list)  # one sample per size interval
     stop: dict[str, Any] = field(default_factory=dict)
     other_cpu_share: float = 0.0
+    watched_s: float = 0.0  # until when the probes were watched (a probe never seen waited this long)
+    batches: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)  # per step: (time, batch, rows)
 
 
 def resident_text(group: str, generation: int, at: datetime, rng: random.Random) -> str:
@@ -121,9 +128,13 @@ class RowWatcher:
             except (OSError, json.JSONDecodeError):
                 break  # not fully visible yet: read it on the next call
             for action in actions:
-                if "add" in action:
-                    path = self.log.parent / action["add"]["path"]
-                    groups.update(pq.read_table(path, columns=["group_id"]).column("group_id").to_pylist())
+                # A compaction's files (dataChange false) hold rows already there: they are not new rows.
+                if "add" in action and action["add"].get("dataChange", True):
+                    path = self.log.parent / unquote(action["add"]["path"])
+                    try:
+                        groups.update(pq.read_table(path, columns=["group_id"]).column("group_id").to_pylist())
+                    except (OSError, ArrowException):
+                        continue  # gone or unreadable: its rows are found in a later commit or counted lost
             self.next_version += 1
         return groups
 
@@ -152,8 +163,17 @@ def _sample_memory(pid: int, soak: Soak, t0: float, done: threading.Event) -> No
         soak.memory.append((round(time.monotonic() - t0, 1), round(tree_bytes(pid, process_parents()) / MB, 1)))
 
 
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def _stop(proc: subprocess.Popen[bytes], soak: Soak, log: Path) -> None:
-    """SIGTERM, as a scheduler stops a run; record how long the stop took, its exit code and its last lines."""
+    """SIGTERM, as a scheduler stops a run; record how long the stop took until the run's whole process group (its
+    JVM included) was gone, its exit code and the line it ended with."""
     started = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     try:
@@ -161,9 +181,30 @@ def _stop(proc: subprocess.Popen[bytes], soak: Soak, log: Path) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         code = proc.wait()
-    tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-5:]
+    deadline = time.monotonic() + GROUP_EXIT_S
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    lingered = _group_alive(proc.pid)
+    if lingered:
+        os.killpg(proc.pid, signal.SIGKILL)
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
     soak.stop = {"signal": "SIGTERM", "seconds": round(time.monotonic() - started, 1), "exit_code": code,
-                 "last_lines": tail}
+                 "jvm_killed": lingered, "stopped_line": next((x for x in reversed(lines) if "run stopped" in x), None),
+                 "last_lines": lines[-5:]}
+    soak.batches = batch_times(lines)
+
+
+_BATCH = re.compile(r"^\[(\d\d:\d\d:\d\d)\] (ingest|reconstruct) batch (\d+): (\d+) (?:files|rebalances)")
+
+
+def batch_times(lines: list[str]) -> dict[str, list[tuple[str, int, int]]]:
+    """Each micro-batch the run reported: its step, the time of day it ended, its number, and its files (ingest)
+    or rebalances rebuilt (reconstruct)."""
+    out: dict[str, list[tuple[str, int, int]]] = {"ingest": [], "reconstruct": []}
+    for line in lines:
+        if (m := _BATCH.match(line)) is not None:
+            out[m[2]].append((m[1], int(m[3]), int(m[4])))
+    return out
 
 
 def run_soak(work: Path, *, minutes: float, every_s: float, conf: Path | None, seed: int = 7,
@@ -186,9 +227,12 @@ def run_soak(work: Path, *, minutes: float, every_s: float, conf: Path | None, s
         # The clock starts once a first file is through to gold: JVM start and table creation are not the soak.
         _land(probe_text("soak-warmup", datetime.now(timezone.utc) - timedelta(seconds=62), rng), staging,
               landing / "soak-warmup" / "server.log")
+        first_by = time.monotonic() + FIRST_ROW_S
         while "soak-warmup" not in rows.new_groups():
             if proc.poll() is not None:
                 raise RuntimeError(f"the run ended before its first row (exit {proc.returncode}); see {log}")
+            if time.monotonic() > first_by:
+                raise RuntimeError(f"no row in gold_rebalances {FIRST_ROW_S:g} s after the first file; see {log}")
             time.sleep(0.5)
         say("first row in gold_rebalances: the soak starts")
         t0 = time.monotonic()
@@ -220,12 +264,14 @@ def run_soak(work: Path, *, minutes: float, every_s: float, conf: Path | None, s
                     say(f"minute {(now - t0) / 60:.0f}: {n} probes landed, {len(pending)} awaiting a row or alert")
             for key, watcher in (("row_s", rows), ("alert_s", alerts)):
                 for group in watcher.new_groups() & set(pending):
-                    pending[group][key] = round(time.monotonic() - pending[group]["landed"], 2)
+                    if pending[group][key] is None:  # the first time only: a later MERGE may rewrite its file
+                        pending[group][key] = round(time.monotonic() - pending[group]["landed"], 2)
             for group in [g for g, p in pending.items() if p["row_s"] is not None and p["alert_s"] is not None]:
                 del pending[group]
             if proc.poll() is not None:
                 raise RuntimeError(f"the continuous run ended during the soak (exit {proc.returncode}); see {log}")
             time.sleep(0.2)
+        soak.watched_s = round(time.monotonic() - t0, 1)
         # Before the stop: the run's JVM outlives its Python process, and its CPU would then count as another's.
         soak.other_cpu_share = other.share()
     finally:
@@ -239,13 +285,14 @@ def run_soak(work: Path, *, minutes: float, every_s: float, conf: Path | None, s
 
 def summarise(soak: Soak) -> dict[str, Any]:
     """The soak's figures (latency and memory drift, sizes) and every sample, as the results file stores them."""
-    seen = [p for p in soak.probes if p["row_s"] is not None]
-    latency = LatencyResult(seconds=[p["row_s"] for p in seen] or [0.0], trigger="5 seconds",
-                            every_s=soak.every_s, timeouts=len(soak.probes) - len(seen))
-    return {"minutes": soak.minutes, "every_s": soak.every_s, "probes": soak.probes, "memory_mb": soak.memory,
-            "sizes": soak.sizes, "stop": soak.stop, "latency": {k: v for k, v in latency.as_dict().items()
-                                                               if k != "probes_s"},
-            "figures": soak_figures(soak.minutes, soak.probes, soak.memory, soak.sizes)}
+    # A probe never seen counts as the time it was watched for (the percentiles never flatter a run that lost one).
+    waited = [p["row_s"] if p["row_s"] is not None else soak.watched_s - p["landed_s"] for p in soak.probes]
+    latency = LatencyResult(seconds=waited or [0.0], trigger="5 seconds", every_s=soak.every_s,
+                            timeouts=sum(1 for p in soak.probes if p["row_s"] is None))
+    return {"minutes": soak.minutes, "every_s": soak.every_s, "watched_s": soak.watched_s, "probes": soak.probes,
+            "memory_mb": soak.memory, "sizes": soak.sizes, "stop": soak.stop, "batches": soak.batches,
+            "latency": {k: v for k, v in latency.as_dict().items() if k != "probes_s"},
+            "figures": soak_figures(soak.minutes, soak.probes, soak.memory, soak.sizes, watched_s=soak.watched_s)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -268,9 +315,11 @@ def main(argv: list[str] | None = None) -> int:
     say(f"a continuous run for {args.minutes:g} minutes, a landing every {args.every:g} s, under {work}")
     try:
         soak = run_soak(work, minutes=args.minutes, every_s=args.every, conf=args.conf, say=say)
-    finally:
-        if args.work is None:
-            shutil.rmtree(work, ignore_errors=True)
+    except BaseException:
+        say(f"the soak failed; its run's log and tables are kept under {work}")
+        raise
+    if args.work is None:
+        shutil.rmtree(work, ignore_errors=True)
     results = {"mode": "soak", "started_at": started_at.isoformat(timespec="seconds"), "machine": machine_facts(),
                "other_cpu_share": soak.other_cpu_share, **summarise(soak)}
     args.out.mkdir(parents=True, exist_ok=True)

@@ -17,9 +17,9 @@ def p95(values: list[float]) -> float | None:
     return statistics.quantiles(values, n=100, method="inclusive")[94]
 
 
-def _latencies(probes: list[dict[str, Any]], key: str, start_s: float, end_s: float, run_s: float) -> list[float]:
-    # A probe never seen counts as the time it waited until the run's end (never flatters a run that lost probes).
-    return [p[key] if p[key] is not None else run_s - p["landed_s"]
+def _latencies(probes: list[dict[str, Any]], key: str, start_s: float, end_s: float, watched_s: float) -> list[float]:
+    # A probe never seen counts as the time it was watched for (never flatters a run that lost probes).
+    return [p[key] if p[key] is not None else watched_s - p["landed_s"]
             for p in probes if start_s <= p["landed_s"] < end_s]
 
 
@@ -48,9 +48,11 @@ def windows(minutes: float) -> dict[str, tuple[float, float]]:
 
 
 def soak_figures(minutes: float, probes: list[dict[str, Any]], memory: list[tuple[float, float]],
-                 sizes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every figure of the soak with its bound (None: context)."""
+                 sizes: list[dict[str, Any]], *, watched_s: float | None = None) -> list[dict[str, Any]]:
+    """Every figure of the soak with its bound (None: context); `watched_s`: until when the probes were watched
+    (default the end of the landings)."""
     run_s, w = minutes * 60, windows(minutes)
+    watched = watched_s if watched_s is not None else run_s
     figures: list[dict[str, Any]] = []
 
     def add(name: str, value: float | None, bound: float | None = None, note: str = "") -> None:
@@ -58,13 +60,13 @@ def soak_figures(minutes: float, probes: list[dict[str, Any]], memory: list[tupl
         figures.append({"name": name, "value": value, "bound": bound, "met": met, "note": note})
 
     for key, label in (("row_s", "latency"), ("alert_s", "alert_latency")):
-        first = p95(_latencies(probes, key, *w["first"], run_s))
-        last = p95(_latencies(probes, key, *w["last"], run_s))
+        first = p95(_latencies(probes, key, *w["first"], watched))
+        last = p95(_latencies(probes, key, *w["last"], watched))
         add(f"{label}_p95_first_s", first and round(first, 2), note="probes landed in the first window")
         add(f"{label}_p95_last_s", last and round(last, 2), note="probes landed in the last window")
         add(f"{label}_p95_last_over_first", _ratio(last, first), DRIFT_BOUND)
     early = [mb for at, mb in memory if w["memory_early"][0] <= at < w["memory_early"][1]]
-    late = [mb for at, mb in memory if at >= w["last"][0]]
+    late = [mb for at, mb in memory if w["last"][0] <= at < w["last"][1]]  # not the wait for the last probes
     add("memory_peak_early_mb", max(early, default=None), note="process tree, proportional sizes")
     add("memory_peak_last_mb", max(late, default=None))
     add("memory_last_over_early", _ratio(max(late, default=None), max(early, default=None)), DRIFT_BOUND)
@@ -106,10 +108,10 @@ def soak_markdown(results: dict[str, Any]) -> str:
     lines += ["", "| minutes | probes | row p50 / p95 s | alert p95 s | memory peak MB | checkpoints MB | "
               "Delta logs MB | tables MB | files (all tables, logs included) |",
               "|---|---|---|---|---|---|---|---|---|"]
-    run_s, step = minutes * 60, minutes * 6
+    step, watched = minutes * 6, results.get("watched_s") or minutes * 60
     for start in [i * step for i in range(10)]:
-        rows = _latencies(probes, "row_s", start, start + step, run_s)
-        alerts = _latencies(probes, "alert_s", start, start + step, run_s)
+        rows = _latencies(probes, "row_s", start, start + step, watched)
+        alerts = _latencies(probes, "alert_s", start, start + step, watched)
         mem = [mb for at, mb in results["memory_mb"] if start <= at < start + step]
         size = _sample_at(results["sizes"], start + step)
         sizes = [_fmt(_mb(size, p)) for p in ("checkpoints", "delta_logs", "tables")] + [_fmt(_files(size))] \

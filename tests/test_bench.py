@@ -233,25 +233,26 @@ def test_the_soak_compares_the_last_window_with_the_early_one_and_counts_a_lost_
 
     # A 6-minute soak: latency windows are minutes 0-1 and 5-6, memory minutes 0.5-1.5 against 5-6.
     probes = [{"group": f"g{n}", "landed_s": n * 30.0, "row_s": 10.0, "alert_s": 12.0} for n in range(12)]
-    probes[-1].update(row_s=None, alert_s=None)  # landed at 330 s, never seen: waited 30 s until the end
+    probes[-1].update(row_s=None, alert_s=None)  # landed at 330 s, never seen: watched until 420 s, so 90 s
     memory = [(float(t), 1000.0 if t < 300 else 1300.0) for t in range(0, 360, 5)]
     sizes = [{"at_s": float(t), "checkpoints": {"ingest": (1024 * 1024 * (1 + t / 60), 10)},
               "delta_logs": {"gold_rebalances": (2048, 3)}, "tables": {"gold_rebalances": (4096, 5 + t)},
               "alert_feed_bytes": 0} for t in range(0, 360, 30)]
-    found = {f["name"]: f for f in soak_figures(6.0, probes, memory, sizes)}
+    found = {f["name"]: f for f in soak_figures(6.0, probes, memory, sizes, watched_s=420.0)}
     assert found["latency_p95_first_s"]["value"] == 10.0
-    assert found["latency_p95_last_s"]["value"] == pytest.approx(29.0)  # 10 s and the lost probe's 30 s
+    assert found["latency_p95_last_s"]["value"] == pytest.approx(86.0)  # 10 s and the lost probe's 90 s
     assert found["latency_p95_last_over_first"]["met"] is False
     assert found["memory_last_over_early"]["value"] == pytest.approx(1.3)
     assert found["memory_last_over_early"]["met"] is False
     assert (found["probes_without_row"]["value"], found["probes_without_row"]["met"]) == (1, False)
     assert found["checkpoints_mb_per_hour"]["value"] == pytest.approx(60.0)  # 1 MB a minute
     assert found["data_files_per_hour"]["value"] == 3600 and found["delta_log_files_per_hour"]["value"] == 0
-    results = {"minutes": 6.0, "every_s": 30.0, "probes": probes, "memory_mb": memory, "sizes": sizes,
+    results = {"minutes": 6.0, "every_s": 30.0, "watched_s": 420.0, "probes": probes, "memory_mb": memory,
+               "sizes": sizes,
                "started_at": "2026-12-05T15:00:00+00:00", "machine": {"nproc": 2}, "other_cpu_share": 0.0,
                "stop": {"exit_code": 0}, "figures": list(found.values())}
     page = soak_markdown(results)
-    assert "| latency_p95_last_over_first | 2.9 | 1.2 | False |" in page
+    assert "| latency_p95_last_over_first | 8.6 | 1.2 | False |" in page
     assert page.count("\n| ") == 1 + len(found) + 1 + 10  # both tables: headers, figures, ten windows
 
 
@@ -266,9 +267,10 @@ def test_a_short_soak_writes_every_figure_and_stops_the_run_cleanly(tmp_path):
     figures = {f["name"]: f for f in results["figures"]}
     assert {"latency_p95_last_over_first", "alert_latency_p95_last_over_first", "memory_last_over_early",
             "checkpoints_mb_per_hour", "data_files_per_hour", "delta_log_files_per_hour"} <= set(figures)
-    assert len(results["probes"]) == 12
+    assert len(results["probes"]) >= 11  # one a 5 s, for a minute (a stalled turn may land the last one late)
     assert figures["probes_without_row"]["value"] == figures["probes_without_alert"]["value"] == 0
     assert results["stop"]["exit_code"] == 0 and results["stop"]["seconds"] < 60
-    assert any("the same command resumes" in line for line in results["stop"]["last_lines"])
+    assert "the same command resumes" in results["stop"]["stopped_line"] and not results["stop"]["jvm_killed"]
+    assert results["batches"]["ingest"] and results["batches"]["reconstruct"]
     assert results["memory_mb"] and all(mb > 0 for _at, mb in results["memory_mb"])
     assert written.with_suffix(".md").exists()
