@@ -98,3 +98,27 @@ def _refreshed(spark, cfg) -> bool:
     health = lake.table(cfg, "gold_group_health")
     return health.exists(spark) and lake.read_table(spark, cfg, "gold_group_health") \
         .filter(F.col("group_id") == "orders-app").count() == 1 and freshness(spark, cfg)["reflects"] is not None
+
+
+def test_a_continuous_run_compacts_the_small_files_its_batches_leave_and_no_row_changes(spark, tmp_path):
+    """Every `compact_every_s`, the derived turn bin-packs the tables holding `compact_min_files` files or more
+    (Delta OPTIMIZE beside the streams); the tables still equal the batch oracle afterwards."""
+    from tests.test_survival import _same_as_oracle
+
+    cfg = make_config(tmp_path, derived_every_s=1, compact_every_s=1, compact_min_files=2)
+    land(DATA / "landing" / "part1", cfg.landing)
+    with continuous_run(spark, cfg) as failure:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not failure and not _refreshed(spark, cfg):
+            time.sleep(0.5)
+        land(DATA / "landing" / "part2", cfg.landing)  # a second ingest batch: a second file in every bronze table
+        while time.monotonic() < deadline and not failure and not _optimized(spark, cfg, "bronze_log_lines"):
+            time.sleep(0.5)
+        assert failure == [] and _optimized(spark, cfg, "bronze_log_lines"), f"no compaction in 240 s: {failure}"
+    run(spark, cfg)  # whatever the continuous run had not refreshed yet
+    _same_as_oracle(spark, cfg)
+
+
+def _optimized(spark, cfg, name: str) -> bool:
+    history = spark.sql(f"DESCRIBE HISTORY {lake.table(cfg, name).sql_name}")
+    return history.filter(F.col("operation") == "OPTIMIZE").count() > 0

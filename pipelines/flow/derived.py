@@ -11,6 +11,7 @@ tables it reflects; `freshness` reads it back.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +28,7 @@ from pipelines.session.together import run_together
 from pipelines.settings.config import Config
 from pipelines.state import pending
 from pipelines.state.seen import Seen, last_seen, remember
-from pipelines.storage import commits, delta_sql, lake, writes
+from pipelines.storage import commits, delta_sql, lake, maintenance, writes
 
 STEP = "derived"
 
@@ -117,8 +118,14 @@ def derived_loop(spark: SparkSession, cfg: Config, *, on_rows: Callable[[dict[st
                  poke: AlertLoop | None, on_progress: Callable[[str], None] | None = None) -> AlertLoop:
     """The derived refresh of a continuous run as a loop (not started): every `derived_every_s`, the groups the hot
     path rebuilt since the last refresh. The rows written go to `on_rows`; `poke` (the alerts) is poked after a
-    refresh that wrote rows, for the estate incidents."""
+    refresh that wrote rows, for the estate incidents. Every `compact_every_s`, the turn first compacts the tables
+    that hold `compact_min_files` files or more (`pipelines.storage.maintenance`)."""
+    compacted_at = [time.monotonic()]
+
     def refresh(now: dt.datetime) -> None:
+        if cfg.compact_every_s is not None and time.monotonic() - compacted_at[0] >= cfg.compact_every_s:
+            compacted_at[0] = time.monotonic()
+            maintenance.compact(spark, cfg, min_files=cfg.compact_min_files, on_progress=on_progress)
         try:
             counts = refresh_derived(spark, cfg)
         except Exception as exc:

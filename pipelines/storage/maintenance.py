@@ -1,0 +1,48 @@
+"""Compaction of the small files a continuous run leaves: every micro-batch appends a file to each bronze and silver
+table and MERGEs new files into the hot gold tables, so a run of an hour adds thousands (the soak benchmark measured
+about 5,400 data files an hour), and every scan, MERGE and snapshot of those tables then reads more files than rows.
+A table holding at least `compact_min_files` files is bin-packed with Delta's OPTIMIZE, beside the streams, on the
+derived clock; no row changes, so a stream's MERGE that loses a race with it is retried (`writes`) and the
+compaction that loses one is tried again at its next turn."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import SparkSession
+
+from pipelines.settings.config import Config
+from pipelines.storage import lake, writes
+from schemas.tables import TABLES
+
+
+def data_files(spark: SparkSession, cfg: Config, name: str) -> int:
+    """The number of data files in the table's current snapshot (0 when it does not exist yet)."""
+    ref = lake.table(cfg, name)
+    if not ref.exists(spark):
+        return 0
+    row = spark.sql(f"DESCRIBE DETAIL {ref.sql_name}").select("numFiles").first()
+    return int(row[0]) if row is not None and row[0] is not None else 0
+
+
+def compact(spark: SparkSession, cfg: Config, *, min_files: int,
+            on_progress: Callable[[str], None] | None = None) -> dict[str, tuple[int, int]]:
+    """OPTIMIZE every table of the lakehouse that holds at least `min_files` data files; returns, per table
+    compacted, its files before and after. A compaction that loses a commit race is left for the next turn."""
+    done: dict[str, tuple[int, int]] = {}
+    for name in TABLES:
+        before = data_files(spark, cfg, name)
+        if before < min_files:
+            continue
+        try:
+            spark.sql(f"OPTIMIZE {lake.table(cfg, name).sql_name}").collect()
+        except Exception as exc:  # only a lost commit race is expected here; anything else is the run's failure
+            if not writes.is_commit_conflict(exc):
+                raise
+            if on_progress is not None:
+                on_progress(f"compaction: {name} lost a commit race with the stream; tried again at the next turn")
+            continue
+        done[name] = (before, data_files(spark, cfg, name))
+    if done and on_progress is not None:
+        on_progress("compacted " + ", ".join(f"{name} {a} -> {b} files" for name, (a, b) in done.items()))
+    return done
