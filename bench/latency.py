@@ -35,6 +35,34 @@ class LatencyError(RuntimeError):
     """A streaming query died while the probes ran."""
 
 
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (1..100) of `values` (at least one), by inclusive linear interpolation."""
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[round(q) - 1]
+
+
+class FeedWatcher:
+    """Group ids of the alerts appended to the JSON-lines feed since the last call (a line still being written is
+    read at the next)."""
+
+    def __init__(self, feed: Path) -> None:
+        self.feed = feed
+        self.read = feed.stat().st_size if feed.exists() else 0
+
+    def new_groups(self) -> set[str]:
+        """Groups of the whole lines appended since the last call."""
+        size = self.feed.stat().st_size if self.feed.exists() else 0
+        if size <= self.read:
+            return set()
+        with self.feed.open("rb") as feed:
+            feed.seek(self.read)
+            chunk = feed.read(size - self.read)
+        whole = chunk[:chunk.rfind(b"\n") + 1]
+        self.read += len(whole)
+        return {json.loads(line).get("group_id") for line in whole.decode("utf-8").splitlines() if line}
+
+
 @dataclass
 class LatencyResult:
     """Seconds from landing each probe file to its row in gold_rebalances, and to its alert in the feed (a probe
@@ -47,15 +75,9 @@ class LatencyResult:
     alert_seconds: list[float] | None = None
     alert_timeouts: int = 0
 
-    @staticmethod
-    def _percentile(values: list[float], q: float) -> float:
-        if len(values) == 1:
-            return values[0]
-        return statistics.quantiles(values, n=100, method="inclusive")[round(q) - 1]
-
     def percentile(self, q: float) -> float:
         """The q-th percentile (0..100) of the rebalance-row latencies, by linear interpolation."""
-        return self._percentile(self.seconds, q)
+        return percentile(self.seconds, q)
 
     def as_dict(self) -> dict[str, object]:
         """p50, p95, max and every probe, in seconds; the same for the alerts when they were measured."""
@@ -67,8 +89,8 @@ class LatencyResult:
             "probes_s": [round(s, 3) for s in self.seconds]}
         if self.alert_seconds:
             out.update({"alert_timeouts": self.alert_timeouts,
-                        "alert_p50_s": round(self._percentile(self.alert_seconds, 50), 3),
-                        "alert_p95_s": round(self._percentile(self.alert_seconds, 95), 3),
+                        "alert_p50_s": round(percentile(self.alert_seconds, 50), 3),
+                        "alert_p95_s": round(percentile(self.alert_seconds, 95), 3),
                         "alert_probes_s": [round(s, 3) for s in self.alert_seconds]})
         return out
 
@@ -147,8 +169,7 @@ class _Watcher:
         self.spark, self.cfg, self.queries, self.loop = spark, cfg, queries, loop
         self.log_dir = Path(lake.table(cfg, "gold_rebalances").path or "") / "_delta_log"
         self.commits = _commits(self.log_dir)
-        self.feed = cfg.alerts_jsonl
-        self.feed_read = self.feed.stat().st_size if self.feed.exists() else 0
+        self.feed = FeedWatcher(cfg.alerts_jsonl)
         self.pending: dict[str, float] = {}  # group -> monotonic time its file landed
         self.seen: dict[str, float] = {}  # group -> seconds from landing to its row
         self.alert_pending: dict[str, float] = {}  # the same for the alerts, when a loop evaluates them
@@ -161,19 +182,9 @@ class _Watcher:
             self.alert_pending[group] = at
 
     def _new_alerts(self) -> None:
-        size = self.feed.stat().st_size if self.feed.exists() else 0
-        if size <= self.feed_read:
-            return
         now = time.monotonic()
-        with self.feed.open("rb") as feed:
-            feed.seek(self.feed_read)
-            chunk = feed.read(size - self.feed_read)
-        whole = chunk[:chunk.rfind(b"\n") + 1]  # a line still being written is read next time
-        self.feed_read += len(whole)
-        for line in whole.decode("utf-8").splitlines():
-            group = json.loads(line).get("group_id")
-            if group in self.alert_pending:
-                self.alert_seen[group] = now - self.alert_pending.pop(group)
+        for group in self.feed.new_groups() & set(self.alert_pending):
+            self.alert_seen[group] = now - self.alert_pending.pop(group)
 
     def poll(self, until: float, *, stop_when_all_seen: bool = False) -> None:
         """Watch until the monotonic time `until` (or, with `stop_when_all_seen`, until no probe is pending)."""

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from pyarrow.lib import ArrowException
 
 from bench.facts import OtherWork, machine_facts
-from bench.latency import COORDINATOR, LatencyResult, probe_text
+from bench.latency import COORDINATOR, FeedWatcher, LatencyResult, probe_text
 from bench.memory import MB, process_parents, tree_bytes
 from bench.soak_report import soak_figures, soak_markdown
 
@@ -137,25 +137,6 @@ class RowWatcher:
                         continue  # gone or unreadable: its rows are found in a later commit or counted lost
             self.next_version += 1
         return groups
-
-
-class FeedWatcher:
-    """Group ids of the alerts appended to the JSON-lines feed since the last call."""
-
-    def __init__(self, feed: Path) -> None:
-        self.feed, self.read = feed, 0
-
-    def new_groups(self) -> set[str]:
-        """Groups of the whole lines appended since the last call."""
-        size = self.feed.stat().st_size if self.feed.exists() else 0
-        if size <= self.read:
-            return set()
-        with self.feed.open("rb") as feed:
-            feed.seek(self.read)
-            chunk = feed.read(size - self.read)
-        whole = chunk[:chunk.rfind(b"\n") + 1]
-        self.read += len(whole)
-        return {json.loads(line).get("group_id") for line in whole.decode("utf-8").splitlines() if line}
 
 
 def _sample_memory(pid: int, soak: Soak, t0: float, done: threading.Event) -> None:

@@ -5,16 +5,14 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from bench.latency import percentile
+
 DRIFT_BOUND = 1.2  # issue #52: the last window within 1.2x of the early one, for memory and for latency p95
 
 
 def p95(values: list[float]) -> float | None:
     """The 95th percentile (inclusive interpolation); None for no value."""
-    if not values:
-        return None
-    if len(values) == 1:
-        return values[0]
-    return statistics.quantiles(values, n=100, method="inclusive")[94]
+    return percentile(values, 95) if values else None
 
 
 def _latencies(probes: list[dict[str, Any]], key: str, start_s: float, end_s: float, watched_s: float) -> list[float]:

@@ -274,3 +274,18 @@ def test_a_short_soak_writes_every_figure_and_stops_the_run_cleanly(tmp_path):
     assert results["batches"]["ingest"] and results["batches"]["reconstruct"]
     assert results["memory_mb"] and all(mb > 0 for _at, mb in results["memory_mb"])
     assert written.with_suffix(".md").exists()
+
+
+def test_the_feed_watcher_reads_only_whole_lines_appended_since_it_last_looked(tmp_path):
+    from bench.latency import FeedWatcher
+
+    feed = tmp_path / "alerts.jsonl"
+    feed.write_text('{"group_id": "before"}\n', encoding="utf-8")
+    watcher = FeedWatcher(feed)  # what was there already is not new
+    with feed.open("a", encoding="utf-8") as out:
+        out.write('{"group_id": "a"}\n{"group_id": "b"')  # the second line is still being written
+    assert watcher.new_groups() == {"a"}
+    with feed.open("a", encoding="utf-8") as out:
+        out.write('}\n')
+    assert watcher.new_groups() == {"b"} and watcher.new_groups() == set()
+    assert FeedWatcher(tmp_path / "not-yet.jsonl").new_groups() == set()

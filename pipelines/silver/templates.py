@@ -70,9 +70,9 @@ COMPONENTS = ("broker_classic", "broker_new", "broker_groups_4x", "client_classi
               "client_librdkafka", "client_streams", "client_connect", "client_kafka_python", "client_aiokafka",
               "client_kafkajs", "client_kafka_go", "client_sarama", "client_sarama_cluster", "client_franz_go",
               "client_ruby_kafka", "client_brod", "client_callbacks", "client_errors")
-# After a template: an optional final period, trailing blanks, and any later lines of the record (a stack trace).
 # Fields that hold a list, printed empty as nothing at all.
 LIST_FIELDS = frozenset({"partitions", "revoked_partitions", "topics", "members"})
+# After a template: an optional final period, trailing blanks, and any later lines of the record (a stack trace).
 TAIL = r"\.?\s*(?:\n[\s\S]*)?$"
 # After a template that ends with its own words (not a field): the quote that closed a message an application
 # logged as a string (`"..."`, a `KafkaError{..,str="..."}` repr, a `('...')` argument) and the brackets after it.
