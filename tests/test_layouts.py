@@ -124,11 +124,15 @@ def test_an_envelope_is_removed_wherever_its_regex_matches_and_other_lines_are_l
         "\x1b[32mcoloured\x1b[0m",
         "\u2502 [2024-05-14 08:21:07,517] INFO " + BROKER + "   \u2502",
         "a line with a \u2502 bar inside keeps it",
+        "2016-08-31 04:15:54,433 [StreamThread-1] INFO o.a.k.c.c.i.AbstractCoordinator - (Re-)joining group g1 | |",
+        "| [2024-05-14 08:21:07,517] INFO " + BROKER + " |",
+        "2018-05-12 10:58:42,561 | INFO | [main] | a vendor's pipe layout keeps its columns | kafka.Logging",
     ]
     frame = spark.createDataFrame([(i, line) for i, line in enumerate(lines)], "n int, value string")
     value = F.col("value")
     everywhere = layouts.docker_unwrapped(value)
-    for pattern in (layouts._CRI, layouts._COMPOSE, layouts._QUOTE, layouts._PANE, layouts._ANSI_AND_CONTROLS):
+    for pattern in (layouts._CRI, layouts._COMPOSE, layouts._QUOTE, layouts._PANE, layouts._TABLE_ROW,
+                    layouts._ANSI_AND_CONTROLS):
         everywhere = F.regexp_replace(everywhere, pattern, "")
     actual = frame.select("n", strip_envelope(value).alias("text"))
     assertDataFrameEqual(actual, frame.select("n", everywhere.alias("text")))
@@ -137,6 +141,9 @@ def test_an_envelope_is_removed_wherever_its_regex_matches_and_other_lines_are_l
     assert stripped[9] == '{"level":"INFO"}' and stripped[5] == "first line\nsecond line"
     assert stripped[12] == "[2024-05-14 08:21:07,517] INFO " + BROKER
     assert stripped[13] == "a line with a \u2502 bar inside keeps it"
+    assert stripped[14].endswith("(Re-)joining group g1")
+    assert stripped[15] == "[2024-05-14 08:21:07,517] INFO " + BROKER
+    assert stripped[16] == lines[16]
 
 
 # The `<ts>|<LEVEL>|<msg>` layout of a review: ISO-8601 basic time, and Kafka's log4j logger left after the message.
@@ -294,3 +301,42 @@ def test_an_empty_list_ending_a_wording_may_have_lost_its_trailing_blank(spark):
     assert [(rows[i]["event_type"], rows[i]["group_id"], rows[i]["partitions"]) for i in (1, 2, 3)] == [
         ("client_partitions_assigned", "audit", None), ("client_partitions_revoked", "audit", None),
         ("client_partitions_assigned", "audit", "audit-0, audit-1")]
+
+
+def test_a_log_pasted_as_a_table_keeps_its_group(spark):
+    """A page that renders a log as a table (a gist's cells, a Markdown table) leaves each row's bars around the line:
+    they are no part of the group id or the message."""
+    lines = ["2016-08-31 04:15:54,433 [StreamThread-1] INFO o.a.k.c.c.i.ConsumerCoordinator - Revoking previously "
+             "assigned partitions [] for group orders | |",
+             "| 2016-08-31 04:15:54,434 [StreamThread-1] INFO o.a.k.c.c.i.AbstractCoordinator - (Re-)joining group "
+             "orders |"]
+    rows = parse_file_lines(spark, lines, instance="svc-0", file_name="app.log")
+    assert [(rows[i]["event_type"], rows[i]["group_id"]) for i in (1, 2)] == [("client_partitions_revoked", "orders"),
+                                                                            ("client_joining", "orders")]
+
+
+def test_structlog_json_is_read_by_its_event_key_and_an_ecs_event_object_is_no_message(spark):
+    """structlog's JSON renderer puts the message under `event` (aiokafka and Faust services log through it); in
+    Elastic's ECS `event` is an object, never the message."""
+    lines = ['{"event": "Heartbeat failed for group orders because it is rebalancing", "level": "warning", '
+             '"logger": "aiokafka.consumer.group_coordinator", "timestamp": "2021-04-14T16:54:58.612669Z"}',
+             '{"@timestamp": "2021-04-14T16:54:59.000Z", "event": {"dataset": "kafka.log"}, "log.level": "INFO"}']
+    rows = parse_file_lines(spark, lines, instance="svc-0", file_name="app.log")
+    assert (rows[1]["layout"], rows[1]["group_id"], rows[1]["logger"]) == (
+        "json", "orders", "aiokafka.consumer.group_coordinator")
+    assert rows[1]["event_type"] is not None and rows[1]["event_ts"] == dt.datetime(2021, 4, 14, 16, 54, 58, 612669)
+    # No message of its own: the entry is read as a plain line, not as the text of its `event` object.
+    assert rows[2]["body"].startswith('{"@timestamp"') and rows[2]["template_id"] is None
+
+
+def test_a_group_request_cancelled_on_a_disconnect_is_the_coordinator_lost(spark):
+    """Group requests go to the coordinator alone: one that NetworkClient cancels because its node disconnected says
+    the member lost its coordinator's connection; a fetch cancelled the same way says nothing of the group."""
+    prefix = "2025-03-02 10:00:00,000 INFO [Consumer clientId=c-1, groupId=orders] "
+    tail = ("being disconnected (elapsed time since creation: 5ms, elapsed time since send: 5ms, request timeout: "
+            "30000ms)")
+    lines = [prefix + f"Cancelled in-flight HEARTBEAT request with correlation id 7 due to node 2147483646 {tail}",
+             prefix + f"Cancelled in-flight FETCH request with correlation id 8 due to node 1 {tail}"]
+    rows = parse_file_lines(spark, lines, instance="svc-0", file_name="app.log")
+    assert (rows[1]["event_type"], rows[1]["group_id"]) == ("client_coordinator_disconnected", "orders")
+    assert (rows[2]["event_type"], rows[2]["template_id"]) == ("noise", "c_cancelled_in_flight")

@@ -72,7 +72,11 @@ NOT_IN_CATALOG = {
     "b_rebalance_reaper", "n_epoch_bumped_hash", "n_unload_never_loaded", "c_rejoin_since", "c_commit_failed_exception",
     "c_commit_failed_kicked_out", "c_autocommit_async_failed", "c_partition_commit_failed", "c_cluster_id",
     "c_connection_failed", "c_offset_reset", "c_offset_set", "c_found_no_offset", "c_disconnect_node",
-    "c_node_disconnected", "c_cancelled_in_flight", "c_coordinator_connection_failed", "c_coordinator_request_timeout",
+    "c_node_disconnected", "c_cancelled_in_flight",
+    # NetworkClient's cancelled group requests (its DEBUG/INFO line, checked against apache/kafka's source).
+    "c_cancelled_heartbeat", "c_cancelled_join_group", "c_cancelled_sync_group", "c_cancelled_leave_group",
+    "c_cancelled_offset_commit", "c_cancelled_consumer_group_heartbeat", "c_cancelled_streams_group_heartbeat",
+    "c_coordinator_connection_failed", "c_coordinator_request_timeout",
     "k_interrupt_reconciliation", "k_hb_fatal",
     "k_hb_unreleased_instance", "k_leave_completed", "k_commit_without_epoch",
     # AbstractConfig.logAll's `ConsumerConfig values:` record (3.9.2 and 4.1.2 lab logs), not a group wording.

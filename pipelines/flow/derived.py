@@ -126,6 +126,7 @@ def derived_loop(spark: SparkSession, cfg: Config, *, on_rows: Callable[[dict[st
         if cfg.compact_every_s is not None and time.monotonic() - compacted_at[0] >= cfg.compact_every_s:
             compacted_at[0] = time.monotonic()
             maintenance.compact(spark, cfg, min_files=cfg.compact_min_files, on_progress=on_progress)
+        started = time.monotonic()
         try:
             counts = refresh_derived(spark, cfg)
         except Exception as exc:
@@ -140,7 +141,9 @@ def derived_loop(spark: SparkSession, cfg: Config, *, on_rows: Callable[[dict[st
         if counts and poke is not None:
             poke.poke()
         if counts and on_progress is not None:
-            on_progress("derived tables refreshed: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
+            # Its duration: the refresh shares the cores with the streams, so a refresh that grows slows the hot path.
+            on_progress("derived tables refreshed: " + ", ".join(f"{name} {rows}" for name, rows in counts.items())
+                        + f" ({time.monotonic() - started:.1f} s)")
     return AlertLoop(refresh, every_s=cfg.derived_every_s, on_progress=on_progress, name="rebalance-derived")
 
 

@@ -1,6 +1,7 @@
-"""JSON-lines logs: logstash-logback-encoder (`@timestamp`, `message`, `logger_name`, `thread_name`, `level`) and
-Elastic ECS (`@timestamp`, `message`, `log.level`, `log.logger`, `process.thread.name`, flat or nested); clients that
-log the group as a field of their own beside the message (KafkaJS's `groupId`, franz-go's `group`)."""
+"""JSON-lines logs: logstash-logback-encoder (`@timestamp`, `message`, `logger_name`, `thread_name`, `level`),
+Elastic ECS (`@timestamp`, `message`, `log.level`, `log.logger`, `process.thread.name`, flat or nested) and structlog
+(`timestamp`, `event`, `level`, `logger`); clients that log the group as a field of their own beside the message
+(KafkaJS's `groupId`, franz-go's `group`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ JSON_SCHEMA = StructType([
     StructField("ts", _S), StructField("time", _S), StructField("@t", _S), StructField("msg", _S),
     StructField("content", _S), StructField("@m", _S), StructField("severity", _S), StructField("loglevel", _S),
     StructField("@l", _S),
+    # structlog's JSON renderer: the message is `event`, the logger `logger` (ECS's `event` is an object, and a
+    # string field holds an object's text: `event` counts only as a string).
+    StructField("event", _S), StructField("logger", _S),
     StructField("level", _S), StructField("logger_name", _S), StructField("thread_name", _S),
     StructField("log.level", _S), StructField("log.logger", _S), StructField("process.thread.name", _S),
     StructField("log", StructType([StructField("level", _S), StructField("logger", _S)])),
@@ -59,6 +63,11 @@ def _raw_string(line: Column, key: str) -> Column:
     return F.nullif(_unescape(value), F.lit(""))
 
 
+def _string_field(line: Column, key: str) -> Column:
+    """Whether the line gives `key` a string value (not an object or a number)."""
+    return line.rlike('"' + key + r'"\s*:\s*"')
+
+
 def parse_json(line: Column) -> Column:
     """The JSON document of a line as a struct (JSON_SCHEMA); null fields where the line is no valid JSON."""
     return F.from_json(line, JSON_SCHEMA, {"mode": "PERMISSIVE"})
@@ -72,8 +81,10 @@ def json_fields(doc: Column, line: Column) -> dict[str, Column]:
         "level": F.coalesce(doc["level"], doc["log.level"], doc["log"]["level"], doc["severity"], doc["loglevel"],
                             doc["@l"]),
         "thread": F.coalesce(doc["thread_name"], doc["process.thread.name"], doc["process"]["thread"]["name"]),
-        "logger": F.coalesce(doc["logger_name"], doc["log.logger"], doc["log"]["logger"]),
-        "msg": F.coalesce(doc["message"], doc["msg"], doc["content"], doc["@m"]),
+        "logger": F.coalesce(doc["logger_name"], doc["log.logger"], doc["log"]["logger"],
+                             F.when(_string_field(line, "logger"), doc["logger"])),
+        "msg": F.coalesce(doc["message"], doc["msg"], doc["content"], doc["@m"],
+                          F.when(_string_field(line, "event"), doc["event"])),
         "group": F.coalesce(doc["groupId"], doc["group"]),
     }
     whole = parsed["msg"].isNotNull()
@@ -82,7 +93,7 @@ def json_fields(doc: Column, line: Column) -> dict[str, Column]:
         "level": F.coalesce(_raw_string(line, "level"), _raw_string(line, "log.level")),
         "thread": F.coalesce(_raw_string(line, "thread_name"), _raw_string(line, "process.thread.name")),
         "logger": F.coalesce(_raw_string(line, "logger_name"), _raw_string(line, "log.logger")),
-        "msg": _raw_string(line, "message"),
+        "msg": F.coalesce(_raw_string(line, "message"), _raw_string(line, "event")),
     }
     out = {name: F.when(whole, expr).otherwise(fallback[name]) for name, expr in parsed.items() if name in fallback}
     # An entry's error field follows its message as a later line of the record (`error: <text>`): templates that

@@ -118,20 +118,25 @@ _ANSI_AND_CONTROLS = r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
 # A terminal pane's borders (k9s, tmux, a TUI's log view) copied with its lines: a box-drawing bar before and after.
 _PANE_BARS = "\u2502\u2503\u2551"
 _PANE = rf"(?m)^[{_PANE_BARS}] ?|[ \t]*[{_PANE_BARS}][ \t]*$"
-# Every match of _CRI, _COMPOSE, _QUOTE or _PANE holds one of these.
-_ENVELOPE_LITERALS = (" stdout ", " stderr ", "| ", ">{", "> {", *_PANE_BARS)
+# A log pasted into a Markdown table, or a page that renders a file as one (a gist: a cell of line numbers, a cell
+# of text): the row's closing bars, after a blank, and its opening bar when it has closing ones. No Kafka, client or
+# GC wording ends with a blank and a bar.
+_TABLE_ROW = r"(?m)^\|[ \t]+(?=.*[ \t]\|[ \t]*$)|[ \t]+\|(?:[ \t]*\|)*[ \t]*$"
+# Every match of _CRI, _COMPOSE, _QUOTE, _PANE or _TABLE_ROW holds one of these.
+_ENVELOPE_LITERALS = (" stdout ", " stderr ", "| ", " |", "\t|", ">{", "> {", *_PANE_BARS)
 _DOCKER_START = '{"log":"'
 
 
 def strip_envelope(value: Column) -> Column:
     """The application's own text: docker json-file lines unwrapped, container prefixes, Markdown quote marks,
-    colours and control characters removed (on every line of a multi-line record)."""
+    terminal pane and table borders, colours and control characters removed (on every line of a multi-line record)."""
     cleaned = F.regexp_replace(docker_unwrapped(value), _CRI, "")
     cleaned = F.regexp_replace(cleaned, _COMPOSE, "")
     cleaned = F.regexp_replace(cleaned, _QUOTE, "")
     cleaned = F.regexp_replace(cleaned, _PANE, "")
+    cleaned = F.regexp_replace(cleaned, _TABLE_ROW, "")
     # Most lines carry no envelope: a line that holds none of the literals every envelope's match holds is left as
-    # it is without running the four regexes (a docker line is unwrapped first, and its escapes may hide them).
+    # it is without running the five regexes (a docker line is unwrapped first, and its escapes may hide them).
     wrapped = value.startswith(_DOCKER_START)
     for literal in _ENVELOPE_LITERALS:
         wrapped = wrapped | value.contains(literal)

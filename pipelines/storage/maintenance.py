@@ -7,6 +7,7 @@ compaction that loses one is tried again at its next turn."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from pyspark.sql import SparkSession
@@ -30,6 +31,7 @@ def compact(spark: SparkSession, cfg: Config, *, min_files: int,
     """OPTIMIZE every table of the lakehouse that holds at least `min_files` data files; returns, per table
     compacted, its files before and after. A compaction that loses a commit race is left for the next turn."""
     done: dict[str, tuple[int, int]] = {}
+    started = time.monotonic()
     for name in TABLES:
         before = data_files(spark, cfg, name)
         if before < min_files:
@@ -44,5 +46,6 @@ def compact(spark: SparkSession, cfg: Config, *, min_files: int,
             continue
         done[name] = (before, data_files(spark, cfg, name))
     if done and on_progress is not None:
-        on_progress("compacted " + ", ".join(f"{name} {a} -> {b} files" for name, (a, b) in done.items()))
+        on_progress("compacted " + ", ".join(f"{name} {a} -> {b} files" for name, (a, b) in done.items())
+                    + f" ({time.monotonic() - started:.1f} s)")
     return done
