@@ -54,7 +54,9 @@ class Soak:
     stop: dict[str, Any] = field(default_factory=dict)
     other_cpu_share: float = 0.0
     watched_s: float = 0.0  # until when the probes were watched (a probe never seen waited this long)
-    batches: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)  # per step: (time, batch, rows)
+    # Per step: (time, batch, rows, seconds the batch took or None).
+    batches: dict[str, list[tuple[str, int, int, float | None]]] = field(default_factory=dict)
+    clock_started: str | None = None  # local time of day the soak's clock started (the run's lines use it)
 
 
 def resident_text(group: str, generation: int, at: datetime, rng: random.Random) -> str:
@@ -175,16 +177,18 @@ def _stop(proc: subprocess.Popen[bytes], soak: Soak, log: Path) -> None:
     soak.batches = batch_times(lines)
 
 
-_BATCH = re.compile(r"^\[(\d\d:\d\d:\d\d)\] (ingest|reconstruct) batch (\d+): (\d+) (?:files|rebalances)")
+# The seconds a batch took close its line (runs from 2026-12-05 on; older logs' lines have none).
+_BATCH = re.compile(r"^\[(\d\d:\d\d:\d\d)\] (ingest|reconstruct) batch (\d+): (\d+) (?:files|rebalances)"
+                    r"(?:.* in (\d+(?:\.\d+)?) s$)?")
 
 
-def batch_times(lines: list[str]) -> dict[str, list[tuple[str, int, int]]]:
-    """Each micro-batch the run reported: its step, the time of day it ended, its number, and its files (ingest)
-    or rebalances rebuilt (reconstruct)."""
-    out: dict[str, list[tuple[str, int, int]]] = {"ingest": [], "reconstruct": []}
+def batch_times(lines: list[str]) -> dict[str, list[tuple[str, int, int, float | None]]]:
+    """Each micro-batch the run reported: its step, the time of day it ended, its number, its files (ingest) or
+    rebalances rebuilt (reconstruct), and the seconds it took (None when its line does not say)."""
+    out: dict[str, list[tuple[str, int, int, float | None]]] = {"ingest": [], "reconstruct": []}
     for line in lines:
-        if (m := _BATCH.match(line)) is not None:
-            out[m[2]].append((m[1], int(m[3]), int(m[4])))
+        if (m := _BATCH.match(line.rstrip())) is not None:
+            out[m[2]].append((m[1], int(m[3]), int(m[4]), float(m[5]) if m[5] else None))
     return out
 
 
@@ -217,6 +221,8 @@ def run_soak(work: Path, *, minutes: float, every_s: float, conf: Path | None, s
             time.sleep(0.5)
         say("first row in gold_rebalances: the soak starts")
         t0 = time.monotonic()
+        # The run stamps its lines with the local time of day: the soak's clock in the same terms places its batches.
+        soak.clock_started = datetime.now().isoformat(timespec="seconds")
         sampler = threading.Thread(target=_sample_memory, args=(proc.pid, soak, t0, done), daemon=True)
         sampler.start()
         pending: dict[str, dict[str, Any]] = {}
@@ -272,6 +278,7 @@ def summarise(soak: Soak) -> dict[str, Any]:
                             timeouts=sum(1 for p in soak.probes if p["row_s"] is None))
     return {"minutes": soak.minutes, "every_s": soak.every_s, "watched_s": soak.watched_s, "probes": soak.probes,
             "memory_mb": soak.memory, "sizes": soak.sizes, "stop": soak.stop, "batches": soak.batches,
+            "clock_started": soak.clock_started,
             "latency": {k: v for k, v in latency.as_dict().items() if k != "probes_s"},
             "figures": soak_figures(soak.minutes, soak.probes, soak.memory, soak.sizes, watched_s=soak.watched_s)}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import statistics
 from typing import Any
 
@@ -94,6 +95,33 @@ def _fmt(value: Any) -> str:
     return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def batch_windows(results: dict[str, Any], step_s: float) -> list[dict[str, Any]]:
+    """Per window of `step_s` seconds of the soak's clock, per step (ingest, reconstruct): the micro-batches that
+    ended in it, their mean seconds and their mean files or rebalances; [] when the run's lines give no seconds or
+    the results no clock start."""
+    started = results.get("clock_started")
+    batches = results.get("batches") or {}
+    if not started or not any(len(b) > 3 and b[3] is not None for rows in batches.values() for b in rows):
+        return []
+    t0 = dt.datetime.fromisoformat(started)
+    out: list[dict[str, Any]] = []
+    for i in range(round(results["minutes"] * 60 / step_s)):
+        window: dict[str, Any] = {"start_s": i * step_s}
+        for step, rows in batches.items():
+            mine = []
+            for at, _, count, seconds, *_ in rows:
+                ended = dt.datetime.combine(t0.date(), dt.time.fromisoformat(at))
+                if ended < t0 - dt.timedelta(hours=1):
+                    ended += dt.timedelta(days=1)  # the run went past midnight
+                if seconds is not None and i * step_s <= (ended - t0).total_seconds() < (i + 1) * step_s:
+                    mine.append((count, seconds))
+            window[step] = {"batches": len(mine),
+                            "mean_s": _rounded(statistics.mean(s for _, s in mine)) if mine else None,
+                            "mean_rows": _rounded(statistics.mean(c for c, _ in mine)) if mine else None}
+        out.append(window)
+    return out
+
+
 def soak_markdown(results: dict[str, Any]) -> str:
     """The figures, then one row per tenth of the run: probes, latency, memory and sizes."""
     minutes, probes = results["minutes"], results["probes"]
@@ -118,4 +146,15 @@ def soak_markdown(results: dict[str, Any]) -> str:
         lines.append(f"| {start / 60:g}-{(start + step) / 60:g} | {len(rows)} | {_fmt(median)} / "
                      f"{_fmt(_rounded(p95(rows)))} | {_fmt(_rounded(p95(alerts)))} | {_fmt(max(mem, default=None))} | "
                      + " | ".join(sizes) + " |")
+    per_window = batch_windows(results, step)
+    if per_window:
+        lines += ["", "Micro-batches ending in each tenth: how many, their mean seconds, and their mean files (ingest) "
+                  "or rebalances rebuilt (reconstruct).", "",
+                  "| minutes | reconstruct batches | mean s | rebalances per batch | ingest batches | mean s | "
+                  "files per batch |", "|---|---|---|---|---|---|---|"]
+        for w in per_window:
+            r, i = w.get("reconstruct", {}), w.get("ingest", {})
+            lines.append(f"| {w['start_s'] / 60:g}-{(w['start_s'] + step) / 60:g} | {r.get('batches', 0)} | "
+                         f"{_fmt(r.get('mean_s'))} | {_fmt(r.get('mean_rows'))} | {i.get('batches', 0)} | "
+                         f"{_fmt(i.get('mean_s'))} | {_fmt(i.get('mean_rows'))} |")
     return "\n".join(lines) + "\n"

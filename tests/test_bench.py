@@ -254,6 +254,19 @@ def test_the_soak_compares_the_last_window_with_the_early_one_and_counts_a_lost_
     page = soak_markdown(results)
     assert "| latency_p95_last_over_first | 8.6 | 1.2 | False |" in page
     assert page.count("\n| ") == 1 + len(found) + 1 + 10  # both tables: headers, figures, ten windows
+    # The run's batch lines, with their seconds, placed on the soak's clock (started 15:00:00 local time): a tenth
+    # of 6 minutes is 36 s.
+    from bench.soak import batch_times
+    log = ["[15:00:10] ingest batch 3: 2 files, 9 lines, 9 events, 0 quarantined in 4.0 s",
+           "[15:00:20] reconstruct batch 2: 30 rebalances, 1 incidents rebuilt in 7.5 s",
+           "[15:00:30] reconstruct batch 3: 50 rebalances, 1 incidents rebuilt in 8.5 s",
+           "[15:05:50] reconstruct batch 9: 90 rebalances, 2 incidents rebuilt in 12.0 s",
+           "[15:05:55] ingest batch 8: 1 files, 3 lines, 3 events, 0 quarantined"]  # an older run's line: no seconds
+    results.update(batches=batch_times(log), clock_started="2026-12-05T15:00:00")
+    assert results["batches"]["ingest"][1] == ("15:05:55", 8, 1, None)
+    page = soak_markdown(results)
+    assert "| 0-0.6 | 2 | 8 | 40 | 1 | 4 | 2 |" in page and "| 5.4-6 | 1 | 12 | 90 | 0 | - | - |" in page
+    assert page.count("\n| ") == 1 + len(found) + 1 + 10 + 1 + 10
 
 
 @pytest.mark.slow
@@ -272,6 +285,7 @@ def test_a_short_soak_writes_every_figure_and_stops_the_run_cleanly(tmp_path):
     assert results["stop"]["exit_code"] == 0 and results["stop"]["seconds"] < 60
     assert "the same command resumes" in results["stop"]["stopped_line"] and not results["stop"]["jvm_killed"]
     assert results["batches"]["ingest"] and results["batches"]["reconstruct"]
+    assert all(b[3] is not None and b[3] > 0 for step in results["batches"].values() for b in step)
     assert results["memory_mb"] and all(mb > 0 for _at, mb in results["memory_mb"])
     assert written.with_suffix(".md").exists()
 

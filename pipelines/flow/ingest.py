@@ -4,6 +4,7 @@ files and per-file accounting are exact. Every write is idempotent per batch (De
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -58,9 +59,10 @@ BatchObserver = Callable[[str, dict[str, int]], None]
 
 
 def _write(spark: SparkSession, cfg: Config, staged: SilverBatch, *, batch_id: int, now: Column,
-           on_batch: BatchObserver | None, on_progress: Callable[[str], None] | None, found: Found | None) -> None:
-    """Append a staged batch to every bronze and silver table, in the order that matters, and report it (with
-    `found`, its unread lines by kind are counted there)."""
+           on_batch: BatchObserver | None, on_progress: Callable[[str], None] | None, found: Found | None,
+           started: float) -> None:
+    """Append a staged batch to every bronze and silver table, in the order that matters, and report it with the
+    seconds since `started` (with `found`, its unread lines by kind are counted there)."""
     rows = staged.tables(batch_id=batch_id, ingested_at=now, late_before=late_cutoff(spark, cfg, batch_id))
     # The lines and events first, side by side; then silver_accounting, which tells the reconstruct stream
     # that the batch's events are there; then bronze_files, which marks its files as ingested.
@@ -79,7 +81,8 @@ def _write(spark: SparkSession, cfg: Config, staged: SilverBatch, *, batch_id: i
         lines = read[0] or 0
         on_progress(
             f"ingest batch {batch_id}: {counts['bronze_files']} files, {lines} lines, "
-            f"{counts['silver_events']} events, {counts['silver_quarantine']} quarantined"
+            f"{counts['silver_events']} events, {counts['silver_quarantine']} quarantined "
+            f"in {time.monotonic() - started:.1f} s"
         )
         if late is None:
             late_row = lake.read_table(spark, cfg, "silver_accounting").filter(F.col("batch_id") == batch_id) \
@@ -102,6 +105,7 @@ def make_ingest_batch(
     sources, salt = resolve_sources(cfg), hash_salt(cfg)
 
     def ingest_batch(batch_df: DataFrame, batch_id: int) -> None:
+        started = time.monotonic()
         spark = batch_df.sparkSession
         clock = spark.sql("SELECT current_timestamp() AS t").first()
         assert clock is not None  # a SELECT without FROM has exactly one row
@@ -136,7 +140,7 @@ def make_ingest_batch(
                                   line_ids=line_ids, earlier=earlier)
             try:
                 _write(spark, cfg, staged, batch_id=batch_id, now=now, on_batch=on_batch, on_progress=on_progress,
-                       found=found)
+                       found=found, started=started)
             finally:
                 staged.unpersist()
 

@@ -4,6 +4,7 @@ side by side. The derived tables follow on their own clock (`pipelines.flow.deri
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
@@ -105,6 +106,7 @@ def make_reconstruct_batch(
     `found`, what each batch adds or changes is recorded there; `on_hot` gets each batch's rebuilt hot rows."""
 
     def reconstruct_batch(batch_df: DataFrame, batch_id: int) -> None:
+        started = time.monotonic()
         spark = batch_df.sparkSession
         events = lake.read_table(spark, cfg, "silver_events")
         groups = touched_groups(batch_df, events)
@@ -114,7 +116,7 @@ def make_reconstruct_batch(
         if on_progress is not None and counts:
             on_progress(
                 f"reconstruct batch {batch_id}: {counts['gold_rebalances']} rebalances, "
-                f"{counts['gold_incidents']} incidents rebuilt"
+                f"{counts['gold_incidents']} incidents rebuilt in {time.monotonic() - started:.1f} s"
             )
 
     return reconstruct_batch
