@@ -320,13 +320,19 @@ def test_structlog_json_is_read_by_its_event_key_and_an_ecs_event_object_is_no_m
     Elastic's ECS `event` is an object, never the message."""
     lines = ['{"event": "Heartbeat failed for group orders because it is rebalancing", "level": "warning", '
              '"logger": "aiokafka.consumer.group_coordinator", "timestamp": "2021-04-14T16:54:58.612669Z"}',
-             '{"@timestamp": "2021-04-14T16:54:59.000Z", "event": {"dataset": "kafka.log"}, "log.level": "INFO"}']
+             '{"@timestamp": "2021-04-14T16:54:59.000Z", "event": {"dataset": "kafka.log"}, "log.level": "INFO"}',
+             # A cut line whose `message` lost its closing quote: its `event` is not taken for the message.
+             '{"event": "rebalance", "message": "[Consumer clientId=c-1, groupId=orders] Revoke previously assigned '
+             'partitions orders-0',
+             # An `event` object with a string `event` deeper down: still no message.
+             '{"@timestamp": "2021-04-14T16:55:00.000Z", "event": {"kind": "x"}, "labels": {"event": "y"}}']
     rows = parse_file_lines(spark, lines, instance="svc-0", file_name="app.log")
     assert (rows[1]["layout"], rows[1]["group_id"], rows[1]["logger"]) == (
         "json", "orders", "aiokafka.consumer.group_coordinator")
     assert rows[1]["event_type"] is not None and rows[1]["event_ts"] == dt.datetime(2021, 4, 14, 16, 54, 58, 612669)
     # No message of its own: the entry is read as a plain line, not as the text of its `event` object.
     assert rows[2]["body"].startswith('{"@timestamp"') and rows[2]["template_id"] is None
+    assert rows[3]["body"] != "rebalance" and rows[4]["body"].startswith('{"@timestamp"')
 
 
 def test_a_group_request_cancelled_on_a_disconnect_is_the_coordinator_lost(spark):

@@ -63,9 +63,11 @@ def _raw_string(line: Column, key: str) -> Column:
     return F.nullif(_unescape(value), F.lit(""))
 
 
-def _string_field(line: Column, key: str) -> Column:
-    """Whether the line gives `key` a string value (not an object or a number)."""
-    return line.rlike('"' + key + r'"\s*:\s*"')
+def _string_value(doc: Column, line: Column, key: str) -> Column:
+    """The document's `key` when it holds a string: a string field of the schema holds an object's or a list's JSON
+    text, and the line may give the key a string only deeper down (`"labels":{"event":"x"}`)."""
+    value = doc[key]
+    return F.when(line.rlike('"' + key + r'"\s*:\s*"') & ~value.rlike(r"^\s*[\[{]"), value)
 
 
 def parse_json(line: Column) -> Column:
@@ -82,9 +84,8 @@ def json_fields(doc: Column, line: Column) -> dict[str, Column]:
                             doc["@l"]),
         "thread": F.coalesce(doc["thread_name"], doc["process.thread.name"], doc["process"]["thread"]["name"]),
         "logger": F.coalesce(doc["logger_name"], doc["log.logger"], doc["log"]["logger"],
-                             F.when(_string_field(line, "logger"), doc["logger"])),
-        "msg": F.coalesce(doc["message"], doc["msg"], doc["content"], doc["@m"],
-                          F.when(_string_field(line, "event"), doc["event"])),
+                             _string_value(doc, line, "logger")),
+        "msg": F.coalesce(doc["message"], doc["msg"], doc["content"], doc["@m"], _string_value(doc, line, "event")),
         "group": F.coalesce(doc["groupId"], doc["group"]),
     }
     whole = parsed["msg"].isNotNull()
@@ -93,7 +94,10 @@ def json_fields(doc: Column, line: Column) -> dict[str, Column]:
         "level": F.coalesce(_raw_string(line, "level"), _raw_string(line, "log.level")),
         "thread": F.coalesce(_raw_string(line, "thread_name"), _raw_string(line, "process.thread.name")),
         "logger": F.coalesce(_raw_string(line, "logger_name"), _raw_string(line, "log.logger")),
-        "msg": F.coalesce(_raw_string(line, "message"), _raw_string(line, "event")),
+        # A cut `message` (its closing quote gone) is no reason to take an `event` instead: the text layouts read it.
+        # Nor is a whole document whose `event` is an object (its string `event` is deeper down).
+        "msg": F.coalesce(_raw_string(line, "message"),
+                          F.when(~line.rlike(r'"message"\s*:') & doc["event"].isNull(), _raw_string(line, "event"))),
     }
     out = {name: F.when(whole, expr).otherwise(fallback[name]) for name, expr in parsed.items() if name in fallback}
     # An entry's error field follows its message as a later line of the record (`error: <text>`): templates that

@@ -122,7 +122,8 @@ _PANE = rf"(?m)^[{_PANE_BARS}] ?|[ \t]*[{_PANE_BARS}][ \t]*$"
 # of text): the row's closing bars, after a blank, and its opening bar when it has closing ones. No Kafka, client or
 # GC wording ends with a blank and a bar.
 _TABLE_ROW = r"(?m)^\|[ \t]+(?=.*[ \t]\|[ \t]*$)|[ \t]+\|(?:[ \t]*\|)*[ \t]*$"
-# Every match of _CRI, _COMPOSE, _QUOTE, _PANE or _TABLE_ROW holds one of these.
+# Every line that _CRI, _COMPOSE, _QUOTE, _PANE or _TABLE_ROW changes holds one of these (a row's opening bar only
+# goes with closing ones).
 _ENVELOPE_LITERALS = (" stdout ", " stderr ", "| ", " |", "\t|", ">{", "> {", *_PANE_BARS)
 _DOCKER_START = '{"log":"'
 
