@@ -74,8 +74,7 @@ NOT_IN_CATALOG = {
     "c_connection_failed", "c_offset_reset", "c_offset_set", "c_found_no_offset", "c_disconnect_node",
     "c_node_disconnected", "c_cancelled_in_flight",
     # NetworkClient's cancelled group requests (its DEBUG/INFO line, checked against apache/kafka's source).
-    "c_cancelled_heartbeat", "c_cancelled_join_group", "c_cancelled_sync_group", "c_cancelled_leave_group",
-    "c_cancelled_offset_commit", "c_cancelled_consumer_group_heartbeat", "c_cancelled_streams_group_heartbeat",
+    "c_cancelled_group_request",
     "c_coordinator_connection_failed", "c_coordinator_request_timeout",
     "k_interrupt_reconciliation", "k_hb_fatal",
     "k_hb_unreleased_instance", "k_leave_completed", "k_commit_without_epoch",

@@ -61,7 +61,7 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     "node 2147",
     # Its group requests cancelled on a disconnect (`Cancelled in-flight HEARTBEAT request ...`): sent to the
     # coordinator alone, whatever node id the line prints.
-    "HEARTBEAT request", "_GROUP request", "OFFSET_COMMIT request",
+    "HEARTBEAT request", "_GROUP request", "OFFSET_COMMIT request", "OFFSET_FETCH request",
     # Sarama's session lines (`consumergroup/session/<member>/<generation> released`).
     "consumergroup/session/",
     # What applications print in their rebalance listeners (wordings/client_callbacks.yml): `Revoked partitions`,

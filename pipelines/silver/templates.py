@@ -56,6 +56,10 @@ FIELD_PATTERNS: dict[str, str] = {
     # KafkaJS's `Request Heartbeat(key: 12, ..)`): matched, never stored.
     "_group_api": r"(?:JoinGroup|SyncGroup|Heartbeat|LeaveGroup|FindCoordinator|GroupCoordinator"
                   r"|ConsumerGroupHeartbeat|ShareGroupHeartbeat|StreamsGroupHeartbeat)",
+    # The requests a Java client sends to its group coordinator alone, as its NetworkClient names them (the ApiKeys
+    # names): matched, never stored.
+    "_group_request": r"(?:HEARTBEAT|JOIN_GROUP|SYNC_GROUP|LEAVE_GROUP|OFFSET_COMMIT|OFFSET_FETCH"
+                      r"|CONSUMER_GROUP_HEARTBEAT|SHARE_GROUP_HEARTBEAT|STREAMS_GROUP_HEARTBEAT)",
     # Anything, across lines: for wordings that sit in a later line of the record (an exception under a log line).
     "_lines": r"[\s\S]*?",
 }
