@@ -22,11 +22,10 @@ from pyspark.sql.streaming import StreamingQuery
 from pipelines.alerts.loop import AlertLoop, alert_loop, batch_alerts
 from pipelines.flow.derived import derived_loop
 from pipelines.flow.ingest import make_ingest_batch
+from pipelines.flow.one_stream import continuous_queries, skip_rebuilt
 from pipelines.flow.reconstruct import make_reconstruct_batch
-from pipelines.flow.run import INGEST_QUERY, RECONSTRUCT_QUERY
-from pipelines.flow.streams import start_stream
 from pipelines.settings.config import Config
-from pipelines.storage import inputs, lake
+from pipelines.storage import lake
 
 COORDINATOR = "(kafka.coordinator.group.GroupCoordinator)"
 
@@ -117,18 +116,17 @@ def probe_text(group: str, at: datetime, rng: random.Random) -> str:
     return "\n".join(lines) + "\n"
 
 
-def start_queries(spark: SparkSession, cfg: Config, *, trigger: str,
-                  loop: AlertLoop | None = None) -> list[StreamingQuery]:
-    """The two queries of `pipelines.flow.run.run` (same functions, same checkpoints) with a `processingTime` trigger;
-    each reconstruct batch evaluates its groups' alerts under `loop`'s lock, as in a continuous run."""
+def start_queries(spark: SparkSession, cfg: Config, *, trigger: str, loop: AlertLoop | None = None,
+                  one_stream: bool = True) -> list[StreamingQuery]:
+    """The queries of `rebalance run --trigger continuous` (same functions, same checkpoints, `continuous_queries`)
+    with a `processingTime` trigger: one stream that ingests and rebuilds, or (`one_stream` False, the layout a
+    Databricks job's separate tasks keep) the ingest and reconstruct streams. Each batch's rebuild evaluates its
+    groups' alerts under `loop`'s lock, as in a continuous run."""
     lake.ensure_tables(spark, cfg)
-    ingest = start_stream(inputs.read_landing(spark, cfg), cfg, f"bench-{INGEST_QUERY}", make_ingest_batch(cfg),
-                          trigger, checkpoint=inputs.checkpoint_dir(cfg, INGEST_QUERY))
     on_hot = batch_alerts(spark, cfg, loop) if loop is not None else None
-    reconstruct = start_stream(lake.read_table_stream(spark, cfg, "silver_accounting"), cfg,
-                               f"bench-{RECONSTRUCT_QUERY}", make_reconstruct_batch(cfg, on_hot=on_hot), trigger,
-                               checkpoint=inputs.checkpoint_dir(cfg, RECONSTRUCT_QUERY))
-    return [ingest, reconstruct]
+    reconstruct = skip_rebuilt(cfg, make_reconstruct_batch(cfg, on_hot=on_hot))
+    return continuous_queries(spark, cfg, ["ingest", "reconstruct"], make_ingest_batch(cfg), reconstruct,
+                              lambda fn: fn, None, one_stream=one_stream, trigger=trigger)
 
 
 def _check(queries: list[StreamingQuery]) -> None:
@@ -208,8 +206,9 @@ class _Watcher:
 
 def measure_latency(spark: SparkSession, cfg: Config, *, staging: Path, probes: int, trigger: str = "1 second",
                     every_s: float = 10.0, timeout_s: float = 180.0, seed: int = 7, alerts: bool = True,
-                    say: Callable[[str], None] | None = None) -> LatencyResult:
-    """Run both queries with `processingTime=trigger` over `cfg` (tables and checkpoints may already hold data),
+                    one_stream: bool = True, say: Callable[[str], None] | None = None) -> LatencyResult:
+    """Run the continuous run's queries (`start_queries`: one stream, or two with `one_stream` False) with
+    `processingTime=trigger` over `cfg` (tables and checkpoints may already hold data),
     land one probe file every `every_s` seconds (a steady trickle, as log shipping delivers them) into a new
     instance folder, and time each from its landing to its group's first gold_rebalances row.
 
@@ -222,7 +221,7 @@ def measure_latency(spark: SparkSession, cfg: Config, *, staging: Path, probes: 
     rng = random.Random(seed)
     staging.mkdir(parents=True, exist_ok=True)
     loop = alert_loop(spark, cfg) if alerts else None
-    queries = start_queries(spark, cfg, trigger=trigger, loop=loop)
+    queries = start_queries(spark, cfg, trigger=trigger, loop=loop, one_stream=one_stream)
     if loop is not None:
         loop.start()
     # The derived tables refresh on their own clock beside the streams, as in a continuous run.

@@ -115,6 +115,11 @@ def figures(stages: dict[str, dict[str, Any]], history: dict[str, Any] | None = 
                f"every {latency.get('every_s', 0):g} s ({latency['timeouts']} not seen; trigger {latency['trigger']})",
                "<=", 10.0),
         Figure("latency_p50_s", latency["p50_s"], "the same, p50 (context)"),
+        *([Figure("latency_one_vs_two_streams", _ratio(latency["p95_s"], stages["latency_two_streams"]["p95_s"]),
+                  f"landing-to-row p95 of the one stream a continuous run runs / the same probes through the ingest "
+                  f"and reconstruct streams (p95 {stages['latency_two_streams']['p95_s']:.1f} s), same lakehouse, "
+                  f"same run", "<=", 1.0)]
+          if "latency_two_streams" in stages else []),
         *([Figure("alert_latency_p95_s", latency["alert_p95_s"],
                   f"seconds from landing a file to its alert in the JSON-lines feed, p95 of the same probes (the "
                   f"alerts step beside the streams, as in a continuous run; {latency['alert_timeouts']} not seen)",

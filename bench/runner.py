@@ -123,11 +123,16 @@ class Run:
         # are new groups, so the tables of the warm-up run serve as the existing lakehouse they land on.
         self.say(f"latency: {self.opts.probes} probes, one every {self.opts.latency_every_s:g} s, processingTime "
                  f"{self.opts.latency_trigger!r}, on the warm-up run's tables")
-        with self.memory.stage("latency") as peak:
-            result = latency.measure_latency(spark, warm_cfg, staging=work / "staging", probes=self.opts.probes,
-                                             trigger=self.opts.latency_trigger, every_s=self.opts.latency_every_s,
-                                             seed=self.opts.seed, say=self.say)
-        self.record("latency", result.as_dict(), peak.as_dict())
+        # The two-stream layout first (the baseline: the Databricks job's separate tasks keep it), then the one
+        # stream a continuous run in one process runs, on the same lakehouse.
+        for name, one_stream in (("latency_two_streams", False), ("latency", True)):
+            self.say(f"{name}: {'one stream' if one_stream else 'two streams'}")
+            with self.memory.stage(name) as peak:
+                result = latency.measure_latency(spark, warm_cfg, staging=work / f"staging-{name}",
+                                                 probes=self.opts.probes, trigger=self.opts.latency_trigger,
+                                                 every_s=self.opts.latency_every_s, seed=self.opts.seed,
+                                                 one_stream=one_stream, say=self.say)
+            self.record(name, result.as_dict(), peak.as_dict())
 
     def process_stages(self, work: Path, x1: Dataset, x4: Dataset) -> None:
         """A whole-process count of the 1x files, then the whole pipeline at 1x and at 4x, each as its own

@@ -122,9 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_storage(run)
     run.add_argument("--landing", type=Path, help="landing directory: <landing>/<instance>/<file>")
     run.add_argument("--trigger", choices=["available-now", "continuous"], default="available-now",
-                     help="available-now: process what is new and stop (default); continuous: keep running, "
-                          "with alerts after every reconstruct batch and every alerts.evaluate_every_s seconds, "
-                          "until Ctrl-C or SIGTERM (the batches under way finish, up to 20 s; exit 0)")
+                     help="available-now: process what is new and stop (default); continuous: keep running as "
+                          "one stream (each ingest batch rebuilds its groups and evaluates their alerts), with all "
+                          "alerts also every alerts.evaluate_every_s seconds, until Ctrl-C or SIGTERM (the batch "
+                          "under way finishes, up to 20 s; exit 0)")
     _add_remote(run)
     run.add_argument("--rebuild", action="store_true", help="drop every table and checkpoint first, then rebuild")
     _add_kafka_source(run)

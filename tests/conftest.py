@@ -250,9 +250,10 @@ def small_run(spark, small_sim, tmp_path_factory) -> dict:
 
 
 @contextlib.contextmanager
-def continuous_run(spark, cfg: Config):
-    """`rebalance run --trigger continuous` of `cfg` on a thread of its own for the block; yields the list its
-    failure lands in. On leaving, the streams are stopped and the run must have ended without one."""
+def continuous_run(spark, cfg: Config, on_progress=None):
+    """`rebalance run --trigger continuous` of `cfg` on a thread of its own for the block (its progress lines to
+    `on_progress`); yields the list its failure lands in. On leaving, the streams are stopped and the run must have
+    ended without one."""
     import threading
 
     from pipelines.flow.run import run
@@ -261,7 +262,7 @@ def continuous_run(spark, cfg: Config):
 
     def running() -> None:
         try:
-            run(spark, cfg, trigger="continuous")
+            run(spark, cfg, trigger="continuous", on_progress=on_progress)
         except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
             failure.append(exc)
 

@@ -19,11 +19,12 @@ FIGURES = {
     "spark_parse_vs_python_x4", "parse_vs_baseline", "floor_vs_baseline", "parse_vs_floor", "parse_vs_baseline_x4",
     "floor_vs_baseline_x4",
     "run_vs_count_x1", "spark_parse_vs_python", "spark_parse_vs_python_prefiltered", "scaling_4x_over_1x",
-    "latency_p95_s", "latency_p50_s", "alert_latency_p95_s", "alert_latency_p50_s", "driver_memory_4x_over_1x",
+    "latency_p95_s", "latency_p50_s", "latency_one_vs_two_streams", "alert_latency_p95_s", "alert_latency_p50_s",
+    "driver_memory_4x_over_1x",
     "run_us_per_added_line", "run_fixed_s",
 }
 SPARK_STAGES = {"baseline_count_x1", "baseline_count_x4", "warmup_pipeline_tiny", "parse_x1", "ingest_floor_x1",
-                "parse_x4", "ingest_floor_x4", "latency"}
+                "parse_x4", "ingest_floor_x4", "latency_two_streams", "latency"}
 PYTHON_STAGES = {"python_regex_x1", "python_regex_prefiltered_x1", "python_regex_x4"}
 PROCESS_STAGES = {"count_process_x1", "pipeline_process_x1", "pipeline_process_x4"}
 MACHINE = {"nproc", "memory_gb", "cpu_model", "python", "java", "pyspark", "delta_spark"}

@@ -18,9 +18,10 @@ from pipelines.alerts.stage import run_alerts
 from pipelines.flow.derived import derived_loop, refresh_derived
 from pipelines.flow.found import Found, from_history
 from pipelines.flow.ingest import make_ingest_batch
+from pipelines.flow.one_stream import catch_up, continuous_queries, skip_rebuilt
 from pipelines.flow.reconstruct import make_reconstruct_batch
 from pipelines.flow.stopping import FINISH_S, StopRequest, end_requested, requested, wait_for
-from pipelines.flow.streams import AVAILABLE_NOW, start_stream
+from pipelines.flow.streams import AVAILABLE_NOW, RECONSTRUCT_QUERY, start_stream
 from pipelines.quality.stage import QualityReport, run_quality
 from pipelines.quality.validate import import_gx_early
 from pipelines.session.kafka_check import check_brokers
@@ -38,9 +39,6 @@ STAGES: tuple[Stage, ...] = ("ingest", "reconstruct", "quality", "alerts")
 # The tables the two streams write (the quality and alerts steps run in this process and count their own rows).
 STREAMED = [name for name in TABLES if name not in ("gold_quality_results", "gold_alerts", "gold_alert_deliveries")]
 INGEST_QUERY = inputs.INGEST_QUERY
-RECONSTRUCT_QUERY = "reconstruct"
-# The processing-time trigger of `--trigger continuous`.
-CONTINUOUS_INTERVAL = "5 seconds"
 
 
 @dataclass
@@ -205,18 +203,14 @@ def run(
     found = None if is_connect(spark) else summary.found
     # A requested stop holds a micro-batch at its entry (a local session's: a Connect server runs them elsewhere).
     gated = stop.guard if stop is not None and not is_connect(spark) else (lambda batch_fn: batch_fn)
-    streams = {
-        "ingest": (inputs.read_source(spark, cfg), INGEST_QUERY,
-                   gated(make_ingest_batch(cfg, line_ids=line_ids, on_progress=on_progress, on_batch=summary.record,
-                                           found=found))),
-        "reconstruct": (lake.read_table_stream(spark, cfg, "silver_accounting"), RECONSTRUCT_QUERY,
-                        gated(make_reconstruct_batch(
-                            cfg, on_progress=on_progress, on_batch=reconstructed, found=found,
-                            # A continuous run's alerts of a batch's groups come from the batch itself.
-                            # (Not through Spark Connect: the batch runs in the server, the loop and its lock here.)
-                            on_hot=batch_alerts(spark, cfg, alerts, on_progress=on_progress)
-                            if alerts is not None and not is_connect(spark) else None))),
-    }
+    ingest_fn = make_ingest_batch(cfg, line_ids=line_ids, on_progress=on_progress, on_batch=summary.record,
+                                  found=found)
+    reconstruct_fn = skip_rebuilt(cfg, make_reconstruct_batch(
+        cfg, on_progress=on_progress, on_batch=reconstructed, found=found,
+        # A continuous run's alerts of a batch's groups come from the batch itself.
+        # (Not through Spark Connect: the batch runs in the server, the loop and its lock here.)
+        on_hot=batch_alerts(spark, cfg, alerts, on_progress=on_progress)
+        if alerts is not None and not is_connect(spark) else None))
     started = [s for s in ("ingest", "reconstruct") if s in stages]
     if requested(stop):
         return stopped([])
@@ -226,10 +220,15 @@ def run(
         before = commits.versions(spark, cfg, STREAMED) if is_connect(spark) and started else None
         finished: dict[str, StreamingQuery] = {}
         for stage in started:
-            df, name, batch_fn = streams[stage]
             with summary.timed(stage):
-                finished[name] = start_stream(df, cfg, name, batch_fn, AVAILABLE_NOW, on_progress=on_progress)
-                if not wait_for(finished[name], stop):
+                if stage == "ingest":
+                    finished[INGEST_QUERY] = start_stream(inputs.read_source(spark, cfg), cfg, INGEST_QUERY,
+                                                          gated(ingest_fn), AVAILABLE_NOW, on_progress=on_progress)
+                    ended = wait_for(finished[INGEST_QUERY], stop)
+                else:
+                    finished[RECONSTRUCT_QUERY], ended = catch_up(spark, cfg, RECONSTRUCT_QUERY, gated(reconstruct_fn),
+                                                                  stop, on_progress=on_progress)
+                if not ended:
                     return stopped(list(finished.values()))
             if stage == "reconstruct" and not requested(stop):
                 with summary.timed("derived"):
@@ -258,8 +257,11 @@ def run(
         if failed is not None:
             raise failed
     else:
-        queries = [start_stream(df, cfg, name, batch_fn, CONTINUOUS_INTERVAL, on_progress=on_progress)
-                   for df, name, batch_fn in (streams[s] for s in started)]
+        # Through Spark Connect the two streams stay (their batches run in the server).
+        queries = continuous_queries(spark, cfg, started, ingest_fn, reconstruct_fn, gated, stop,
+                                     one_stream=not is_connect(spark), on_progress=on_progress)
+        if requested(stop):
+            return stopped(queries)
         run_continuously(queries, loop.start() if loop is not None and not requested(stop) else None, stop)
         if requested(stop):
             return stopped(queries)

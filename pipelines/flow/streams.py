@@ -15,6 +15,11 @@ from pipelines.storage import inputs
 # The trigger that processes what is there and stops; any other trigger is a processing-time interval ("5 seconds").
 AVAILABLE_NOW = "available-now"
 
+# The query that rebuilds gold from silver_accounting (`pipelines.flow.reconstruct`), and the processing-time
+# trigger of `--trigger continuous`.
+RECONSTRUCT_QUERY = "reconstruct"
+CONTINUOUS_INTERVAL = "5 seconds"
+
 BatchFn = Callable[[DataFrame, int], None]
 
 # The folders Spark (4.1 on) requires empty when a query starts with no batch written to its offset log.

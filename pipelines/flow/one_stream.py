@@ -1,0 +1,113 @@
+"""Ingest and reconstruct in one micro-batch, for a continuous run in one process.
+
+With two streams a landed file waits twice: for the ingest batch under way, then for the reconstruct batch under way
+when its silver rows arrive, and on a busy machine both streams are always mid-batch. One stream rebuilds the groups
+of each ingest batch right after that batch's silver commits, so a file's rebalances are in gold at the end of the
+batch that read it. The reconstruct stream's checkpoint stays where it was; the batches rebuilt here are recorded
+(`pipelines.state.rebuilt`) so that stream skips them when it next runs: first of all at the start of the next
+continuous run (`catch_up`), which rebuilds whatever an ingest-only run or a stopped run left behind. A Databricks
+job that runs ingest and reconstruct as separate tasks keeps the two streams.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+
+from pipelines.flow.stopping import StopRequest, wait_for
+from pipelines.flow.streams import AVAILABLE_NOW, CONTINUOUS_INTERVAL, RECONSTRUCT_QUERY, BatchFn, start_stream
+from pipelines.settings.config import Config
+from pipelines.state import rebuilt
+from pipelines.storage import inputs, lake
+
+# How often a one-stream run moves the reconstruct stream's checkpoint up to the present (`catch_up`, inside a batch).
+# A checkpoint left behind for long would name Delta versions whose log a table's retention (30 days) or whose files
+# a VACUUM after compaction may have removed, and the next run's catch-up could not read them.
+ADVANCE_EVERY_S = 900.0
+
+
+def make_one_stream_batch(cfg: Config, ingest_batch: BatchFn, reconstruct_batch: BatchFn, *,
+                          on_progress: Callable[[str], None] | None = None) -> BatchFn:
+    """The foreachBatch function that ingests a batch of landed lines and then rebuilds its groups.
+
+    The reconstruct step reads the batch's own `silver_accounting` rows back from the table: a batch replayed after
+    its commits (a run stopped before the checkpoint recorded it) stages its files as repeats of themselves, while the
+    table holds what its first attempt committed. Its ingest batch id is recorded once its groups are in gold. Every
+    `ADVANCE_EVERY_S` the batch then runs the reconstruct stream over what it has not passed (all of it recorded, so
+    it rebuilds nothing) and forgets the record: no other batch is under way then, so nothing races its commits."""
+    advanced = time.monotonic()
+
+    def one_stream_batch(batch_df: DataFrame, batch_id: int) -> None:
+        nonlocal advanced
+        spark = batch_df.sparkSession
+        ingest_batch(batch_df, batch_id)
+        accounting = lake.read_table(spark, cfg, "silver_accounting").filter(F.col("batch_id") == batch_id)
+        reconstruct_batch(accounting, batch_id)
+        rebuilt.mark(cfg, batch_id)
+        if time.monotonic() - advanced >= ADVANCE_EVERY_S:
+            started = time.monotonic()
+            query, _ = catch_up(spark, cfg, RECONSTRUCT_QUERY, reconstruct_batch, None)
+            query.awaitTermination()  # raises the catch-up's own failure, if it failed
+            advanced = time.monotonic()
+            if on_progress is not None:
+                on_progress(f"reconstruct stream moved up to ingest batch {batch_id} "
+                            f"({advanced - started:.1f} s)")
+
+    return one_stream_batch
+
+
+def skip_rebuilt(cfg: Config, reconstruct_batch: BatchFn) -> BatchFn:
+    """`reconstruct_batch` leaving out the silver_accounting rows of ingest batches a one-stream batch rebuilt."""
+
+    def reconstruct_what_is_left(batch_df: DataFrame, batch_id: int) -> None:
+        done = rebuilt.recorded(cfg)
+        reconstruct_batch(batch_df.filter(rebuilt.skip(done, F.col("batch_id"))) if done else batch_df, batch_id)
+
+    return reconstruct_what_is_left
+
+
+def catch_up(spark: SparkSession, cfg: Config, name: str, batch_fn: BatchFn, stop: StopRequest | None, *,
+             on_progress: Callable[[str], None] | None = None) -> tuple[StreamingQuery, bool]:
+    """Run the reconstruct stream `name` (its foreachBatch function `batch_fn`, wrapped in `skip_rebuilt`) over
+    everything new in silver_accounting and wait; once it has ended, forget the one-stream batches it has passed.
+    Returns the query and whether it ended (False: a stop was requested first)."""
+    passed = rebuilt.recorded(cfg)
+    query = start_stream(lake.read_table_stream(spark, cfg, "silver_accounting"), cfg, name, batch_fn,
+                         AVAILABLE_NOW, on_progress=on_progress)
+    ended = wait_for(query, stop)
+    if ended and passed:
+        rebuilt.forget(cfg, passed)
+    return query, ended
+
+
+def continuous_queries(spark: SparkSession, cfg: Config, stages: Sequence[str], ingest_batch: BatchFn,
+                       reconstruct_batch: BatchFn, gated: Callable[[BatchFn], BatchFn], stop: StopRequest | None, *,
+                       one_stream: bool = True, trigger: str = CONTINUOUS_INTERVAL,
+                       on_progress: Callable[[str], None] | None = None) -> list[StreamingQuery]:
+    """Start the streams of a continuous run of `stages` ("ingest", "reconstruct" or both), with a processing-time
+    `trigger`, and return them.
+
+    Both stages with `one_stream`: the reconstruct stream first catches up (`catch_up`), then one stream ingests and
+    rebuilds (`make_one_stream_batch`). Otherwise each stage has its stream. `gated` holds a micro-batch at its entry
+    once a stop is requested (a one-stream batch is held or run whole); a stop requested during the catch-up returns
+    its query alone."""
+    if one_stream and list(stages) == ["ingest", "reconstruct"]:
+        query, ended = catch_up(spark, cfg, RECONSTRUCT_QUERY, gated(reconstruct_batch), stop, on_progress=on_progress)
+        if not ended:
+            return [query]
+        batch_fns = {inputs.INGEST_QUERY: gated(make_one_stream_batch(cfg, ingest_batch, reconstruct_batch,
+                                                                      on_progress=on_progress))}
+        if on_progress is not None:
+            on_progress("continuous run: the reconstruct stream has caught up; from here each ingest batch rebuilds "
+                        "its own groups (one stream)")
+    else:
+        batch_fns = {name: gated(fn) for name, fn in ((inputs.INGEST_QUERY, ingest_batch),
+                                                      (RECONSTRUCT_QUERY, reconstruct_batch)) if name in stages}
+    return [start_stream(inputs.read_source(spark, cfg) if name == inputs.INGEST_QUERY
+                         else lake.read_table_stream(spark, cfg, "silver_accounting"),
+                         cfg, name, fn, trigger, on_progress=on_progress)
+            for name, fn in batch_fns.items()]

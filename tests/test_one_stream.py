@@ -1,0 +1,99 @@
+"""A continuous run in one process ingests and rebuilds in one micro-batch; the reconstruct stream catches up on what
+no such batch rebuilt and skips what one did (`pipelines.flow.one_stream`, `pipelines.state.rebuilt`)."""
+
+from __future__ import annotations
+
+import time
+
+from pipelines.flow import one_stream
+from pipelines.flow.run import run
+from pipelines.state import rebuilt
+from pipelines.storage import lake
+from tests.conftest import DATA, continuous_run, land, make_config
+from tests.test_survival import _each_key_once, _same_as_oracle
+
+
+def test_the_record_keeps_ranges_and_forgets_only_what_it_is_told(tmp_path):
+    cfg = make_config(tmp_path)
+    assert rebuilt.recorded(cfg) == ()
+    for batch_id in (3, 4, 5, 9, 7, 8):
+        rebuilt.mark(cfg, batch_id)
+    assert rebuilt.recorded(cfg) == ((3, 5), (7, 9))
+    assert rebuilt.is_recorded(rebuilt.recorded(cfg), 8) and not rebuilt.is_recorded(rebuilt.recorded(cfg), 6)
+    # What a reconstruct stream passed is forgotten; a batch recorded after it looked stays.
+    rebuilt.forget(cfg, ((3, 5), (8, 8)))
+    assert rebuilt.recorded(cfg) == ((7, 7), (9, 9))
+    rebuilt.forget(cfg, ((7, 9),))
+    assert rebuilt.recorded(cfg) == ()
+    assert not (cfg.checkpoint_root / rebuilt.FILE).exists()
+    # A damaged record names nothing: its batches are rebuilt again, never skipped.
+    (cfg.checkpoint_root / rebuilt.FILE).write_text('{"ranges": [[1,', encoding="utf-8")
+    assert rebuilt.recorded(cfg) == ()
+
+
+def test_skip_leaves_out_the_recorded_batches(spark):
+    rows = spark.createDataFrame([(b,) for b in range(10)], "batch_id long")
+    kept = rows.filter(rebuilt.skip(((2, 4), (7, 7)), rows.batch_id))
+    assert sorted(r.batch_id for r in kept.collect()) == [0, 1, 5, 6, 8, 9]
+
+
+def test_a_continuous_run_rebuilds_in_its_ingest_batch_and_the_next_run_skips_it(spark, tmp_path):
+    """An ingest-only run leaves batch 0 for the reconstruct stream; a continuous run first catches up on it, then
+    rebuilds its own batch 1 in the batch that ingested it and records it; the next available-now run's reconstruct
+    stream passes batch 1 without rebuilding it and forgets it. The tables equal the batch oracle throughout."""
+    cfg = make_config(tmp_path)
+    land(DATA / "landing" / "part1", cfg.landing)
+    run(spark, cfg, stages=("ingest",))
+    assert lake.read_table(spark, cfg, "gold_rebalances").count() == 0
+    land(DATA / "landing" / "part2", cfg.landing)
+    with continuous_run(spark, cfg) as failure:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not failure and not rebuilt.recorded(cfg):
+            time.sleep(0.5)
+        assert failure == [] and rebuilt.recorded(cfg) == ((1, 1),), f"batch 1 not rebuilt in 240 s: {failure}"
+    # Only the ingest stream ran after the catch-up: the reconstruct stream's checkpoint holds one batch (batch 0's).
+    assert sorted(p.name for p in (cfg.checkpoint_root / "reconstruct" / "commits").iterdir()
+                  if not p.name.startswith(".")) == ["0"]
+    said: list[str] = []
+    after = run(spark, cfg, on_progress=said.append)
+    assert after.batches.get("reconstruct") == 1
+    assert not [line for line in said if line.startswith("reconstruct batch")], said
+    assert rebuilt.recorded(cfg) == ()
+    _same_as_oracle(spark, cfg)
+    _each_key_once(spark, cfg)
+
+
+def test_a_long_continuous_run_moves_the_reconstruct_checkpoint_up_inside_a_batch(spark, tmp_path, monkeypatch):
+    """A one-stream run moves the reconstruct stream's checkpoint up to the present now and then (here after every
+    batch), so a run that lasts longer than the tables' log retention leaves no checkpoint naming a version gone;
+    nothing is rebuilt twice and the record is forgotten."""
+    monkeypatch.setattr(one_stream, "ADVANCE_EVERY_S", 0.0)
+    cfg = make_config(tmp_path)
+    land(DATA / "landing" / "part1", cfg.landing)
+    said: list[str] = []
+
+    def moved_up_to(batch_id: int) -> bool:
+        return any(line.startswith(f"reconstruct stream moved up to ingest batch {batch_id} ") for line in said)
+
+    with continuous_run(spark, cfg, on_progress=said.append) as failure:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not failure and not moved_up_to(0):
+            time.sleep(0.5)
+        land(DATA / "landing" / "part2", cfg.landing)
+        while time.monotonic() < deadline and not failure and not moved_up_to(1):
+            time.sleep(0.5)
+        assert failure == [] and moved_up_to(1), f"the checkpoint did not move twice in 240 s: {failure}, {said}"
+    assert rebuilt.recorded(cfg) == ()
+    assert _ingested(spark, cfg) == [0, 1]
+    # Each move ran the reconstruct stream over the batch just rebuilt, and rebuilt nothing twice.
+    assert [line.split(":")[0] for line in said if line.startswith("reconstruct batch")] == [
+        "reconstruct batch 0", "reconstruct batch 1"], said
+    said.clear()
+    run(spark, cfg, on_progress=said.append)
+    assert not [line for line in said if line.startswith(("ingest batch", "reconstruct batch"))], said
+    _same_as_oracle(spark, cfg)
+
+
+def _ingested(spark, cfg) -> list[int]:
+    return sorted(r.batch_id for r in lake.read_table(spark, cfg, "silver_accounting").select("batch_id").distinct()
+                  .collect())
