@@ -22,7 +22,7 @@ from pyspark.sql.streaming import StreamingQuery
 from pipelines.alerts.loop import AlertLoop, alert_loop, batch_alerts
 from pipelines.flow.derived import derived_loop
 from pipelines.flow.ingest import make_ingest_batch
-from pipelines.flow.one_stream import continuous_queries, skip_rebuilt
+from pipelines.flow.one_stream import OneStream, continuous_queries, skip_rebuilt
 from pipelines.flow.reconstruct import make_reconstruct_batch
 from pipelines.settings.config import Config
 from pipelines.storage import lake
@@ -117,16 +117,19 @@ def probe_text(group: str, at: datetime, rng: random.Random) -> str:
 
 
 def start_queries(spark: SparkSession, cfg: Config, *, trigger: str, loop: AlertLoop | None = None,
-                  one_stream: bool = True) -> list[StreamingQuery]:
+                  one_stream: bool = True) -> tuple[list[StreamingQuery], OneStream | None]:
     """The queries of `rebalance run --trigger continuous` (same functions, same checkpoints, `continuous_queries`)
-    with a `processingTime` trigger: one stream that ingests and rebuilds, or (`one_stream` False, the layout a
-    Databricks job's separate tasks keep) the ingest and reconstruct streams. Each batch's rebuild evaluates its
-    groups' alerts under `loop`'s lock, as in a continuous run."""
+    with a `processingTime` trigger, and the one stream's batch and checkpoint move (for the derived loop): one
+    stream that ingests and rebuilds, or (`one_stream` False, the layout a Databricks job's separate tasks keep) the
+    ingest and reconstruct streams. Each batch's rebuild evaluates its groups' alerts under `loop`'s lock, as in a
+    continuous run."""
     lake.ensure_tables(spark, cfg)
     on_hot = batch_alerts(spark, cfg, loop) if loop is not None else None
-    reconstruct = skip_rebuilt(cfg, make_reconstruct_batch(cfg, on_hot=on_hot))
-    return continuous_queries(spark, cfg, ["ingest", "reconstruct"], make_ingest_batch(cfg), reconstruct,
-                              lambda fn: fn, None, one_stream=one_stream, trigger=trigger)
+    ingest, reconstruct = make_ingest_batch(cfg), skip_rebuilt(cfg, make_reconstruct_batch(cfg, on_hot=on_hot))
+    one = OneStream(cfg, ingest, reconstruct) if one_stream else None
+    queries = continuous_queries(spark, cfg, ["ingest", "reconstruct"], ingest, reconstruct, lambda fn: fn, None,
+                                 one_stream=one, trigger=trigger)
+    return queries, one
 
 
 def _check(queries: list[StreamingQuery]) -> None:
@@ -221,11 +224,12 @@ def measure_latency(spark: SparkSession, cfg: Config, *, staging: Path, probes: 
     rng = random.Random(seed)
     staging.mkdir(parents=True, exist_ok=True)
     loop = alert_loop(spark, cfg) if alerts else None
-    queries = start_queries(spark, cfg, trigger=trigger, loop=loop, one_stream=one_stream)
+    queries, one = start_queries(spark, cfg, trigger=trigger, loop=loop, one_stream=one_stream)
     if loop is not None:
         loop.start()
     # The derived tables refresh on their own clock beside the streams, as in a continuous run.
-    derived = derived_loop(spark, cfg, on_rows=lambda counts: None, poke=loop).start()
+    derived = derived_loop(spark, cfg, on_rows=lambda counts: None, poke=loop,
+                           advance=(lambda force: one.advance(spark, force=force)) if one is not None else None).start()
     watcher = _Watcher(spark, cfg, queries, loop)
     landed_at: dict[str, float] = {}
     try:

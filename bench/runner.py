@@ -174,14 +174,15 @@ def _notes(opts: Options, stages: dict[str, dict[str, Any]]) -> list[str]:
          "micro-batch. floor_vs_baseline is the most parse_vs_baseline can be in this design on this machine."),
         ("The Python script extracts 8 wordings and writes JSON lines; the Spark parse stage matches every "
          "template, numbers lines, fingerprints files, accounts for every line and commits six Delta tables."),
-        (f"Latency: both queries of pipelines.flow.run.run started by the benchmark with processingTime "
-         f"'{opts.latency_trigger}' on the warm-up run's tables (`rebalance run --trigger continuous` uses 5 "
-         "seconds; each probe is a new group, so the size of the tables' past hardly matters); one "
+        (f"Latency: the queries of a continuous pipelines.flow.run.run (one stream; before it, as the baseline, the "
+         f"ingest and reconstruct streams a Databricks job's tasks keep) started by the benchmark with processingTime "
+         f"'{opts.latency_trigger}' on the warm-up run's tables (`rebalance run --trigger continuous` uses 5 seconds; "
+         "each probe is a new group, so the size of the tables' past hardly matters); one "
          f"probe file every {opts.latency_every_s:g} s is renamed into a new instance folder (files keep arriving "
          "while earlier ones are processed, as log shipping delivers them), and the rows are looked up after each "
          "gold_rebalances commit; a probe still missing 180 s after the last landing counts as the time it waited. "
          "Each probe's rebalance lasts 61 s by its lines' times, so it raises a long_rebalance alert: the alerts "
-         "are evaluated as in a continuous run (each reconstruct batch's groups in the batch, all of them on the "
+         "are evaluated as in a continuous run (each rebuild's groups in its batch, all of them on the "
          "clock; the derived tables refresh on their own clock beside), and "
          "alert latency is the time from landing to the alert's line in the JSON-lines feed."),
         ("Driver memory of the in-session stages: peak RSS of this Python process plus its Spark JVM, sampled every "

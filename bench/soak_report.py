@@ -149,7 +149,8 @@ def soak_markdown(results: dict[str, Any]) -> str:
     per_window = batch_windows(results, step)
     if per_window:
         lines += ["", "Micro-batches ending in each tenth: how many, their mean seconds, and their mean files (ingest) "
-                  "or rebalances rebuilt (reconstruct).", "",
+                  "or rebalances rebuilt (reconstruct). In a one-stream run each batch ingests, then rebuilds: its "
+                  "two parts are counted and timed apart, and a batch lasts about their sum.", "",
                   "| minutes | reconstruct batches | mean s | rebalances per batch | ingest batches | mean s | "
                   "files per batch |", "|---|---|---|---|---|---|---|"]
         for w in per_window:

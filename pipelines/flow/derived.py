@@ -115,15 +115,20 @@ def write_estate(spark: SparkSession, cfg: Config, rows: list[dict[str, Any]]) -
 
 
 def derived_loop(spark: SparkSession, cfg: Config, *, on_rows: Callable[[dict[str, int]], None],
-                 poke: AlertLoop | None, on_progress: Callable[[str], None] | None = None) -> AlertLoop:
+                 poke: AlertLoop | None, on_progress: Callable[[str], None] | None = None,
+                 advance: Callable[[bool], None] | None = None) -> AlertLoop:
     """The derived refresh of a continuous run as a loop (not started): every `derived_every_s`, the groups the hot
     path rebuilt since the last refresh. The rows written go to `on_rows`; `poke` (the alerts) is poked after a
     refresh that wrote rows, for the estate incidents. Every `compact_every_s`, the turn first compacts the tables
-    that hold `compact_min_files` files or more (`pipelines.storage.maintenance`)."""
+    that hold `compact_min_files` files or more (`pipelines.storage.maintenance`). Each turn starts with `advance`
+    (a one-stream run's move of the reconstruct checkpoint, `OneStream.advance`), told whether a compaction follows."""
     compacted_at = [time.monotonic()]
 
     def refresh(now: dt.datetime) -> None:
-        if cfg.compact_every_s is not None and time.monotonic() - compacted_at[0] >= cfg.compact_every_s:
+        compact = cfg.compact_every_s is not None and time.monotonic() - compacted_at[0] >= cfg.compact_every_s
+        if advance is not None:
+            advance(compact)  # first: the compaction replaces the files of the versions the checkpoint has not passed
+        if compact:
             compacted_at[0] = time.monotonic()
             maintenance.compact(spark, cfg, min_files=cfg.compact_min_files, on_progress=on_progress)
         started = time.monotonic()

@@ -3,14 +3,16 @@
 With two streams a landed file waits twice: for the ingest batch under way, then for the reconstruct batch under way
 when its silver rows arrive, and on a busy machine both streams are always mid-batch. One stream rebuilds the groups
 of each ingest batch right after that batch's silver commits, so a file's rebalances are in gold at the end of the
-batch that read it. The reconstruct stream's checkpoint stays where it was; the batches rebuilt here are recorded
-(`pipelines.state.rebuilt`) so that stream skips them when it next runs: first of all at the start of the next
-continuous run (`catch_up`), which rebuilds whatever an ingest-only run or a stopped run left behind. A Databricks
-job that runs ingest and reconstruct as separate tasks keeps the two streams.
+batch that read it. The batches rebuilt here are recorded (`pipelines.state.rebuilt`) and the reconstruct stream
+skips them when it runs: at the start of a continuous run (`catch_up`), where it rebuilds whatever an ingest-only run
+or a stopped run left behind, and between two batches on the derived tables' turn (`OneStream.advance`), so its
+checkpoint keeps up with the table. A Databricks job that runs ingest and reconstruct as separate tasks, and a run
+through Spark Connect, keep the two streams.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -24,40 +26,58 @@ from pipelines.settings.config import Config
 from pipelines.state import rebuilt
 from pipelines.storage import inputs, lake
 
-# How often a one-stream run moves the reconstruct stream's checkpoint up to the present (`catch_up`, inside a batch).
-# A checkpoint left behind for long would name Delta versions whose log a table's retention (30 days) or whose files
-# a VACUUM after compaction may have removed, and the next run's catch-up could not read them.
+# How often a one-stream run moves the reconstruct stream's checkpoint up to the present (`OneStream.advance`, on
+# the derived tables' turn), and always just before that turn compacts the tables. A checkpoint left behind would
+# name Delta versions whose files a compaction replaced (and a VACUUM may then remove) or whose log the tables'
+# retention (30 days) dropped, and the next run's catch-up could not read them.
 ADVANCE_EVERY_S = 900.0
 
 
-def make_one_stream_batch(cfg: Config, ingest_batch: BatchFn, reconstruct_batch: BatchFn, *,
-                          on_progress: Callable[[str], None] | None = None) -> BatchFn:
-    """The foreachBatch function that ingests a batch of landed lines and then rebuilds its groups.
+def _ranges_text(ranges: rebuilt.Ranges) -> str:
+    return ", ".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in ranges)
 
-    The reconstruct step reads the batch's own `silver_accounting` rows back from the table: a batch replayed after
-    its commits (a run stopped before the checkpoint recorded it) stages its files as repeats of themselves, while the
-    table holds what its first attempt committed. Its ingest batch id is recorded once its groups are in gold. Every
-    `ADVANCE_EVERY_S` the batch then runs the reconstruct stream over what it has not passed (all of it recorded, so
-    it rebuilds nothing) and forgets the record: no other batch is under way then, so nothing races its commits."""
-    advanced = time.monotonic()
 
-    def one_stream_batch(batch_df: DataFrame, batch_id: int) -> None:
-        nonlocal advanced
-        spark = batch_df.sparkSession
-        ingest_batch(batch_df, batch_id)
-        accounting = lake.read_table(spark, cfg, "silver_accounting").filter(F.col("batch_id") == batch_id)
-        reconstruct_batch(accounting, batch_id)
-        rebuilt.mark(cfg, batch_id)
-        if time.monotonic() - advanced >= ADVANCE_EVERY_S:
-            started = time.monotonic()
-            query, _ = catch_up(spark, cfg, RECONSTRUCT_QUERY, reconstruct_batch, None)
-            query.awaitTermination()  # raises the catch-up's own failure, if it failed
-            advanced = time.monotonic()
-            if on_progress is not None:
-                on_progress(f"reconstruct stream moved up to ingest batch {batch_id} "
-                            f"({advanced - started:.1f} s)")
+class OneStream:
+    """The foreachBatch function of a one-stream run (`batch`: ingest a batch of landed lines, then rebuild its
+    groups) and the move of the reconstruct stream's checkpoint past what it rebuilt (`advance`), which never runs
+    while a batch is under way (one lock)."""
 
-    return one_stream_batch
+    def __init__(self, cfg: Config, ingest_batch: BatchFn, reconstruct_batch: BatchFn, *,
+                 on_progress: Callable[[str], None] | None = None) -> None:
+        self.cfg, self.ingest_batch, self.reconstruct_batch = cfg, ingest_batch, reconstruct_batch
+        self.on_progress = on_progress
+        self.lock = threading.Lock()
+        self.advanced = time.monotonic()
+
+    def batch(self, batch_df: DataFrame, batch_id: int) -> None:
+        """Ingest `batch_df`, then rebuild the groups of its files and record the batch.
+
+        The rebuild reads the batch's own `silver_accounting` rows back from the table: a batch replayed after its
+        commits (a run stopped before the checkpoint recorded it) stages its files as repeats of themselves, while
+        the table holds what its first attempt committed. The batch id is recorded once its groups are in gold."""
+        with self.lock:
+            self.ingest_batch(batch_df, batch_id)
+            accounting = lake.read_table(batch_df.sparkSession, self.cfg, "silver_accounting") \
+                .filter(F.col("batch_id") == batch_id)
+            self.reconstruct_batch(accounting, batch_id)
+            rebuilt.mark(self.cfg, batch_id)
+
+    def advance(self, spark: SparkSession, *, force: bool = False) -> None:
+        """When `ADVANCE_EVERY_S` has passed since the last move (or `force`), run the reconstruct stream over what
+        it has not passed, between two batches: all of it recorded, so it rebuilds nothing, and the record is
+        forgotten. Nothing to do while the record is empty."""
+        if not force and time.monotonic() - self.advanced < ADVANCE_EVERY_S:
+            return
+        with self.lock:
+            passed = rebuilt.recorded(self.cfg)
+            if passed:
+                started = time.monotonic()
+                query, _ = catch_up(spark, self.cfg, RECONSTRUCT_QUERY, self.reconstruct_batch, None)
+                query.awaitTermination()  # raises the catch-up's own failure, if it failed
+                if self.on_progress is not None:
+                    self.on_progress(f"reconstruct stream moved past one-stream batches {_ranges_text(passed)} "
+                                     f"({time.monotonic() - started:.1f} s)")
+            self.advanced = time.monotonic()
 
 
 def skip_rebuilt(cfg: Config, reconstruct_batch: BatchFn) -> BatchFn:
@@ -86,21 +106,20 @@ def catch_up(spark: SparkSession, cfg: Config, name: str, batch_fn: BatchFn, sto
 
 def continuous_queries(spark: SparkSession, cfg: Config, stages: Sequence[str], ingest_batch: BatchFn,
                        reconstruct_batch: BatchFn, gated: Callable[[BatchFn], BatchFn], stop: StopRequest | None, *,
-                       one_stream: bool = True, trigger: str = CONTINUOUS_INTERVAL,
+                       one_stream: OneStream | None = None, trigger: str = CONTINUOUS_INTERVAL,
                        on_progress: Callable[[str], None] | None = None) -> list[StreamingQuery]:
     """Start the streams of a continuous run of `stages` ("ingest", "reconstruct" or both), with a processing-time
     `trigger`, and return them.
 
     Both stages with `one_stream`: the reconstruct stream first catches up (`catch_up`), then one stream ingests and
-    rebuilds (`make_one_stream_batch`). Otherwise each stage has its stream. `gated` holds a micro-batch at its entry
+    rebuilds (`one_stream.batch`). Otherwise each stage has its stream. `gated` holds a micro-batch at its entry
     once a stop is requested (a one-stream batch is held or run whole); a stop requested during the catch-up returns
     its query alone."""
-    if one_stream and list(stages) == ["ingest", "reconstruct"]:
+    if one_stream is not None and list(stages) == ["ingest", "reconstruct"]:
         query, ended = catch_up(spark, cfg, RECONSTRUCT_QUERY, gated(reconstruct_batch), stop, on_progress=on_progress)
         if not ended:
             return [query]
-        batch_fns = {inputs.INGEST_QUERY: gated(make_one_stream_batch(cfg, ingest_batch, reconstruct_batch,
-                                                                      on_progress=on_progress))}
+        batch_fns = {inputs.INGEST_QUERY: gated(one_stream.batch)}
         if on_progress is not None:
             on_progress("continuous run: the reconstruct stream has caught up; from here each ingest batch rebuilds "
                         "its own groups (one stream)")

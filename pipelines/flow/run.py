@@ -1,4 +1,5 @@
-"""Run the pipeline: the ingest stream (landing to bronze and silver), then the reconstruct stream (to gold)."""
+"""Run the pipeline: the ingest stream (landing to bronze and silver), then the reconstruct stream (to gold); a
+continuous run in one process runs the two as one stream (`pipelines.flow.one_stream`)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pipelines.alerts.stage import run_alerts
 from pipelines.flow.derived import derived_loop, refresh_derived
 from pipelines.flow.found import Found, from_history
 from pipelines.flow.ingest import make_ingest_batch
-from pipelines.flow.one_stream import catch_up, continuous_queries, skip_rebuilt
+from pipelines.flow.one_stream import OneStream, catch_up, continuous_queries, skip_rebuilt
 from pipelines.flow.reconstruct import make_reconstruct_batch
 from pipelines.flow.stopping import FINISH_S, StopRequest, end_requested, requested, wait_for
 from pipelines.flow.streams import AVAILABLE_NOW, RECONSTRUCT_QUERY, start_stream
@@ -160,9 +161,9 @@ def run(
     the quality alert) and then the run raises QualityError naming the rules. Rows from inconsistent input that
     break an input rule are alerted once each and do not fail the run. The alerts step compares open
     rebalances with `run_ts` (default: now), so a stuck group alerts even when no line arrives. Continuous runs
-    keep the two streams going, evaluate each reconstruct batch's alerts in the batch and all of them on the wall
-    clock (`run_continuously`), and refresh the derived tables every `derived_every_s`; quality comes from scheduled
-    available-now runs.
+    keep one stream going (each ingest batch rebuilds its groups; two streams through Spark Connect or for one
+    stage), evaluate each rebuild's alerts in its batch and all of them on the wall clock (`run_continuously`), and
+    refresh the derived tables every `derived_every_s`; quality comes from scheduled available-now runs.
 
     When `stop` is requested (a signal), the micro-batches under way finish, later ones and steps are not begun,
     and `stopped_by` names the signal; a local session's streams are then left held at their gate, for the caller
@@ -192,10 +193,6 @@ def run(
     # and refreshes the derived tables on a clock of their own.
     alerts = alert_loop(spark, cfg, on_progress=on_progress) if trigger != "available-now" and "alerts" in stages \
         else None
-    derived = derived_loop(spark, cfg, on_rows=summary.add, poke=alerts, on_progress=on_progress) \
-        if trigger != "available-now" and "reconstruct" in stages else None
-    loop = Loops(alerts, derived) or None
-
     def reconstructed(query: str, counts: dict[str, int]) -> None:
         summary.record(query, counts)
 
@@ -212,6 +209,13 @@ def run(
         on_hot=batch_alerts(spark, cfg, alerts, on_progress=on_progress)
         if alerts is not None and not is_connect(spark) else None))
     started = [s for s in ("ingest", "reconstruct") if s in stages]
+    # A continuous run in one process ingests and rebuilds in one stream (not through Spark Connect: two there).
+    one = OneStream(cfg, ingest_fn, reconstruct_fn, on_progress=on_progress) \
+        if trigger != "available-now" and started == ["ingest", "reconstruct"] and not is_connect(spark) else None
+    derived = derived_loop(spark, cfg, on_rows=summary.add, poke=alerts, on_progress=on_progress,
+                           advance=(lambda force: one.advance(spark, force=force)) if one is not None else None) \
+        if trigger != "available-now" and "reconstruct" in stages else None
+    loop = Loops(alerts, derived) or None
     if requested(stop):
         return stopped([])
     if trigger == "available-now":
@@ -257,9 +261,8 @@ def run(
         if failed is not None:
             raise failed
     else:
-        # Through Spark Connect the two streams stay (their batches run in the server).
-        queries = continuous_queries(spark, cfg, started, ingest_fn, reconstruct_fn, gated, stop,
-                                     one_stream=not is_connect(spark), on_progress=on_progress)
+        queries = continuous_queries(spark, cfg, started, ingest_fn, reconstruct_fn, gated, stop, one_stream=one,
+                                     on_progress=on_progress)
         if requested(stop):
             return stopped(queries)
         run_continuously(queries, loop.start() if loop is not None and not requested(stop) else None, stop)
