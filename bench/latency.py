@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from pipelines.alerts.loop import AlertLoop, alert_loop, batch_alerts
+from pipelines.alerts.loop import AlertLoop, Loops, alert_loop, batch_alerts
 from pipelines.flow.derived import derived_loop
 from pipelines.flow.ingest import make_ingest_batch
 from pipelines.flow.one_stream import OneStream, continuous_queries, skip_rebuilt
@@ -126,7 +126,7 @@ def start_queries(spark: SparkSession, cfg: Config, *, trigger: str, loop: Alert
     lake.ensure_tables(spark, cfg)
     on_hot = batch_alerts(spark, cfg, loop) if loop is not None else None
     ingest, reconstruct = make_ingest_batch(cfg), skip_rebuilt(cfg, make_reconstruct_batch(cfg, on_hot=on_hot))
-    one = OneStream(cfg, ingest, reconstruct) if one_stream else None
+    one = OneStream(spark, cfg, ingest, reconstruct) if one_stream else None
     queries = continuous_queries(spark, cfg, ["ingest", "reconstruct"], ingest, reconstruct, lambda fn: fn, None,
                                  one_stream=one, trigger=trigger)
     return queries, one
@@ -166,8 +166,9 @@ class _Watcher:
     only where it grew, so polling does not compete with the streams for the two cores."""
 
     def __init__(self, spark: SparkSession, cfg: Config, queries: list[StreamingQuery],
-                 loop: AlertLoop | None = None) -> None:
+                 loop: AlertLoop | None = None, derived: AlertLoop | None = None) -> None:
         self.spark, self.cfg, self.queries, self.loop = spark, cfg, queries, loop
+        self.loops = Loops(loop, derived)  # checked while polling: a loop that failed ends the measurement
         self.log_dir = Path(lake.table(cfg, "gold_rebalances").path or "") / "_delta_log"
         self.commits = _commits(self.log_dir)
         self.feed = FeedWatcher(cfg.alerts_jsonl)
@@ -202,8 +203,7 @@ class _Watcher:
                 continue
             self.commits = max(self.commits, commits)
             _check(self.queries)
-            if self.loop is not None:
-                self.loop.check()
+            self.loops.check()
             time.sleep(0.05)
 
 
@@ -228,9 +228,8 @@ def measure_latency(spark: SparkSession, cfg: Config, *, staging: Path, probes: 
     if loop is not None:
         loop.start()
     # The derived tables refresh on their own clock beside the streams, as in a continuous run.
-    derived = derived_loop(spark, cfg, on_rows=lambda counts: None, poke=loop,
-                           advance=(lambda force: one.advance(spark, force=force)) if one is not None else None).start()
-    watcher = _Watcher(spark, cfg, queries, loop)
+    derived = derived_loop(spark, cfg, on_rows=lambda counts: None, poke=loop, one_stream=one).start()
+    watcher = _Watcher(spark, cfg, queries, loop, derived)
     landed_at: dict[str, float] = {}
     try:
         for query in queries:
@@ -257,9 +256,7 @@ def measure_latency(spark: SparkSession, cfg: Config, *, staging: Path, probes: 
         watcher.poll(time.monotonic() + timeout_s, stop_when_all_seen=True)
     finally:
         stop_when_idle(queries)
-        derived.stop()
-        if loop is not None:
-            loop.stop()
+        Loops(derived, loop).stop()  # both stopped, then the first error raised
     now = time.monotonic()
     seconds = [watcher.seen.get(group, now - landed) for group, landed in landed_at.items()]
     alert_seconds = [watcher.alert_seen.get(group, now - landed) for group, landed in landed_at.items()] \

@@ -3,10 +3,12 @@ no such batch rebuilt and skips what one did (`pipelines.flow.one_stream`, `pipe
 
 from __future__ import annotations
 
+import threading
 import time
 
 from pipelines.flow import one_stream
 from pipelines.flow.run import run
+from pipelines.flow.stopping import StopRequest
 from pipelines.state import rebuilt
 from pipelines.storage import lake
 from tests.conftest import DATA, continuous_run, land, make_config
@@ -103,3 +105,27 @@ def test_a_long_continuous_run_moves_the_reconstruct_checkpoint_up_between_batch
 def _ingested(spark, cfg) -> list[int]:
     return sorted(r.batch_id for r in lake.read_table(spark, cfg, "silver_accounting").select("batch_id").distinct()
                   .collect())
+
+
+def test_a_batch_waiting_for_a_move_has_not_begun_and_a_stop_starts_no_move(tmp_path):
+    """The stop gate sits inside the lock: a batch that waited for a checkpoint move while a stop was requested is
+    held at the gate without writing, and is not counted as under way; once a stop is requested no move starts."""
+    cfg = make_config(tmp_path)
+    ran: list[int] = []
+    stop = StopRequest()
+    one = one_stream.OneStream(None, cfg, lambda df, batch_id: ran.append(batch_id), lambda df, batch_id: None,
+                               gated=stop.guard, stop=stop)
+    with one.between_batches():
+        waiting = threading.Thread(target=one.batch, args=(None, 7), daemon=True)
+        waiting.start()
+        time.sleep(0.2)
+        stop.requested.set()
+        assert stop.wait_idle(0.1)  # the waiting batch is not under way
+    waiting.join(0.5)
+    assert waiting.is_alive() and ran == []  # held at the gate, for good
+    # The held batch keeps the lock: a move waiting for it gives up once a stop is requested, and none starts.
+    with one.between_batches() as free:
+        assert free is False
+    rebuilt.mark(cfg, 3)
+    one.advance()  # would start a query on the (absent) session if it tried
+    assert rebuilt.recorded(cfg) == ((3, 3),)

@@ -10,6 +10,7 @@ tables it reflects; `freshness` reads it back.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.alerts.loop import AlertLoop
+from pipelines.flow.one_stream import OneStream
 from pipelines.flow.reconstruct import GOLD_KEYS, merger
 from pipelines.gold.aggregates import health_from
 from pipelines.gold.build import ESTATE_OWNED, HOT, per_group_derived
@@ -116,21 +118,27 @@ def write_estate(spark: SparkSession, cfg: Config, rows: list[dict[str, Any]]) -
 
 def derived_loop(spark: SparkSession, cfg: Config, *, on_rows: Callable[[dict[str, int]], None],
                  poke: AlertLoop | None, on_progress: Callable[[str], None] | None = None,
-                 advance: Callable[[bool], None] | None = None) -> AlertLoop:
+                 one_stream: OneStream | None = None) -> AlertLoop:
     """The derived refresh of a continuous run as a loop (not started): every `derived_every_s`, the groups the hot
     path rebuilt since the last refresh. The rows written go to `on_rows`; `poke` (the alerts) is poked after a
     refresh that wrote rows, for the estate incidents. Every `compact_every_s`, the turn first compacts the tables
-    that hold `compact_min_files` files or more (`pipelines.storage.maintenance`). Each turn starts with `advance`
-    (a one-stream run's move of the reconstruct checkpoint, `OneStream.advance`), told whether a compaction follows."""
+    that hold `compact_min_files` files or more (`pipelines.storage.maintenance`). In a one-stream run the turn
+    first moves the reconstruct checkpoint (`OneStream.advance`) when it is due or a compaction follows, and holds
+    the stream between two batches until the compaction is done: the compaction replaces the files of versions the
+    checkpoint must have passed."""
     compacted_at = [time.monotonic()]
 
     def refresh(now: dt.datetime) -> None:
         compact = cfg.compact_every_s is not None and time.monotonic() - compacted_at[0] >= cfg.compact_every_s
-        if advance is not None:
-            advance(compact)  # first: the compaction replaces the files of the versions the checkpoint has not passed
-        if compact:
-            compacted_at[0] = time.monotonic()
-            maintenance.compact(spark, cfg, min_files=cfg.compact_min_files, on_progress=on_progress)
+        move = one_stream is not None and (compact or one_stream.due())
+        with one_stream.between_batches() if one_stream is not None and move else contextlib.nullcontext(True) as free:
+            if not free:  # a stop was requested while the stream's batch went on: the run is ending
+                return
+            if one_stream is not None and move:
+                one_stream.advance()
+            if compact:
+                compacted_at[0] = time.monotonic()
+                maintenance.compact(spark, cfg, min_files=cfg.compact_min_files, on_progress=on_progress)
         started = time.monotonic()
         try:
             counts = refresh_derived(spark, cfg)

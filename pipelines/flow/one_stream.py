@@ -12,15 +12,16 @@ through Spark Connect, keep the two streams.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from pipelines.flow.stopping import StopRequest, wait_for
+from pipelines.flow.stopping import StopRequest, requested, wait_for
 from pipelines.flow.streams import AVAILABLE_NOW, CONTINUOUS_INTERVAL, RECONSTRUCT_QUERY, BatchFn, start_stream
 from pipelines.settings.config import Config
 from pipelines.state import rebuilt
@@ -39,45 +40,67 @@ def _ranges_text(ranges: rebuilt.Ranges) -> str:
 
 class OneStream:
     """The foreachBatch function of a one-stream run (`batch`: ingest a batch of landed lines, then rebuild its
-    groups) and the move of the reconstruct stream's checkpoint past what it rebuilt (`advance`), which never runs
-    while a batch is under way (one lock)."""
+    groups) and the move of the reconstruct stream's checkpoint past what it rebuilt (`advance`). One lock keeps
+    them apart: a move, and a compaction that follows it (`between_batches`), never run while a batch is under way.
 
-    def __init__(self, cfg: Config, ingest_batch: BatchFn, reconstruct_batch: BatchFn, *,
+    `gated` is the run's stop gate (`StopRequest.guard`), applied inside the lock: a batch still waiting for a move
+    has not begun, and one that gets the lock after a stop was requested waits at the gate without writing. Once
+    `stop` is requested no move starts."""
+
+    def __init__(self, spark: SparkSession, cfg: Config, ingest_batch: BatchFn, reconstruct_batch: BatchFn, *,
+                 gated: Callable[[BatchFn], BatchFn] = lambda fn: fn, stop: StopRequest | None = None,
                  on_progress: Callable[[str], None] | None = None) -> None:
-        self.cfg, self.ingest_batch, self.reconstruct_batch = cfg, ingest_batch, reconstruct_batch
-        self.on_progress = on_progress
+        self.spark, self.cfg, self.stop, self.on_progress = spark, cfg, stop, on_progress
+        self.ingest_batch, self.reconstruct_batch = ingest_batch, reconstruct_batch
         self.lock = threading.Lock()
         self.advanced = time.monotonic()
+        self._gated_body = gated(self._body)
 
     def batch(self, batch_df: DataFrame, batch_id: int) -> None:
-        """Ingest `batch_df`, then rebuild the groups of its files and record the batch.
-
-        The rebuild reads the batch's own `silver_accounting` rows back from the table: a batch replayed after its
-        commits (a run stopped before the checkpoint recorded it) stages its files as repeats of themselves, while
-        the table holds what its first attempt committed. The batch id is recorded once its groups are in gold."""
+        """Ingest `batch_df`, then rebuild the groups of its files and record the batch (behind the stop gate)."""
         with self.lock:
-            self.ingest_batch(batch_df, batch_id)
-            accounting = lake.read_table(batch_df.sparkSession, self.cfg, "silver_accounting") \
-                .filter(F.col("batch_id") == batch_id)
-            self.reconstruct_batch(accounting, batch_id)
-            rebuilt.mark(self.cfg, batch_id)
+            self._gated_body(batch_df, batch_id)
 
-    def advance(self, spark: SparkSession, *, force: bool = False) -> None:
-        """When `ADVANCE_EVERY_S` has passed since the last move (or `force`), run the reconstruct stream over what
-        it has not passed, between two batches: all of it recorded, so it rebuilds nothing, and the record is
-        forgotten. Nothing to do while the record is empty."""
-        if not force and time.monotonic() - self.advanced < ADVANCE_EVERY_S:
-            return
-        with self.lock:
-            passed = rebuilt.recorded(self.cfg)
-            if passed:
-                started = time.monotonic()
-                query, _ = catch_up(spark, self.cfg, RECONSTRUCT_QUERY, self.reconstruct_batch, None)
-                query.awaitTermination()  # raises the catch-up's own failure, if it failed
-                if self.on_progress is not None:
-                    self.on_progress(f"reconstruct stream moved past one-stream batches {_ranges_text(passed)} "
-                                     f"({time.monotonic() - started:.1f} s)")
-            self.advanced = time.monotonic()
+    def _body(self, batch_df: DataFrame, batch_id: int) -> None:
+        # The rebuild reads the batch's own silver_accounting rows back from the table: a batch replayed after its
+        # commits (a run stopped before the checkpoint recorded it) stages its files as repeats of themselves, while
+        # the table holds what its first attempt committed. The batch is recorded once its groups are in gold.
+        self.ingest_batch(batch_df, batch_id)
+        accounting = lake.read_table(batch_df.sparkSession, self.cfg, "silver_accounting") \
+            .filter(F.col("batch_id") == batch_id)
+        self.reconstruct_batch(accounting, batch_id)
+        rebuilt.mark(self.cfg, batch_id)
+
+    def due(self) -> bool:
+        """Whether `ADVANCE_EVERY_S` has passed since the last move."""
+        return time.monotonic() - self.advanced >= ADVANCE_EVERY_S
+
+    @contextlib.contextmanager
+    def between_batches(self) -> Iterator[bool]:
+        """Hold the stream between two batches for the block; yields False, holding nothing, when a stop was
+        requested before the batch under way let go (a batch held at the stop gate keeps the lock for good)."""
+        while not self.lock.acquire(timeout=0.5):
+            if requested(self.stop):
+                yield False
+                return
+        try:
+            yield True
+        finally:
+            self.lock.release()
+
+    def advance(self) -> None:
+        """Run the reconstruct stream over what it has not passed, all of it recorded (so it rebuilds nothing), and
+        forget the record; nothing to do while the record is empty or once a stop was requested. Call it inside
+        `between_batches`."""
+        passed = rebuilt.recorded(self.cfg)
+        if passed and not requested(self.stop):
+            started = time.monotonic()
+            query, _ = catch_up(self.spark, self.cfg, RECONSTRUCT_QUERY, self.reconstruct_batch, None)
+            query.awaitTermination()  # raises the catch-up's own failure, if it failed
+            if self.on_progress is not None:
+                self.on_progress(f"reconstruct stream moved past one-stream batches {_ranges_text(passed)} "
+                                 f"({time.monotonic() - started:.1f} s)")
+        self.advanced = time.monotonic()
 
 
 def skip_rebuilt(cfg: Config, reconstruct_batch: BatchFn) -> BatchFn:
@@ -112,14 +135,14 @@ def continuous_queries(spark: SparkSession, cfg: Config, stages: Sequence[str], 
     `trigger`, and return them.
 
     Both stages with `one_stream`: the reconstruct stream first catches up (`catch_up`), then one stream ingests and
-    rebuilds (`one_stream.batch`). Otherwise each stage has its stream. `gated` holds a micro-batch at its entry
-    once a stop is requested (a one-stream batch is held or run whole); a stop requested during the catch-up returns
-    its query alone."""
+    rebuilds (`one_stream.batch`, made with the same gate). Otherwise each stage has its stream. `gated` holds a
+    micro-batch at its entry once a stop is requested (a one-stream batch is held or run whole); a stop requested
+    during the catch-up returns its query alone."""
     if one_stream is not None and list(stages) == ["ingest", "reconstruct"]:
         query, ended = catch_up(spark, cfg, RECONSTRUCT_QUERY, gated(reconstruct_batch), stop, on_progress=on_progress)
         if not ended:
             return [query]
-        batch_fns = {inputs.INGEST_QUERY: gated(one_stream.batch)}
+        batch_fns: dict[str, BatchFn] = {inputs.INGEST_QUERY: one_stream.batch}  # behind the gate it was made with
         if on_progress is not None:
             on_progress("continuous run: the reconstruct stream has caught up; from here each ingest batch rebuilds "
                         "its own groups (one stream)")

@@ -210,10 +210,9 @@ def run(
         if alerts is not None and not is_connect(spark) else None))
     started = [s for s in ("ingest", "reconstruct") if s in stages]
     # A continuous run in one process ingests and rebuilds in one stream (not through Spark Connect: two there).
-    one = OneStream(cfg, ingest_fn, reconstruct_fn, on_progress=on_progress) \
+    one = OneStream(spark, cfg, ingest_fn, reconstruct_fn, gated=gated, stop=stop, on_progress=on_progress) \
         if trigger != "available-now" and started == ["ingest", "reconstruct"] and not is_connect(spark) else None
-    derived = derived_loop(spark, cfg, on_rows=summary.add, poke=alerts, on_progress=on_progress,
-                           advance=(lambda force: one.advance(spark, force=force)) if one is not None else None) \
+    derived = derived_loop(spark, cfg, on_rows=summary.add, poke=alerts, on_progress=on_progress, one_stream=one) \
         if trigger != "available-now" and "reconstruct" in stages else None
     loop = Loops(alerts, derived) or None
     if requested(stop):
