@@ -28,12 +28,15 @@ from typing import Any
 from urllib.parse import unquote
 
 import pyarrow.parquet as pq
+import yaml
 from pyarrow.lib import ArrowException
 
 from bench.facts import OtherWork, machine_facts
+from bench.jobs import batches_of, log_files, read_lines, render, summary
 from bench.latency import COORDINATOR, FeedWatcher, LatencyResult, probe_text
 from bench.memory import MB, process_parents, tree_bytes
 from bench.soak_report import soak_figures, soak_markdown
+from pipelines.settings.config import DEFAULT_CONF
 
 RESIDENT_GROUPS = 4
 STOP_WAIT_S = 90.0
@@ -283,6 +286,19 @@ def summarise(soak: Soak) -> dict[str, Any]:
             "figures": soak_figures(soak.minutes, soak.probes, soak.memory, soak.sizes, watched_s=soak.watched_s)}
 
 
+def with_event_log(conf: Path | None, folder: Path) -> Path:
+    """A copy of the configuration `conf` (default conf/local.yml) beside `folder` whose Spark writes its event log,
+    uncompressed, to `folder` (created here), for `bench.jobs`."""
+    data = yaml.safe_load((conf or DEFAULT_CONF).read_text(encoding="utf-8")) or {}
+    spark = data.setdefault("spark", {})
+    spark["conf"] = {**(spark.get("conf") or {}), "spark.eventLog.enabled": True,
+                     "spark.eventLog.dir": folder.resolve().as_uri(), "spark.eventLog.compress": False}
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder.parent / "soak-conf.yml"
+    copy.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return copy
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the soak, write `<time>-soak.json` and `.md` under --out, print the table."""
     parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n\n")[0])
@@ -291,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conf", type=Path, help="pipeline configuration file (default conf/local.yml)")
     parser.add_argument("--out", type=Path, default=Path("bench/results"), help="results directory")
     parser.add_argument("--work", type=Path, help="scratch directory (default: a temp dir, removed at the end)")
+    parser.add_argument("--jobs", action="store_true",
+                        help="turn on Spark's event log and report the run's Spark jobs per micro-batch and kind "
+                             "(python -m bench.jobs)")
     args = parser.parse_args(argv)
     if args.minutes <= 0 or args.every <= 0:
         parser.error("--minutes and --every must be above 0")
@@ -301,19 +320,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[soak {datetime.now(timezone.utc):%H:%M:%S}] {message}", file=sys.stderr, flush=True)
 
     say(f"a continuous run for {args.minutes:g} minutes, a landing every {args.every:g} s, under {work}")
+    conf = with_event_log(args.conf, work / "events") if args.jobs else args.conf
     try:
-        soak = run_soak(work, minutes=args.minutes, every_s=args.every, conf=args.conf, say=say)
+        soak = run_soak(work, minutes=args.minutes, every_s=args.every, conf=conf, say=say)
     except BaseException:
         say(f"the soak failed; its run's log and tables are kept under {work}")
         raise
+    jobs = summary(*batches_of(read_lines(log_files(work / "events")))) if args.jobs else None
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)
     results = {"mode": "soak", "started_at": started_at.isoformat(timespec="seconds"), "machine": machine_facts(),
-               "other_cpu_share": soak.other_cpu_share, **summarise(soak)}
+               "other_cpu_share": soak.other_cpu_share, **summarise(soak), **({"jobs": jobs} if jobs else {})}
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / f"{started_at:%Y%m%dT%H%M%S}-soak"
     stem.with_suffix(".json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    text = soak_markdown(results)
+    text = soak_markdown(results) + (f"\nSpark jobs per micro-batch (event log, `python -m bench.jobs`):\n\n"
+                                     f"{render(jobs)}\n" if jobs else "")
     stem.with_suffix(".md").write_text(text, encoding="utf-8")
     print(text)
     print(f"results: {stem}.json, {stem}.md")

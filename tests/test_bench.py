@@ -275,7 +275,8 @@ def test_a_short_soak_writes_every_figure_and_stops_the_run_cleanly(tmp_path):
     from bench import soak
 
     out = tmp_path / "results"
-    assert soak.main(["--minutes", "1", "--every", "5", "--out", str(out), "--work", str(tmp_path / "work")]) == 0
+    assert soak.main(["--minutes", "1", "--every", "5", "--out", str(out), "--work", str(tmp_path / "work"),
+                      "--jobs"]) == 0
     [written] = out.glob("*-soak.json")
     results = json.loads(written.read_text(encoding="utf-8"))
     figures = {f["name"]: f for f in results["figures"]}
@@ -289,6 +290,10 @@ def test_a_short_soak_writes_every_figure_and_stops_the_run_cleanly(tmp_path):
     assert all(b[3] is not None and b[3] > 0 for step in results["batches"].values() for b in step)
     assert results["memory_mb"] and all(mb > 0 for _at, mb in results["memory_mb"])
     assert written.with_suffix(".md").exists()
+    # --jobs: the run's event log, summarised per micro-batch (one stream: its batches run as the ingest query)
+    ingest = results["jobs"]["streams"]["ingest"]
+    assert ingest["batches"] >= 1 and ingest["jobs_mean"] > 0 and "merge: find touched files" in ingest["kinds"]
+    assert "Spark jobs per micro-batch" in written.with_suffix(".md").read_text(encoding="utf-8")
 
 
 def test_the_feed_watcher_reads_only_whole_lines_appended_since_it_last_looked(tmp_path):

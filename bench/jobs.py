@@ -1,0 +1,200 @@
+"""`python -m bench.jobs EVENT_LOG`: what a run's micro-batches spend their Spark jobs on, from Spark's event log.
+
+On small batches a run's cost is its number of Spark jobs, not its rows (issue #52): each job costs tens of
+milliseconds whatever it reads. This reads the event log of a run (`spark.eventLog.enabled`) and gives, per stream
+(ingest, reconstruct), the micro-batches it ran, their mean wall time from first job to last, and their jobs by kind:
+Delta's own work (the file listing of each table scan, snapshot computations, the phases of each MERGE) apart from
+the pipeline's queries, pins and writes. Jobs outside any micro-batch (the derived tables' turn, the alerts loop, a
+compaction) are counted apart.
+
+Turn the log on with a configuration file whose `spark.conf` holds, for instance:
+
+    spark.eventLog.enabled: true
+    spark.eventLog.dir: file:///tmp/rebalance-events
+    spark.eventLog.compress: false
+
+then `python -m bench.jobs /tmp/rebalance-events` reads the newest application's log there. A compressed log
+(`.zstd`, `.zst`) is read through the `zstd` command when it is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BATCH_LINE = re.compile(r"^batch = (\d+)(.*)$", re.MULTILINE)
+# Delta names its own jobs after what they do, appended to the stream's description; the first match wins.
+DELTA_KINDS = (
+    ("Compute snapshot for version", "delta snapshot"),
+    ("MERGE operation - materialize source", "merge: materialize source"),
+    ("MERGE operation - scanning files for matches", "merge: find touched files"),
+    ("Writing modified data", "merge: rewrite files"),
+    ("MERGE operation - writing new files", "merge: write inserts"),
+    ("Filtering files for query", "delta file listing"),
+)
+# The pipeline's own jobs, by the name of their first stage.
+STAGE_KINDS = (
+    ("localCheckpoint", "pin"),
+    ("save", "append"),
+    ("withThreadLocalCaptured", "broadcast or query stage"),
+)
+COMPRESSED = (".zstd", ".zst")
+
+
+@dataclass
+class Batch:
+    """The jobs of one micro-batch: how many of each kind, their seconds, and its span."""
+
+    jobs: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    first_ms: int | None = None
+    last_ms: int | None = None
+
+    def add(self, kind: str, start_ms: int, end_ms: int) -> None:
+        """Count one job of `kind` that ran from `start_ms` to `end_ms`."""
+        self.jobs[kind] += 1
+        self.seconds[kind] += (end_ms - start_ms) / 1000
+        self.first_ms = start_ms if self.first_ms is None else min(self.first_ms, start_ms)
+        self.last_ms = end_ms if self.last_ms is None else max(self.last_ms, end_ms)
+
+    @property
+    def wall_s(self) -> float:
+        """Seconds from the batch's first job's submission to its last job's end."""
+        return 0.0 if self.first_ms is None or self.last_ms is None else (self.last_ms - self.first_ms) / 1000
+
+
+def job_kind(description: str, stage_name: str) -> str:
+    """The kind of a job, from the text after its `batch = N` line (Delta's own jobs) or its first stage's name."""
+    for needle, kind in DELTA_KINDS:
+        if needle in description:
+            return kind
+    for needle, kind in STAGE_KINDS:
+        if needle in stage_name:
+            return kind
+    return "query"
+
+
+def log_files(path: Path) -> list[Path]:
+    """The event log files of `path`: itself if a file; the newest application's log in a directory (a rolling
+    log's `eventlog_v2_*` folder counts as one application, its parts in order)."""
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    if any(p.name.startswith("events_") for p in path.iterdir()):
+        parts = [p for p in path.iterdir() if p.name.startswith("events_")]
+        return sorted(parts, key=lambda p: int(p.name.split("_")[1]))
+    apps = [p for p in path.iterdir() if not p.name.startswith(".")]
+    if not apps:
+        raise FileNotFoundError(f"{path}: no event log in this directory")
+    return log_files(max(apps, key=lambda p: p.stat().st_mtime))
+
+
+def read_lines(files: Iterable[Path]) -> Iterator[str]:
+    """The text lines of the event log `files`, decompressing zstd parts with the `zstd` command."""
+    for f in files:
+        if f.suffix in COMPRESSED:
+            zstd = shutil.which("zstd")
+            if zstd is None:
+                raise RuntimeError(f"{f}: a zstd-compressed event log and no zstd command here; set "
+                                   "spark.eventLog.compress: false, or install zstd")
+            text = subprocess.run([zstd, "-dc", str(f)], capture_output=True, check=True).stdout.decode()
+            yield from text.splitlines()
+        else:
+            with f.open(encoding="utf-8", errors="replace") as handle:
+                yield from handle
+
+
+def batches_of(lines: Iterable[str]) -> tuple[dict[tuple[str, int], Batch], Batch]:
+    """The jobs of each (stream, batch id), and those outside any micro-batch."""
+    started: dict[int, tuple[int, str, int | None, str]] = {}
+    batches: dict[tuple[str, int], Batch] = defaultdict(Batch)
+    outside = Batch()
+    for line in lines:
+        if '"SparkListenerJob' not in line:
+            continue
+        event: dict[str, Any] = json.loads(line)
+        if event["Event"] == "SparkListenerJobStart":
+            description = (event.get("Properties") or {}).get("spark.job.description") or ""
+            stages = event.get("Stage Infos") or []
+            match = BATCH_LINE.search(description)
+            stream = description.split("\n")[0].removeprefix("Delta: ").removeprefix("Delta: ").strip()
+            kind = job_kind(match.group(2) if match else description, stages[0]["Stage Name"] if stages else "")
+            started[event["Job ID"]] = (event["Submission Time"], stream, int(match.group(1)) if match else None,
+                                        kind)
+        elif event["Event"] == "SparkListenerJobEnd" and event["Job ID"] in started:
+            start_ms, stream, batch_id, kind = started.pop(event["Job ID"])
+            target = outside if batch_id is None else batches[(stream, batch_id)]
+            target.add(kind, start_ms, event["Completion Time"])
+    return dict(batches), outside
+
+
+def summary(batches: dict[tuple[str, int], Batch], outside: Batch) -> dict[str, Any]:
+    """Per stream: batches, mean wall seconds, mean jobs and mean job-seconds per batch by kind; jobs outside."""
+    out: dict[str, Any] = {"streams": {}, "outside_batches": {"jobs": dict(outside.jobs),
+                                                              "seconds": dict(outside.seconds)}}
+    by_stream: dict[str, list[Batch]] = defaultdict(list)
+    for (stream, _), batch in sorted(batches.items()):
+        by_stream[stream].append(batch)
+    for stream, these in by_stream.items():
+        n = len(these)
+        kinds = sorted({k for b in these for k in b.jobs})
+        out["streams"][stream] = {
+            "batches": n,
+            "wall_s_mean": round(sum(b.wall_s for b in these) / n, 3),
+            "jobs_mean": round(sum(sum(b.jobs.values()) for b in these) / n, 1),
+            "kinds": {k: {"jobs_mean": round(sum(b.jobs.get(k, 0) for b in these) / n, 1),
+                          "job_seconds_mean": round(sum(b.seconds.get(k, 0.0) for b in these) / n, 3)}
+                      for k in kinds},
+        }
+    return out
+
+
+def render(result: dict[str, Any]) -> str:
+    """The summary as Markdown tables, one per stream, the costliest kinds first."""
+    lines = []
+    for stream, s in result["streams"].items():
+        lines += [f"## {stream}: {s['batches']} micro-batches, {s['wall_s_mean']} s from first job to last, "
+                  f"{s['jobs_mean']} jobs each (means)", "",
+                  "| kind | jobs per batch | job seconds per batch |", "|---|---:|---:|"]
+        for kind, k in sorted(s["kinds"].items(), key=lambda kv: -kv[1]["job_seconds_mean"]):
+            lines.append(f"| {kind} | {k['jobs_mean']} | {k['job_seconds_mean']} |")
+        lines.append("")
+    outside = result["outside_batches"]["jobs"]
+    lines.append(f"Outside any micro-batch: {sum(outside.values())} jobs "
+                 f"({', '.join(f'{k} {v}' for k, v in sorted(outside.items())) or 'none'}).")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the summary of an event log (Markdown, or JSON with --json)."""
+    parser = argparse.ArgumentParser(prog="python -m bench.jobs", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("log", type=Path, help="an event log file, a rolling log's folder, or spark.eventLog.dir")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    args = parser.parse_args(argv)
+    try:
+        batches, outside = batches_of(read_lines(log_files(args.log)))
+    except (OSError, RuntimeError, subprocess.CalledProcessError) as exc:
+        print(f"python -m bench.jobs: {exc}", file=sys.stderr)
+        return 2
+    if not batches:
+        print(f"python -m bench.jobs: {args.log}: no micro-batch jobs in this log", file=sys.stderr)
+        return 1
+    result = summary(batches, outside)
+    print(json.dumps(result, indent=2) if args.json else render(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""bench.jobs: a run's Spark jobs per micro-batch and kind, read from an event log shaped as Spark 4 writes it."""
+
+from __future__ import annotations
+
+import json
+
+from bench.jobs import batches_of, job_kind, log_files, main, summary
+
+STREAM = "ingest\nid = a5c6676c-faff-4578-9597-489eea30049e\nrunId = 19fad4ac-dcc0-42be-bef6-e69ba9d34352\n"
+
+
+def _job(job_id: int, start_ms: int, end_ms: int, description: str | None, stage: str) -> list[str]:
+    """The start and end lines of one job, with the fields Spark's event log gives them."""
+    properties = {"spark.job.description": description} if description is not None else {}
+    start = {"Event": "SparkListenerJobStart", "Job ID": job_id, "Submission Time": start_ms,
+             "Stage Infos": [{"Stage ID": job_id, "Stage Name": stage}], "Properties": properties}
+    end = {"Event": "SparkListenerJobEnd", "Job ID": job_id, "Completion Time": end_ms,
+           "Job Result": {"Result": "JobSucceeded"}}
+    return [json.dumps(start), json.dumps(end)]
+
+
+LOG = [
+    json.dumps({"Event": "SparkListenerApplicationStart", "App Name": "rebalance-run"}),
+    *_job(1, 1_000, 1_050, STREAM + "batch = 15", "localCheckpoint at <unknown>:0"),
+    *_job(2, 1_060, 1_100, STREAM + "batch = 15 - MERGE operation - scanning files for matches",
+          "$anonfun$withThreadLocalCaptured$2 at CompletableFuture.java:1768"),
+    *_job(3, 1_100, 1_140, "Delta: " + STREAM + "batch = 15: Filtering files for query", "call at clientserver.py"),
+    *_job(4, 1_150, 1_400, "Delta: Delta: " + STREAM + "batch = 15: Compute snapshot for version: 30", "x"),
+    *_job(5, 2_000, 2_500, STREAM + "batch = 16", "save at <unknown>:0"),
+    *_job(6, 3_000, 3_100, None, "$anonfun$recordDeltaOperationInternal$1 at DatabricksLogging.scala:128"),
+]
+
+
+def test_each_job_is_counted_in_its_batch_by_kind_and_the_rest_apart(tmp_path):
+    batches, outside = batches_of(LOG)
+    assert sorted(batches) == [("ingest", 15), ("ingest", 16)]
+    b15 = batches[("ingest", 15)]
+    assert dict(b15.jobs) == {"pin": 1, "merge: find touched files": 1, "delta file listing": 1, "delta snapshot": 1}
+    assert b15.wall_s == 0.4
+    assert dict(outside.jobs) == {"query": 1}
+    result = summary(batches, outside)
+    assert result["streams"]["ingest"]["batches"] == 2
+    assert result["streams"]["ingest"]["jobs_mean"] == 2.5
+    assert result["streams"]["ingest"]["kinds"]["append"] == {"jobs_mean": 0.5, "job_seconds_mean": 0.25}
+
+
+def test_a_rolling_log_is_read_in_the_order_of_its_parts(tmp_path, capsys):
+    folder = tmp_path / "events" / "eventlog_v2_local-1"
+    folder.mkdir(parents=True)
+    (folder / "events_10_local-1").write_text("\n".join(LOG[7:]) + "\n")
+    (folder / "events_2_local-1").write_text("\n".join(LOG[:7]) + "\n")
+    assert [p.name for p in log_files(tmp_path / "events")] == ["events_2_local-1", "events_10_local-1"]
+    assert main([str(tmp_path / "events")]) == 0
+    out = capsys.readouterr().out
+    assert "## ingest: 2 micro-batches" in out
+    assert "| delta snapshot | 0.5 | 0.125 |" in out
+
+
+def test_a_log_without_batches_or_a_missing_path_says_so(tmp_path, capsys):
+    empty = tmp_path / "app.log"
+    empty.write_text(LOG[0] + "\n")
+    assert main([str(empty)]) == 1
+    assert main([str(tmp_path / "nowhere")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_delta_names_its_own_jobs_and_the_first_stage_names_the_rest():
+    assert job_kind(" - MERGE operation - materialize source", "") == "merge: materialize source"
+    assert job_kind(": Writing modified data - MERGE operation - Rewriting 1 files", "") == "merge: rewrite files"
+    assert job_kind("", "collectToPython at <unknown>:0") == "query"
