@@ -419,6 +419,31 @@ def test_client_only_a_coordinator_marked_dead_because_the_heartbeat_session_exp
     assert [r["cause"] for r in reconstruct_group("g", events)][-1] == "coordinator_change"
 
 
+def test_client_only_a_leave_the_coordinator_refused_as_unknown_member_is_a_session_timeout():
+    """A member whose LeaveGroup is answered UNKNOWN_MEMBER_ID (AbstractCoordinator's `LeaveGroup request with
+    Generation{..} failed with error: The coordinator is not aware of this member.`) had been removed before it
+    left: its session expired while its host slept or its process stalled, so the leave is not the cause. A leave the
+    coordinator took, or refused for another reason, stays a member leaving."""
+    def closing(error, *woke):
+        return [client_line(0, "client_joined", "consumer-orders-1", generation=1), *woke,
+                client_line(700.2, "client_leaving", "consumer-orders-1",
+                            reason="the consumer unsubscribed from all topics"),
+                client_line(700.3, "client_leave_failed", "consumer-orders-1", error=error)]
+
+    def verdict(events):
+        row = reconstruct_group("g", events)[-1]
+        return row["cause"], row["cause_rule"]
+
+    refused = "The coordinator is not aware of this member."
+    assert verdict(closing(refused)) == ("session_timeout", "client_session_expired")
+    # Waking, the heartbeat thread finds its connection dropped in the same instant: the session had run out long
+    # before, so that is no coordinator the member could not reach.
+    woke = client_line(700, "client_coordinator_lost", "consumer-orders-1",
+                       reason="coordinator unavailable. isDisconnected: true. Rediscovery will be attempted.")
+    assert verdict(closing(refused, woke)) == ("session_timeout", "client_session_expired")
+    assert verdict(closing("The request timed out.")) == ("membership_change", "client_lone_leave")
+
+
 def test_client_only_an_expiry_the_member_lost_to_an_unreachable_coordinator_is_the_coordinators():
     """A member that said it could not reach its coordinator (its connection to it failed) well before its own
     session timer ran out lost the session to the coordinator: its heartbeats could not get through. An expiry that

@@ -13,8 +13,9 @@ from pipelines.gold.rulebook import window
 # part of the rebalance is over.
 CLIENT_SIGNS = frozenset({
     "client_joining", "client_rejoin_requested", "client_partitions_revoked", "client_partitions_lost",
-    "client_heartbeat_failed", "client_poll_timeout", "client_leaving", "client_generation_reset",
-    "client_join_failed", "client_sync_failed", "client_rebalance_failed", "client_fenced", "client_coordinator_lost",
+    "client_heartbeat_failed", "client_poll_timeout", "client_leaving", "client_leave_failed",
+    "client_generation_reset", "client_join_failed", "client_sync_failed", "client_rebalance_failed", "client_fenced",
+    "client_coordinator_lost",
     # librdkafka's own session timer, Kafka Streams threads that found themselves out of the group, Connect workers.
     "client_session_timeout", "streams_thread_fenced", "streams_rebalance_requested", "connect_rebalance_started",
     "connect_rebalance_failed", "connect_poll_timeout", "connect_config_mismatch", "connect_connector_changed",

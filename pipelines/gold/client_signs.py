@@ -17,6 +17,10 @@ COORDINATOR_LOST = ("client_coordinator_lost",)
 EXPIRY_ANSWERS = ("client_heartbeat_failed", "client_join_failed", "client_sync_failed", "client_fenced",
                   "client_coordinator_lost", "client_rejoin_requested", "client_generation_reset",
                   "client_rebalance_failed", "client_commit_failed")
+# A refused LeaveGroup answers only for the member's session: `the coordinator is not aware of this member` says the
+# coordinator had removed it before it left (its expiry, while a suspended host or a stalled process sent no
+# heartbeat), and nothing of where the coordinator is (a closing client's leave may go to a coordinator that moved).
+EXPIRED_ANSWERS = (*EXPIRY_ANSWERS, "client_leave_failed")
 # What a member hears when the coordinator no longer knows it: its session expired there (Java's UNKNOWN_MEMBER_ID
 # and `member id ... is not valid`, librdkafka's `Broker: Unknown member`, kafka-python's and aiokafka's `local
 # member_id was not recognized`), or what it sees itself when its own
@@ -88,7 +92,7 @@ def is_poll_timeout(event: TimelineEvent) -> bool:
 def says_expired(event: TimelineEvent) -> bool:
     """Whether a member's line says its session expired (its own view, or the coordinator's answer)."""
     return event["event_type"] == "client_session_timeout" or (
-        event["event_type"] in EXPIRY_ANSWERS and bool(EXPIRED.search(said(event))))
+        event["event_type"] in EXPIRED_ANSWERS and bool(EXPIRED.search(said(event))))
 
 
 def is_newcomer_sign(event: TimelineEvent) -> bool:

@@ -155,8 +155,8 @@ RULE_ROWS: tuple[dict[str, Any], ...] = (
        "poll_timeout",
        "leave_on_poll_timeout", 0.7, f"{_CC}: `consumer poll timeout has expired`; {_RD}: MAXPOLL"),
     _r("client_session_expired", "client", "Was a member told the coordinator no longer knew it?",
-       "session_timeout", "heartbeat_expiration", 0.6, f"{_CC}: UNKNOWN_MEMBER_ID; {_RD}: SESSTMOUT, `Unknown "
-       "member`"),
+       "session_timeout", "heartbeat_expiration", 0.6, f"{_CC}: UNKNOWN_MEMBER_ID, also as the answer to its "
+       f"LeaveGroup; {_RD}: SESSTMOUT, `Unknown member`"),
     _r("client_expired_unreachable", "client", "Had the expired member said, shortly before its expiry, that it "
        "could not reach its coordinator (a failed or dropped connection, a transport failure, a timed-out request)?",
        "coordinator_change", "coordinator_unreachable", 0.5, f"{_RD}: the GroupCoordinator handle's FAIL lines, "
