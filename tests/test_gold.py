@@ -444,6 +444,29 @@ def test_client_only_a_leave_the_coordinator_refused_as_unknown_member_is_a_sess
     assert verdict(closing("The request timed out.")) == ("membership_change", "client_lone_leave")
 
 
+def test_client_only_a_rejoin_after_the_leader_skipped_topics_without_metadata_is_a_metadata_change():
+    """A leader that found no metadata for subscribed topics (kafka-python's assignors: `No partition metadata for
+    topic X`; the Java client: `The following subscribed topics are not assigned to any members: [..]`) assigned
+    what it had; the topics appear (auto-created) and the group rebalances again at once, kafka-python with no
+    reason in its lines. Long after that assignment, a rebalance nobody explains stays unexplained."""
+    def start_then_rejoin(rejoin_at):
+        return [client_line(0, "client_subscribed", "kafka-python-2.0.2"),
+                client_line(0.1, "client_joining", "kafka-python-2.0.2"),
+                client_line(0.2, "client_topics_unassigned", "kafka-python-2.0.2", topics="material"),
+                client_line(0.3, "client_joined", "kafka-python-2.0.2", generation=1),
+                client_line(rejoin_at, "client_partitions_revoked", "kafka-python-2.0.2"),
+                client_line(rejoin_at + 0.01, "client_joining", "kafka-python-2.0.2"),
+                client_line(rejoin_at + 0.02, "client_joined", "kafka-python-2.0.2", generation=2)]
+
+    def verdicts(events):
+        return [(r["cause"], r["cause_detail"], r["cause_rule"]) for r in reconstruct_group("g", events)]
+
+    assert verdicts(start_then_rejoin(0.31)) == [
+        ("membership_change", "member_join", "client_new_member"),
+        ("metadata_change", "partition_count_change", "client_topics_appeared")]
+    assert verdicts(start_then_rejoin(600))[-1][2] == "client_seen_rebalancing"
+
+
 def test_client_only_an_expiry_the_member_lost_to_an_unreachable_coordinator_is_the_coordinators():
     """A member that said it could not reach its coordinator (its connection to it failed) well before its own
     session timer ran out lost the session to the coordinator: its heartbeats could not get through. An expiry that

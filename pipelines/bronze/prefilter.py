@@ -72,6 +72,8 @@ PREFILTER_LITERALS: tuple[str, ...] = (
     "TaskMigrated", "Connect stopped",
     # librdkafka's assignor metadata request and a subscribed topic's new partition count, when printed bare.
     "partition assignor", "partition count changed",
+    # kafka-python's assignors skipping a subscribed topic the leader has no metadata for (its logger names no group).
+    "No partition metadata for topic",
     # aiokafka's lines that name neither group nor coordinator, in a layout without the logger name.
     "Metadata for topic has changed", "commit on finallization",
     # ruby-kafka's lines that name no group (its tag `[[<group>] {..}:] ` is not always there).

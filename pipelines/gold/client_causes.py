@@ -29,7 +29,7 @@ from pipelines.gold.records import TimelineEvent
 from pipelines.gold.rulebook import Verdict, decide
 
 # What a verdict from members' lines alone cannot see, said in its explanation.
-_MISSING = "; the coordinator's log is missing, so its own reason is unknown"
+MISSING = "; the coordinator's log is missing, so its own reason is unknown"
 
 
 def _who(event: TimelineEvent) -> str:
@@ -46,6 +46,8 @@ class Signs:
     newcomers: list[TimelineEvent]
     starting: set[tuple[Any, Any]]
     unreachable: Callable[[TimelineEvent], TimelineEvent | None] | None = None
+    # The leader's line, shortly before these, that its assignment skipped subscribed topics with no metadata yet.
+    topics_unassigned: TimelineEvent | None = None
 
 
 Found = tuple[Verdict, TimelineEvent | None]
@@ -56,7 +58,7 @@ def _polled_out(signs: Signs) -> Found | None:
         if is_poll_timeout(event):
             return decide("client_logged_poll_timeout", event.get("_member"),
                           f"client log only: {_who(event)} logged that its consumer poll timeout expired "
-                          "(max.poll.interval.ms) and left the group" + _MISSING), event
+                          "(max.poll.interval.ms) and left the group" + MISSING), event
     return None
 
 
@@ -68,10 +70,10 @@ def _expired(signs: Signs) -> Found | None:
                 return decide("client_expired_unreachable", event.get("_member"),
                               f"client log only: {_who(event)} could not reach its coordinator "
                               f"({said(cut_off).strip()[:120]}) and its session expired "
-                              f"({said(event).strip()[:120]})" + _MISSING), cut_off
+                              f"({said(event).strip()[:120]})" + MISSING), cut_off
             return decide("client_session_expired", event.get("_member"),
                           f"client log only: {_who(event)} was no longer a member when it next reached the "
-                          f"coordinator ({said(event).strip()[:160]}): its session had expired" + _MISSING), event
+                          f"coordinator ({said(event).strip()[:160]}): its session had expired" + MISSING), event
     return None
 
 
@@ -90,7 +92,7 @@ def _coordinator_moved(signs: Signs) -> Found | None:
         if coordinator_gone(event):
             return decide("client_coordinator_moved", event.get("_member"),
                           f"client log only: {_who(event)} was told its coordinator had moved or was unavailable "
-                          f"({said(event).strip()[:160]})" + _MISSING), event
+                          f"({said(event).strip()[:160]})" + MISSING), event
     return None
 
 
@@ -143,7 +145,7 @@ def _start_held_by_coordinator(signs: Signs) -> Found | None:
     return decide("client_start_held_by_coordinator", event.get("_member"),
                   f"client log only: {_who(event)} started and lost or could not reach its coordinator "
                   f"({said(event).strip()[:160] or 'marked dead'}); the log never shows it get into the group"
-                  + _MISSING), event
+                  + MISSING), event
 
 
 def _start_without_coordinator(signs: Signs) -> Found | None:
@@ -155,7 +157,7 @@ def _start_without_coordinator(signs: Signs) -> Found | None:
         return None
     return decide("client_start_without_coordinator", event.get("_member"),
                   f"client log only: {_who(event)} started and, on its way into the group, lost or could not "
-                  f"reach its coordinator ({said(event).strip()[:160] or 'marked dead'}), then joined" + _MISSING,
+                  f"reach its coordinator ({said(event).strip()[:160] or 'marked dead'}), then joined" + MISSING,
                   ), event
 
 
@@ -165,7 +167,7 @@ def _unjoined_start(signs: Signs) -> Found | None:
         return decide("client_unjoined_start", event.get("_member"),
                       f"client log only: {_who(event)} started and was on its way into the group ("
                       f"{event['event_type']}); the log ends before its join, so the rebalance that join makes is "
-                      "inferred" + _MISSING), event
+                      "inferred" + MISSING), event
     return None
 
 
@@ -190,7 +192,7 @@ def _left(signs: Signs, *, alone: bool) -> Found | None:
                           f"client log only: {_who(event)} left the group "
                           f"({event.get('reason') or 'LeaveGroup'}); no other member's log is here, so the "
                           "rebalance of the members that stay is inferred (none follows the last member's or a "
-                          "static member's close)" + _MISSING), event
+                          "static member's close)" + MISSING), event
         return decide("client_leave", event.get("_member"),
                       f"client log only: {_who(event)} left the group ({event.get('reason') or 'LeaveGroup'})"), event
     return None
@@ -204,8 +206,19 @@ def _commit_after_removal(signs: Signs) -> Found | None:
             return decide("client_commit_after_removal", event.get("_member"),
                           f"client log only: {_who(event)} committed after the group had rebalanced without it "
                           "(CommitFailedException), which Kafka's own text puts down to the time between its "
-                          "poll() calls outrunning max.poll.interval.ms; no line names another cause" + _MISSING), event
+                          "poll() calls outrunning max.poll.interval.ms; no line names another cause" + MISSING), event
     return None
+
+
+def _topics_appeared(signs: Signs) -> Found | None:
+    # The leader assigned what the metadata held; once the skipped topics' partitions are known (auto-created, or
+    # created after the consumers started) the group rejoins: kafka-python with no line that says why.
+    if (event := signs.topics_unassigned) is None:
+        return None
+    return decide("client_topics_appeared", None,
+                  f"client log only: the leader's previous assignment skipped subscribed topics it had no metadata "
+                  f"for ({(event.get('topics') or '').strip()[:120]}); the group rebalanced again once they "
+                  "appeared, with no other cause in the lines"), event
 
 
 def _seen_rebalancing(signs: Signs) -> Found | None:
@@ -228,18 +241,21 @@ CLIENT_RULES: tuple[tuple[str, Callable[[Signs], Found | None]], ...] = (
     ("client_lone_leave", lambda s: _left(s, alone=True)),
     ("client_leave", lambda s: _left(s, alone=False)),
     ("client_commit_after_removal", _commit_after_removal),
+    ("client_topics_appeared", _topics_appeared),
     ("client_seen_rebalancing", _seen_rebalancing),
 )
 
 
 def classify_client_signs(lines: list[TimelineEvent], newcomers: list[TimelineEvent],
                           consider: Callable[[str, bool, str], None] | None = None,
-                          unreachable: Callable[[TimelineEvent], TimelineEvent | None] | None = None) -> Found:
+                          unreachable: Callable[[TimelineEvent], TimelineEvent | None] | None = None,
+                          topics_unassigned: TimelineEvent | None = None) -> Found:
     """The verdict of a rebalance seen only in client logs: `lines` are the members' lines since their previous
     join (each with `_member`, the member id of its process where known), `newcomers` the first lines of processes
     that joined for the first time; `unreachable` finds, for a member's line, the line of its process just before
-    saying it could not reach its coordinator. Returns the verdict and the line that decided it (None when none
-    did); `consider` hears each rule that did not apply."""
+    saying it could not reach its coordinator; `topics_unassigned` is the leader's line, shortly before, that its
+    last assignment skipped subscribed topics with no metadata. Returns the verdict and the line that decided it
+    (None when none did); `consider` hears each rule that did not apply."""
     lines = before_own_close(lines)
     # A process whose first line here is its way into the group (a subscribe, its first coordinator lookup) may hear
     # that no coordinator is available yet (a new cluster, an offsets topic still loading): its start, not a
@@ -249,7 +265,7 @@ def classify_client_signs(lines: list[TimelineEvent], newcomers: list[TimelineEv
         first_lines.setdefault(process_of(event), event)
     new_processes = {process_of(e) for e in newcomers}
     starting = {p for p, e in first_lines.items() if is_newcomer_sign(e) and p in new_processes}
-    signs = Signs(lines, newcomers, starting, unreachable)
+    signs = Signs(lines, newcomers, starting, unreachable, topics_unassigned)
     for rule_id, applies in CLIENT_RULES:
         found = applies(signs)
         if found is not None:
@@ -257,33 +273,4 @@ def classify_client_signs(lines: list[TimelineEvent], newcomers: list[TimelineEv
         if consider is not None:
             consider(rule_id, False, f"none of the {len(lines)} member lines of this rebalance says so")
     raise AssertionError("client_seen_rebalancing always applies")
-
-
-def classify_removal(member: str, lines: list[TimelineEvent],
-                     last_line: TimelineEvent | None) -> tuple[Verdict, TimelineEvent] | None:
-    """Why `member`, dropped from the leader's assignment, left: its own process's `lines` around the rebalance say
-    whether it logged a poll timeout, heard that the coordinator no longer knew it (its session had expired), or
-    left on purpose. A process whose log is here (`last_line`: its last line before the rebalance) and says none of
-    these did not leave on purpose (a member always logs its LeaveGroup): it crashed or froze and the coordinator
-    expired it. None when its log is not here."""
-    for event in lines:
-        if is_poll_timeout(event):
-            return decide("client_removed_poll_timeout", member,
-                          f"client log only: {member}, dropped from the assignment, had logged that its consumer "
-                          "poll timeout expired" + _MISSING), event
-        if event["event_type"] == "client_leaving":
-            return decide("client_removed_leave", member,
-                          f"client log only: {member}, dropped from the assignment, left the group "
-                          f"({event.get('reason') or 'LeaveGroup'})" + _MISSING), event
-        if says_expired(event):
-            return decide("client_removed_expired", member,
-                          f"client log only: {member}, dropped from the assignment, was no longer a member when it "
-                          f"next reached the coordinator ({said(event).strip()[:160]}): its session had expired"
-                          + _MISSING), event
-    if last_line is None:
-        return None
-    return decide("client_removed_silent", member,
-                  f"client log only: {member}, dropped from the assignment, logged no LeaveGroup, poll timeout or "
-                  "error around the rebalance: it stopped (a crash or a freeze) and its session expired"
-                  + _MISSING), last_line
 

@@ -8,13 +8,14 @@ from typing import Any
 
 import pandas as pd
 
-from pipelines.gold.client_causes import classify_client_signs, classify_removal
+from pipelines.gold.client_causes import classify_client_signs
 from pipelines.gold.client_joins import Join, read_stream, when_joined
 from pipelines.gold.client_lines import (
     ASSIGNED_MEMBER,
     CLIENT_CHAIN_S,
     is_sign,
 )
+from pipelines.gold.client_removals import classify_removal
 from pipelines.gold.kinds import client_kinds
 from pipelines.gold.records import Evidence, TimelineEvent
 from pipelines.gold.replay_state import OpenRebalance, ReplayState, secs, stable_id, to_int
@@ -69,6 +70,16 @@ class ClientOnlyReplay:
             self._client_rebalance(generation, by_generation[generation], assignments, previous)
             previous = generation
         self._unjoined_rebalance(rest, ends, [when_joined(j)[1] for j in joins], assignments, previous)
+
+    def _topics_unassigned_before(self, since: pd.Timestamp | None) -> TimelineEvent | None:
+        """The leader's last line up to `since` (at most CLIENT_CHAIN_S before it) that its assignment skipped
+        subscribed topics it had no metadata for; None when there is none or `since` is unknown."""
+        if since is None:
+            return None
+        early = since - pd.Timedelta(seconds=CLIENT_CHAIN_S)
+        found = [e for e in self._client_lines
+                 if e["event_type"] == "client_topics_unassigned" and early <= e["event_ts"] <= since]
+        return found[-1] if found else None
 
     def _unjoined_rebalance(self, rest: list[TimelineEvent], ends: list[TimelineEvent],
                             joined_at: list[pd.Timestamp], assignments: dict[int, tuple[TimelineEvent, list[str]]],
@@ -144,7 +155,8 @@ class ClientOnlyReplay:
         self.state.steps = []
         verdict, decisive = classify_client_signs(
             signs, newcomers, self.state.consider, lambda line: self.ctx.unreachable_before(
-                line.get("instance"), line["event_ts"], line.get("client_id")))
+                line.get("instance"), line["event_ts"], line.get("client_id")),
+            self._topics_unassigned_before(min(e["event_ts"] for e in signs) if signs else None))
         self.state.consider(verdict.rule, True, verdict.explanation)
         joined_lines = [j["event"] for j in joins if j["event"] is not None]
         evidence: list[Evidence] = []

@@ -191,6 +191,11 @@ RULE_ROWS: tuple[dict[str, Any], ...] = (
        "without it, with no other cause in the lines?", "poll_timeout", "leave_on_poll_timeout", 0.3,
        "CommitFailedException.java (0.10.1-4.x): its message; ConsumerCoordinator.java: raised for "
        "UNKNOWN_MEMBER_ID and ILLEGAL_GENERATION"),
+    _r("client_topics_appeared", "client", "Had the leader's last assignment, just before, skipped subscribed "
+       "topics it had no metadata for?", "metadata_change", "partition_count_change", 0.5,
+       f"{_CC}: `The following subscribed topics are not assigned to any members`; kafka-python's assignors: "
+       "`No partition metadata for topic`",
+       ("client_chain_s",)),
     _r("client_seen_rebalancing", "client", "The members saw the group rebalancing but not who started it.",
        "membership_change", None, 0.3, f"{_CC}: REBALANCE_IN_PROGRESS answers"),
     _r("client_assignment_diff", "client", "Does the leader's assignment drop or add a member against the last one?",
