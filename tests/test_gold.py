@@ -467,6 +467,29 @@ def test_client_only_a_rejoin_after_the_leader_skipped_topics_without_metadata_i
     assert verdicts(start_then_rejoin(600))[-1][2] == "client_seen_rebalancing"
 
 
+def test_client_only_an_assignment_before_any_join_of_the_process_ends_a_rebalance():
+    """A log cut just before a member's assignment, or a process that logs only its rebalance callbacks (librdkafka
+    at INFO under an application's on_assign / on_revoke), holds no join line: its assignment still ends a rebalance,
+    which is over, not left open."""
+    def rows(*lines):
+        return [(r["outcome"], seconds_of(r["started_at"]), r["completed_at"] and seconds_of(r["completed_at"]))
+                for r in reconstruct_group("g", [client_line(s, kind, "rdkafka#consumer-1") for s, kind in lines])]
+
+    assert rows((0, "client_partitions_assigned")) == [("stabilized", 0.0, 0.0)]
+    assert rows((100, "client_partitions_revoked"), (101, "client_partitions_assigned")) == [
+        ("stabilized", 100.0, 101.0)]
+    # Each revoke-and-assign of such a process is a rebalance of its own, not one from its first line to its last.
+    assert rows((0, "client_partitions_assigned"), (100, "client_partitions_revoked"),
+                (101, "client_partitions_assigned"), (500, "client_partitions_revoked"),
+                (501, "client_partitions_assigned"), (900, "client_partitions_revoked")) == [
+        ("stabilized", 0.0, 0.0), ("stabilized", 100.0, 101.0), ("stabilized", 500.0, 501.0), ("open", 900.0, None)]
+    # An assignment after the process's own join only extends that join's rebalance.
+    joined = [client_line(0, "client_joined", "rdkafka#consumer-1", generation=3),
+              client_line(0.5, "client_partitions_assigned", "rdkafka#consumer-1")]
+    assert [(r["generation_after"], seconds_of(r["completed_at"])) for r in reconstruct_group("g", joined)] == [
+        (3, 0.5)]
+
+
 def test_client_only_an_expiry_the_member_lost_to_an_unreachable_coordinator_is_the_coordinators():
     """A member that said it could not reach its coordinator (its connection to it failed) well before its own
     session timer ran out lost the session to the coordinator: its heartbeats could not get through. An expiry that

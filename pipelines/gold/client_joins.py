@@ -74,19 +74,30 @@ def read_stream(stream: list[TimelineEvent], joins: list[Join],
         elif kind in CLIENT_SIGNS or kind in CLIENT_CONTEXT or enters_rebalance(event):
             signs.append({**event, "_member": event.get("member_id") or member,
                           "_rebalancing": enters_rebalance(event)})
-        elif leaves_rebalance(event):
+        elif leaves_rebalance(event) or (kind == "client_partitions_assigned" and last is None):
+            # An assignment before any join of the process is a rebalance's end whose start the log does not
+            # hold (a fragment cut there, or a client that logs only its rebalance callbacks).
             done = last["completed"] if last is not None else None
             after_join = done is not None and secs(event["event_ts"] - done) <= CLIENT_CHAIN_S
             if last is not None and after_join and not signs:
                 last["completed"] = _later(last["completed"], event["event_ts"])
             else:
                 ends.append({**event, "_member": event.get("member_id") or member})
+                if last is None and signs:
+                    # A process that never joined: the lines before this end led into it, not into a later join.
+                    trailing += _chain(signs, member, starting=not stream_ends and is_newcomer_sign(stream[0]))
+                    signs = []
                 stream_ends += 1
     # Only a process whose very first line is that way in: a lookup in the middle of its life (`querying for
     # coordinator ... in state up`, then `coordinator is ...`) is no start.
-    starting = first and is_newcomer_sign(stream[0])
+    starting = first and not stream_ends and is_newcomer_sign(stream[0])
     if any(is_sign(e) for e in signs) or stream_ends or starting:
         # A process that never joined in this log and shows a rebalance is new to the group; one that only
         # subscribed or looked up its coordinator is on its way into it (the log ends before its join).
-        trailing += [{**e, "_newcomer": starting and is_newcomer_sign(e)}
-                     for e in named_chain(chain_into_join(signs), member)]
+        trailing += _chain(signs, member, starting=starting)
+
+
+def _chain(signs: list[TimelineEvent], member: str | None, *, starting: bool) -> list[TimelineEvent]:
+    """The chain of `signs` that leads into what follows them, each marked `_newcomer` when the process is `starting`
+    (its first line is a way into the group) and the line is such a way in."""
+    return [{**e, "_newcomer": starting and is_newcomer_sign(e)} for e in named_chain(chain_into_join(signs), member)]

@@ -29,7 +29,8 @@ class ClientOnlyReplay:
     def __init__(self, state: ReplayState) -> None:
         self.state = state
         self.ctx, self.rules = state.ctx, state.rules
-        self._client_lines: list[TimelineEvent] = []
+        self._unassigned: list[TimelineEvent] = []
+        self._by_instance: dict[Any, list[TimelineEvent]] = {}
 
     def replay(self, events: list[TimelineEvent]) -> None:
         """Rebalances of a group whose coordinator's log is absent, from its members' own lines.
@@ -40,7 +41,12 @@ class ClientOnlyReplay:
         timeout, ...), its end the last member's sync or assignment, its cause `causes.classify_client_signs` over
         those lines. Lines after a member's last join that lead to no join make one `open` rebalance.
         """
-        self._client_lines = events
+        # Read per rebalance, so kept once in time order instead of filtered from every line each time.
+        self._unassigned = sorted((e for e in events if e["event_type"] == "client_topics_unassigned"),
+                                  key=lambda e: e["event_ts"])
+        self._by_instance = {}
+        for event in events:
+            self._by_instance.setdefault(event.get("instance"), []).append(event)
         streams: dict[tuple[Any, Any], list[TimelineEvent]] = {}
         assignments: dict[int, tuple[TimelineEvent, list[str]]] = {}
         for event in events:
@@ -77,15 +83,14 @@ class ClientOnlyReplay:
         if since is None:
             return None
         early = since - pd.Timedelta(seconds=CLIENT_CHAIN_S)
-        found = [e for e in self._client_lines
-                 if e["event_type"] == "client_topics_unassigned" and early <= e["event_ts"] <= since]
-        return found[-1] if found else None
+        i = bisect.bisect_right(self._unassigned, since, key=lambda e: e["event_ts"])
+        return self._unassigned[i - 1] if i > 0 and self._unassigned[i - 1]["event_ts"] >= early else None
 
     def _unjoined_rebalance(self, rest: list[TimelineEvent], ends: list[TimelineEvent],
                             joined_at: list[pd.Timestamp], assignments: dict[int, tuple[TimelineEvent, list[str]]],
                             previous: int | None) -> None:
-        """The rebalance the members' lines show without any join line: begun by the signs in `rest`, and over at
-        the last steady state of `ends` after them. A rebalance seen only by its end (the members' return to a
+        """The rebalances the members' lines show without any join line (`episodes`): each begun by signs in `rest`
+        and over at the steady states of `ends` after them. One seen only by its end (the members' return to a
         steady state, its start cut from the log) is one too, unless a join just before explains that end."""
         joins = sorted(joined_at)
 
@@ -96,19 +101,19 @@ class ClientOnlyReplay:
 
         orphans = [e for e in ends if not after_a_join(e["event_ts"])]
         signs = [e for e in rest if is_sign(e)]
-        newcomers = [e for e in rest if e.get("_newcomer")]
+        arrivals = [e for e in rest if e.get("_newcomer")]
+        newcomers: list[TimelineEvent] = [{**e, "_unjoined": True} for e in arrivals]
         if not signs and not orphans:
-            if not newcomers:
+            if not arrivals:
                 return
             # A new process's join is a rebalance of the group even when the log ends before it is seen.
-            signs = [{**newcomers[0], "_rebalancing": True, "_unjoined": True}]
-        since = min(e["event_ts"] for e in signs) if signs else None
-        closing = [e for e in orphans if since is None or e["event_ts"] >= since]
-        completed = max((e["event_ts"] for e in closing), default=None)
-        self._client_rebalance(None, [{"generation": None, "event": None, "member": None,
-                                       "signs": signs or [{**e, "_rebalancing": True} for e in closing],
-                                       "newcomers": [{**e, "_unjoined": True} for e in newcomers],
-                                       "completed": completed}], assignments, previous)
+            signs = [{**arrivals[0], "_rebalancing": True, "_unjoined": True}]
+        for opened, closing in episodes(signs, orphans):
+            completed = max((e["event_ts"] for e in closing), default=None)
+            self._client_rebalance(None, [{"generation": None, "event": None, "member": None,
+                                           "signs": opened or [{**e, "_rebalancing": True} for e in closing],
+                                           "newcomers": newcomers, "completed": completed}], assignments, previous)
+            newcomers = []
 
     def _removal(self, gone: list[str], since: pd.Timestamp) -> tuple[Verdict, TimelineEvent] | None:
         """Why the one member the leader's assignment dropped left, from its own process's lines from the rebalance
@@ -121,7 +126,7 @@ class ClientOnlyReplay:
             return None
         until = since + pd.Timedelta(seconds=self.rules.rejoin_window_s)
         early = since - pd.Timedelta(seconds=CLIENT_CHAIN_S)
-        own = [e for e in self._client_lines if e.get("instance") == instance]
+        own = self._by_instance.get(instance, [])
         lines = [e for e in own if early <= e["event_ts"] <= until]
         before = [e for e in own if e["event_ts"] < early]
         # A silent log means an expired session only for a client that logs its LeaveGroup at INFO (Java);
@@ -266,3 +271,24 @@ class ClientOnlyReplay:
         elif completed_at is not None:
             # Seen without any join line: the members' return to a steady state ends it.
             self.state.transition(at(completed_at), "members_synced", None, rebalance_id, first)
+
+
+def episodes(signs: list[TimelineEvent], ends: list[TimelineEvent]
+             ) -> list[tuple[list[TimelineEvent], list[TimelineEvent]]]:
+    """The rebalances that members' lines with no join line make, in time order, each as (the signs that opened
+    it, the returns to a steady state that closed it). Signs open one and the ends after them close it; a sign after
+    an end opens the next. Ends more than CLIENT_CHAIN_S after an episode's first end (with no sign between) are
+    another rebalance, seen only by its end."""
+    timeline = sorted([(e["event_ts"], 0, e) for e in signs] + [(e["event_ts"], 1, e) for e in ends],
+                      key=lambda t: (t[0], t[1]))
+    found: list[tuple[list[TimelineEvent], list[TimelineEvent]]] = []
+    opened: list[TimelineEvent] = []
+    closing: list[TimelineEvent] = []
+    for ts, is_end, line in timeline:
+        if closing and (not is_end or secs(ts - closing[0]["event_ts"]) > CLIENT_CHAIN_S):
+            found.append((opened, closing))
+            opened, closing = [], []
+        (closing if is_end else opened).append(line)
+    if opened or closing:
+        found.append((opened, closing))
+    return found
