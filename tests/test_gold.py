@@ -302,6 +302,32 @@ def test_a_leader_told_the_group_was_rebalancing_restarts_the_cut_off_rebalance_
     assert (row["cause"], row["cause_detail"]) == ("metadata_change", "leader_rejoin")
 
 
+def test_a_members_rejoin_of_a_stable_group_just_after_it_moved_coordinator_is_the_move():
+    """A coordinator restarted (or a new one) loads a Stable group, and a member rejoins within seconds: a 2.6 broker
+    words it `Updating metadata for member`, 3.x and 4.x `Leader .. re-joining group during Stable` (with the Java
+    client's reason `rebalance failed due to DisconnectException`). Its request died with the old coordinator; no
+    metadata changed. The same rejoin long after the load, or one whose client reason names a metadata change of
+    its own, stays a metadata change."""
+    def rejoin(at: float, reason: str, client_reason: str | None = None) -> dict:
+        return reconstruct_group("g", [
+            event(0, "group_loaded", broker_id=1, generation=1, member_count=1),
+            event(at, "rebalance_started", broker_id=1, generation=1, reason=reason, client_reason=client_reason),
+            event(at + 0.01, "group_stabilized", broker_id=1, generation=2, member_count=1),
+        ])[-1]
+
+    def verdict(row: dict) -> tuple:
+        return row["cause"], row["cause_detail"], row["cause_rule"]
+
+    moved = ("coordinator_change", "coordinator_failover", "rejoin_after_coordinator_move")
+    assert verdict(rejoin(0.06, "Updating metadata for member consumer-G1-1-6b09")) == moved
+    assert verdict(rejoin(0.5, "Leader m1 re-joining group during Stable",
+                          "rebalance failed due to DisconnectException")) == moved
+    assert verdict(rejoin(600, "Updating metadata for member consumer-G1-1-6b09"))[0] == "metadata_change"
+    assert verdict(rejoin(0.5, "Leader m1 re-joining group during Stable",
+                          "cached metadata has changed from (version7: {a=1}) at the beginning of the rebalance "
+                          "to (version8: {a=2})"))[0] == "metadata_change"
+
+
 def test_a_leader_metadata_rejoin_right_after_the_only_subscriber_of_a_topic_left_is_that_leave():
     """The leaver alone read topic b: once it is gone the group's subscription shrinks and the leader's cached
     metadata changes, so the leader's rejoin is the leave's consequence (a partition-count change is not)."""

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pandas as pd
 
+from pipelines.gold.moves import rejoin_after_move
 from pipelines.gold.records import Evidence
 from pipelines.gold.replay_state import Removal, ReplayState, secs
 from pipelines.gold.rulebook import Verdict, confidence, decide, window
@@ -93,8 +94,9 @@ class CauseRefinement:
 
     def refine(self, verdict: Verdict, ts: pd.Timestamp, *, client_reason: str | None = None,
                protocol: str = "classic") -> tuple[Verdict, list[Evidence], str | None]:
-        """`verdict` refined by the group's context, in the rule book's order: connector_change, leave_cascade, the
-        expiry rules, leave_after_poll_timeout, rejoin_after_removal, join_after_coordinator_outage."""
+        """`verdict` refined by the group's context, in the rule book's order: connector_change, leave_cascade,
+        rejoin_after_coordinator_move, the expiry rules, leave_after_poll_timeout, rejoin_after_removal,
+        join_after_coordinator_outage."""
         found = self._connector_rule(verdict, ts)
         if found is not None:
             return found
@@ -102,6 +104,10 @@ class CauseRefinement:
             cascade = self._leave_cascade(verdict, ts)
             if cascade is not None:
                 return cascade, [], None
+        if verdict.rule in ("reason_leader_rejoin", "reason_member_metadata_update"):
+            found = rejoin_after_move(self.state, verdict, ts, client_reason)
+            if found is not None:
+                return found
         trigger = verdict.trigger_member_id
         if not trigger:
             return verdict, [], None

@@ -254,6 +254,12 @@ RULE_ROWS: tuple[dict[str, Any], ...] = (
        "removal on; no clean leave of that folder's process since)? It carries that removal's cause.", None,
        "rejoin", 0.85,
        "the process's instance folder; its start lines", ("rejoin_window_s",), "refinement"),
+    _r("rejoin_after_coordinator_move", "broker", "Did a member rejoin a Stable group (the leader re-joining; a "
+       "member 'updating metadata' on brokers before 3.2) right after the group moved coordinator, with no client "
+       "reason naming a metadata change of its own?", "coordinator_change", "coordinator_failover", 0.6,
+       f"{_GC}: `Loading group metadata`, `Loaded classic group`; {_CC}: `rebalance failed due to ...` (a JoinGroup, "
+       f"SyncGroup or heartbeat cut off with its coordinator); {_LAB} coordinator", ("after_outage_s",),
+       "refinement"),
     _r("join_after_coordinator_outage", "broker", "Did a new member join right after the group had no coordinator "
        "(unloaded, then loaded)?", "coordinator_change", "coordinator_failover", 0.6,
        f"{_GC}: `Unloading group metadata` / `Loading group metadata`", ("after_outage_s",), "refinement"),
