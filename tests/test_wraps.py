@@ -97,7 +97,7 @@ def test_a_record_wrapped_after_a_blank_is_one_event(staged):
 
 
 def test_a_group_line_wrapped_after_a_comma_is_one_event(staged):
-    assert _rows(staged, "sarama.log") == [(1, 2, "event", "client_group_activity", "orders")]
+    assert _rows(staged, "sarama.log") == [(1, 2, "event", "client_partitions_revoked", "orders")]
     assert [(line, n, event) for line, n, _, event, _ in _rows(staged, "callbacks.log")][1:] == [
         (2, 1, "client_partitions_assigned"), (3, 1, "client_partitions_revoked"), (4, 1, "client_partitions_assigned")]
 
