@@ -81,6 +81,24 @@ def test_line_numbers_duplicates_and_accounting(spark, tmp_path):
         staged.unpersist()
 
 
+def test_a_utf16_file_as_powershell_writes_it_is_read_line_for_line(spark, tmp_path):
+    """PowerShell's `>` saves a redirected log as UTF-16LE with a BOM and CRLF ends. Read as UTF-8 each ASCII
+    character has a NUL beside it and the line reader ends each line twice (at the CR, then at the LF after its
+    NUL): its lines are still typed, at the line numbers of the file, and counted once each."""
+    broker = tmp_path / "broker-1"
+    broker.mkdir()
+    lines = [NOISE, BROKER.format(n=1), NOISE, BROKER.format(n=2)]
+    (broker / "kafka_logs.txt").write_bytes("\r\n".join(lines + [""]).encode("utf-16"))  # BOM, little-endian here
+    staged = _stage(spark, [broker / "kafka_logs.txt"])
+    try:
+        events = staged.parsed.where("event_type IS NOT NULL").select("line_no", "event_type", "group_id")
+        assert sorted(tuple(r) for r in events.collect()) == [(2, "group_stabilized", "g1"),
+                                                               (4, "group_stabilized", "g2")]
+        assert [r["lines_read"] for r in staged.files.collect()] == [4]
+    finally:
+        staged.unpersist()
+
+
 def test_line_ids_are_stable_across_reads(spark, tmp_path):
     broker = tmp_path / "broker-1"
     broker.mkdir()
