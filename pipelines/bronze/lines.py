@@ -23,6 +23,7 @@ from typing import Literal
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from pipelines.bronze.encodings import NUL, utf16_as_text
 from pipelines.bronze.literals import contains_any
 from pipelines.bronze.prefilter import is_candidate
 from pipelines.bronze.wraps import (
@@ -61,17 +62,6 @@ _MEL_LEVELS = ("trce: ", "dbug: ", "info: ", "warn: ", "fail: ", "crit: ")
 _HEAD_LITERALS = ("WARN", "ERROR", " PM ", " AM ")
 
 
-_UTF16_CR_NUL = "\u0000"
-# A UTF-16 file's BOM (FF FE or FE FF) read as UTF-8: two replacement characters, or U+FEFF after NUL removal.
-_UTF16_TEXT = "^(?:\ufffd\ufffd|\ufeff)|\u0000"
-
-
-def utf16_as_text(value: Column) -> Column:
-    """A line of a UTF-16 file read as UTF-8, with the NUL beside each ASCII character and the BOM removed (its text,
-    as far as it is ASCII: other characters stay garbled); a line without a NUL is left as it is."""
-    return F.when(F.instr(value, _UTF16_CR_NUL) > 0, F.regexp_replace(value, _UTF16_TEXT, "")).otherwise(value)
-
-
 def with_source_columns(raw: DataFrame) -> DataFrame:
     """Raw text lines (`value`, `_metadata`, optionally `torn`, `torn_reason`, `scan_id` and the Kafka columns) to one
     narrow row per line: provenance (`source_file`, `file_name`, `file_modified_at`, `block_start`,
@@ -90,7 +80,7 @@ def with_source_columns(raw: DataFrame) -> DataFrame:
     # A UTF-16 file (PowerShell's `>` writes UTF-16LE with a BOM and CRLF ends) read as UTF-8: the line reader ends a
     # line at the CR, then again at the LF after its NUL, so every line is followed by a row holding that lone NUL.
     # Those rows are no lines of the file (its line numbers count without them); the NULs inside its lines go below.
-    raw = raw.where(F.coalesce(F.col("value") != _UTF16_CR_NUL, F.lit(True)))
+    raw = raw.where(F.coalesce(F.col("value") != NUL, F.lit(True)))
     return raw.select(
         path.alias("source_file"),
         F.col("_metadata.file_name").alias("file_name"),

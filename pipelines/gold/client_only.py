@@ -45,11 +45,10 @@ class ClientOnlyReplay:
         self._unassigned = sorted((e for e in events if e["event_type"] == "client_topics_unassigned"),
                                   key=lambda e: e["event_ts"])
         self._by_instance = {}
-        for event in events:
-            self._by_instance.setdefault(event.get("instance"), []).append(event)
         streams: dict[tuple[Any, Any], list[TimelineEvent]] = {}
         assignments: dict[int, tuple[TimelineEvent, list[str]]] = {}
         for event in events:
+            self._by_instance.setdefault(event.get("instance"), []).append(event)
             streams.setdefault((event.get("instance"), event.get("client_id")), []).append(event)
             generation = to_int(event.get("generation"))
             if event["event_type"] == "client_assignment_computed" and generation is not None:

@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 
 from pipelines.gold.records import Evidence
 from pipelines.gold.replay_state import ReplayState, secs
 from pipelines.gold.rulebook import Verdict, decide, window
 
-# A rejoin whose client reason names a metadata change of its own (ConsumerCoordinator: `cached metadata has changed`,
-# a new subscription) is that change, whatever the coordinator did just before.
-_OWN_CHANGE = re.compile(r"metadata has changed|subscription", re.I)
 
-
-def rejoin_after_move(state: ReplayState, verdict: Verdict, ts: pd.Timestamp, client_reason: str | None
+def rejoin_after_move(state: ReplayState, verdict: Verdict, ts: pd.Timestamp
                       ) -> tuple[Verdict, list[Evidence], str | None] | None:
     """Rule rejoin_after_coordinator_move over a member's rejoin of a Stable group at `ts` (the leader re-joining, a
     member `updating metadata`): when the group moved coordinator at most `after_outage_s` before, the rejoin is the
     member's JoinGroup, SyncGroup or heartbeat that failed while it had no coordinator (the Java client then asks to
-    rejoin: `rebalance failed due to ...`), not a metadata change. None when the rule does not apply."""
-    if client_reason and _OWN_CHANGE.search(client_reason):
-        state.consider("rejoin_after_coordinator_move", False, f"the member's client reason names its own change: "
-                       f"{client_reason}")
-        return None
+    rejoin: `rebalance failed due to ...`), not a metadata change. A rejoin whose client reason names a change of its
+    own (`cached metadata has changed`, ...) never reaches this rule: `causes.CLIENT_REASONS` decides it first. None
+    when the rule does not apply."""
     limit = window("after_outage_s")
     moved = [m for m in state.moves if 0 <= secs(ts - m[0]) <= limit]
     if not moved:

@@ -105,7 +105,7 @@ class CauseRefinement:
             if cascade is not None:
                 return cascade, [], None
         if verdict.rule in ("reason_leader_rejoin", "reason_member_metadata_update"):
-            found = rejoin_after_move(self.state, verdict, ts, client_reason)
+            found = rejoin_after_move(self.state, verdict, ts)
             if found is not None:
                 return found
         trigger = verdict.trigger_member_id
