@@ -572,9 +572,45 @@ def test_a_coordinator_expiry_of_a_member_whose_client_could_not_reach_it_is_the
         "session_timeout")
     # Another client in the same folder (a second consumer of the process) says nothing of this member's heartbeats.
     assert expired({**lost, "client_id": "c2"})["cause"] == "session_timeout"
+    # A coordinator found again within the lead before the expiry is the reconnection that learned of it (the Java
+    # client's first heartbeat to it is refused with UNKNOWN_MEMBER_ID), not a session restored.
+    found_late = expired(lost, client_line(19.9, "client_coordinator_discovered", "c1", "app-0"))
+    assert (found_late["cause"], found_late["cause_rule"]) == (
+        "coordinator_change", "expiry_while_coordinator_unreachable")
     # The group moving to another coordinator is the broker's own word for it, and decides first.
     moved = expired(lost, event(5, "group_loaded", broker_id=2, generation=1))
     assert (moved["cause"], moved["cause_rule"]) == ("coordinator_change", "expiry_after_coordinator_move")
+
+
+def test_a_member_a_coordinator_move_expired_is_the_moves_only_if_it_comes_back():
+    # A restarted coordinator reads back the group's last generation, live members or not, and expires the dead ones
+    # a session timeout after the load (2.6 and 4.2 brokers in real logs): one that never comes back had stopped.
+    member = "app-1-11111111-2222-3333-4444-555555555555"
+
+    def expired_after_load(*later):
+        events = [event(-30, "member_joining", member_id=member), event(-29, "group_stabilized", generation=1),
+                  event(0, "group_loaded", broker_id=2, generation=1),
+                  event(10, "member_failed", member_id=member),
+                  event(10, "rebalance_started", generation=1,
+                        reason=f"removing member {member} on heartbeat expiration"),
+                  event(10.5, "group_emptied", generation=2), *later]
+        rows = reconstruct_group("g", sorted(events, key=lambda e: e["event_ts"]))
+        return next(r for r in rows if r["started_at"] == at(10))
+
+    newcomer = "app-1-99999999-2222-3333-4444-555555555555"
+    gone = expired_after_load(event(400, "rebalance_started", generation=2,
+                                    reason=f"Adding new member {newcomer} with group instance id None"))
+    assert (gone["cause"], gone["cause_rule"]) == ("session_timeout", "plain_session_expiry")
+    back = expired_after_load(event(13, "rebalance_started", generation=2,
+                                    reason=f"Adding new member {newcomer} with group instance id None"))
+    assert (back["cause"], back["cause_rule"]) == ("coordinator_change", "expiry_after_coordinator_move")
+    # Another client joining soon after says nothing of this member; the group's lines ending before the member had
+    # time to come back cannot tell, and the move stays the reading.
+    other = expired_after_load(event(13, "rebalance_started", generation=2,
+                                     reason="Adding new member other-99999999-2222-3333-4444-555555555555 with x"),
+                               event(400, "group_stabilized", generation=3))
+    assert other["cause"] == "session_timeout"
+    assert expired_after_load()["cause"] == "coordinator_change"
 
 
 def test_what_says_a_coordinator_was_out_of_reach_and_what_does_not():

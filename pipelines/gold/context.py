@@ -240,13 +240,15 @@ class GroupContext:
                            ) -> TimelineEvent | None:
         """The last line of `instance`'s client (of `client` where both name one) saying it could not reach its
         coordinator, from `unreachable_before_s` to `unreachable_lead_s` before `at`, and not followed by a line of
-        the same client that reached it (found it, joined, synced) before `at`; or None."""
+        the same client that reached it (found it, joined, synced) before that lead; or None. A coordinator found
+        within the lead is the reconnection that learned of the expiry (the Java client finds it again, and its first
+        heartbeat is refused with UNKNOWN_MEMBER_ID), not a session restored."""
         since = at - pd.Timedelta(seconds=window("unreachable_before_s"))
         until = at - pd.Timedelta(seconds=window("unreachable_lead_s"))
         for event in reversed(self.unreachable.get(instance or "", ())):
             if not since <= event["event_ts"] <= until or not _same_client(event.get("client_id"), client):
                 continue
-            back = any(event["event_ts"] < e["event_ts"] <= at and _same_client(e.get("client_id"), client)
+            back = any(event["event_ts"] < e["event_ts"] <= until and _same_client(e.get("client_id"), client)
                        and _same_client(e.get("client_id"), event.get("client_id"))
                        for e in self.reached.get(instance or "", ()))
             return None if back else event

@@ -1,6 +1,9 @@
-"""Rule rejoin_after_coordinator_move: a member's rejoin right after its group changed coordinator."""
+"""Coordinator moves in a member's story: rule rejoin_after_coordinator_move (a member's rejoin right after its group
+changed coordinator) and whether a member the move expired came back (rule expiry_after_coordinator_move)."""
 
 from __future__ import annotations
+
+from bisect import bisect_right
 
 import pandas as pd
 
@@ -31,3 +34,25 @@ def rejoin_after_move(state: ReplayState, verdict: Verdict, ts: pd.Timestamp
     state.consider("rejoin_after_coordinator_move", True, text)
     return (decide("rejoin_after_coordinator_move", verdict.trigger_member_id, text),
             [{"event_id": loaded, "explanation": f"coordinator {new} loaded the group"}], None)
+
+
+def came_back(state: ReplayState, member: str, expired_at: pd.Timestamp) -> pd.Timestamp | None:
+    """When `member`, expired at `expired_at`, showed up again within `move_return_s`: a join of the same member id
+    or of a member of the same client (`<client.id>-<uuid>`), or a line of its own process's client; `expired_at`
+    itself when the group's lines end before that window does (they cannot tell); None when it did not come back.
+    A consumer alive through a coordinator move that cost it its session is told so by its next heartbeat and joins
+    again at once; one that stays away had stopped before the move (a restarted coordinator reads back the members
+    of the group's last generation, live or not, and expires the dead ones a session timeout later)."""
+    until = expired_at + pd.Timedelta(seconds=window("move_return_s"))
+    if state.horizon is None or state.horizon < until:
+        return expired_at
+    client = state.ctx.client_of(member)
+    start = bisect_right(state.arrivals, expired_at, key=lambda a: a[0])
+    for ts, who in state.arrivals[start:]:
+        if ts > until:
+            break
+        if who == member or (client is not None and state.ctx.client_of(who) == client):
+            return ts
+    instance = state.ctx.instance_of(member)
+    later = [t for t in state.ctx.activity.get(instance or "", ()) if expired_at < t <= until]
+    return later[0] if later else None

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from pipelines.gold.moves import rejoin_after_move
+from pipelines.gold.moves import came_back, rejoin_after_move
 from pipelines.gold.records import Evidence
 from pipelines.gold.replay_state import Removal, ReplayState, secs
 from pipelines.gold.rulebook import Verdict, confidence, decide, window
@@ -58,12 +58,21 @@ class CauseRefinement:
                             lambda: self.ctx.why_no_poll_timeout(instance, at, window_s=rules.poll_timeout_window_s))
         for moved_at, old, new, loaded in reversed(self.state.moves):
             if 0 <= secs(at - moved_at) <= rules.coordinator_move_window_s:
+                back = came_back(self.state, member, at)
+                if back is None:
+                    self.state.consider(
+                        "expiry_after_coordinator_move", False,
+                        f"the group moved to coordinator {new} at {moved_at:%H:%M:%S}, but {member} did not come "
+                        f"back within {window('move_return_s'):g} s of its expiry: its process had stopped")
+                    break
                 origin = f"from coordinator {old}" if old is not None else "from another broker"
                 text = (f"the group moved {origin} to {new} at {moved_at:%H:%M:%S}; {member} expired "
-                        f"{secs(at - moved_at):.0f} s later without reaching the new coordinator")
+                        f"{secs(at - moved_at):.0f} s later without reaching the new coordinator" + (
+                            f", and came back at {back:%H:%M:%S}" if back > at else ""))
                 return self._applied("expiry_after_coordinator_move", member, text, loaded,
                                      f"coordinator {new} loaded the group")
-        self.state.consider("expiry_after_coordinator_move", False, lambda: self._why_no_move(at))
+        else:
+            self.state.consider("expiry_after_coordinator_move", False, lambda: self._why_no_move(at))
         cut_off = self.ctx.unreachable_before(instance, at, self.ctx.client_of(member))
         if cut_off is not None:
             text = (f"the client of {member} ({instance}) could not reach its coordinator at "

@@ -8,6 +8,7 @@ that are each handed it and change it through the bookkeeping below; timeline.Ti
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,20 @@ EPOCH_CAUSES = ("member_fenced", "member_left", "static_member_replaced", "membe
                 "group_config_changed", "streams_topology_changed")
 # A state transition: when, which state, generation, rebalance id (None between rebalances), id of the event.
 Transition = tuple[pd.Timestamp, str, int | None, str | None, str]
+
+
+_ADDING = re.compile(r"Adding new member (\S+?)(?: with|[,;)]|$)", re.I)
+
+
+def _arriving(event: TimelineEvent) -> str | None:
+    """The member a broker line shows arriving at its coordinator (a join, a static member's return, the `Adding
+    new member` reason of the rebalance a join opens), or None."""
+    if event["event_type"] in ("member_joining", "static_member_rejoined"):
+        return event.get("member_id") or None
+    if event["event_type"] == "rebalance_started":
+        found = _ADDING.search(event.get("reason") or "")
+        return found.group(1) if found else None
+    return None
 
 
 # The configured thresholds are the replay's rules' settings: declared once, in pipelines.settings.config.Thresholds.
@@ -127,6 +142,11 @@ class ReplayState:
                 self.target_bumps.add(e["event_id"])
                 self.bumps.append(e["event_ts"])
         self.bumps.sort()
+        # The group's last line (its logs may end before a member had time to come back).
+        self.horizon: pd.Timestamp | None = max((e["event_ts"] for e in events), default=None)
+        # Members arriving at the coordinator (joining, rejoining), in time order: when, which member id.
+        self.arrivals: list[tuple[pd.Timestamp, str]] = [
+            (e["event_ts"], who) for e in events if e.get("source_kind") == "broker" and (who := _arriving(e))]
         self.targets: dict[int, pd.Timestamp] = {}
         for e in events:
             if e["event_type"] == "target_assignment_computed":

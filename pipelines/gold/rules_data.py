@@ -17,6 +17,8 @@ WINDOWS: dict[str, tuple[float, str]] = {
     "connector_change_s": (5.0, "a Connect config write this long before a leader's rejoin is what it hands out"),
     "leave_cascade_s": (30.0, "a leader's metadata rejoin this soon after a leave can be that leave's consequence"),
     "after_outage_s": (30.0, "a new member this soon after the group's coordinator came back lost it meanwhile"),
+    "move_return_s": (60.0, "a member alive through a coordinator move that expired it joins again within this (its "
+                            "next heartbeat is refused and it rejoins at once); one that does not had stopped"),
     "client_chain_s": (60.0, "a member's lines further apart than this before its join are different episodes"),
     "coordinator_outage_s": (1800.0, "a coordinator lost this long before it was found again opens the next rebalance"),
     "orphan_before_s": (2.0, "a group-less client warning belongs to a group whose coordinator acted this soon after"),
@@ -236,9 +238,11 @@ RULE_ROWS: tuple[dict[str, Any], ...] = (
     _r("expiry_after_poll_timeout", "any", "Did the expired member's client log a poll timeout just before?",
        "poll_timeout", "heartbeat_expiration", 0.85, f"{_RD} under KIP-848 stops heartbeating after MAXPOLL",
        ("poll_timeout_window_s", "poll_line_after_s"), "refinement"),
-    _r("expiry_after_coordinator_move", "broker", "Did the member expire soon after the group moved coordinator?",
+    _r("expiry_after_coordinator_move", "broker", "Did the member expire soon after the group moved coordinator, "
+       "and come back soon after (a member that does not come back had stopped: its process, not the move, ended "
+       "its session)?",
        "coordinator_change", "coordinator_failover", 0.75, f"{_GC}: `Loading group metadata`; {_LAB} coordinator",
-       ("coordinator_move_window_s",), "refinement"),
+       ("coordinator_move_window_s", "move_return_s"), "refinement"),
     _r("expiry_while_coordinator_unreachable", "any", "Did the expired member's client say, just before, that it "
        "could not reach its coordinator?", "coordinator_change", "coordinator_unreachable", 0.7,
        f"{_RD}: the GroupCoordinator handle's FAIL lines; {_CC}: `isDisconnected: true`, NetworkClient on the "
