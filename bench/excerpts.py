@@ -7,7 +7,9 @@ Each excerpt is a folder with one file per process and a `label.yml` written bef
 README.md). Lines are measured as `rebalance parse` reads them: the whole corpus in one batch through the pipeline's
 bronze-to-silver build. Causes are measured as `rebalance run` decides them, through the pipeline's gold build over
 the same batch, each excerpt's groups apart from every other excerpt's (their ids are prefixed by the excerpt) and
-every file of an excerpt an instance folder of its own (a `gc*` file joins the process of the same suffix).
+every file of an excerpt an instance folder of its own (a `gc*` file joins the process of the same suffix). A line
+that names no group keeps none, as in `rebalance run` (until 2026-12-06 such lines were put in one group per
+excerpt, which credited client-only excerpts with verdicts the pipeline does not give).
 """
 
 from __future__ import annotations
@@ -159,7 +161,9 @@ def measure(spark: Any, excerpts: list[Excerpt], *, causes: bool = True,
         verdicts: dict[str, list[str]] = {}
         doubts: dict[str, list[str]] = {}  # the causes the verdicts leave open (gold_rebalances.cause_alternatives)
         if causes:
-            events = to_events(batch.parsed).withColumn("group_id", F.concat_ws(SEP, excerpt, "group_id"))
+            # a line that names no group keeps none, as in the pipeline (which places only some of them)
+            named = F.when(F.col("group_id").isNotNull(), F.concat_ws(SEP, excerpt, "group_id"))
+            events = to_events(batch.parsed).withColumn("group_id", named)
             gold = build_gold(events, to_gc_pauses(batch.parsed), rules_from(cfg.thresholds))
             if on_gold is not None:
                 on_gold(events, to_gc_pauses(batch.parsed), gold)
