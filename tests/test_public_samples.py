@@ -156,4 +156,3 @@ def test_rebalances_and_causes_per_sample(staged):
     agree = {f for f, v in VERDICTS.items()
              if {c for _, c, _, _ in v} == {labels[f][5]} and len(v) == int(labels[f][7])}
     assert set(labels) - agree == set(WHY_WE_DIFFER)
-

@@ -3,12 +3,12 @@ changed coordinator) and whether a member the move expired came back (rule expir
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 
 import pandas as pd
 
 from pipelines.gold.records import Evidence
-from pipelines.gold.replay_state import ReplayState, secs
+from pipelines.gold.replay_state import NEIGHBOUR_S, ReplayState, secs
 from pipelines.gold.rulebook import Verdict, decide, window
 
 
@@ -36,23 +36,32 @@ def rejoin_after_move(state: ReplayState, verdict: Verdict, ts: pd.Timestamp
             [{"event_id": loaded, "explanation": f"coordinator {new} loaded the group"}], None)
 
 
-def came_back(state: ReplayState, member: str, expired_at: pd.Timestamp) -> pd.Timestamp | None:
-    """When `member`, expired at `expired_at`, showed up again within `move_return_s`: a join of the same member id
-    or of a member of the same client (`<client.id>-<uuid>`), or a line of its own process's client; `expired_at`
-    itself when the group's lines end before that window does (they cannot tell); None when it did not come back.
-    A consumer alive through a coordinator move that cost it its session is told so by its next heartbeat and joins
-    again at once; one that stays away had stopped before the move (a restarted coordinator reads back the members
-    of the group's last generation, live or not, and expires the dead ones a session timeout later)."""
+
+def came_back(state: ReplayState, member: str, expired_at: pd.Timestamp) -> tuple[bool, str]:
+    """Whether `member`, expired at `expired_at` just after its group moved coordinator, was alive through the move,
+    and why: True when it showed up again within `move_return_s` (a join of its member id or of a member of its
+    client id, a line of its own process's client) or when the lines cannot tell; False only when the expiry left
+    the group empty and nothing of it came back while the group's lines went on. A consumer alive through the move is
+    told by its next heartbeat and joins again at once; a restarted coordinator reads back the group's last
+    generation, live members or not, and expires the dead ones a session timeout after the load. Only an emptied
+    group shows a return for sure: a join into a group already rebalancing is logged at DEBUG by brokers before 4.0."""
     until = expired_at + pd.Timedelta(seconds=window("move_return_s"))
-    if state.horizon is None or state.horizon < until:
-        return expired_at
     client = state.ctx.client_of(member)
-    start = bisect_right(state.arrivals, expired_at, key=lambda a: a[0])
-    for ts, who in state.arrivals[start:]:
+    for k in range(bisect_right(state.arrivals, expired_at, key=lambda a: a[0]), len(state.arrivals)):
+        ts, who = state.arrivals[k]
         if ts > until:
             break
         if who == member or (client is not None and state.ctx.client_of(who) == client):
-            return ts
-    instance = state.ctx.instance_of(member)
-    later = [t for t in state.ctx.activity.get(instance or "", ()) if expired_at < t <= until]
-    return later[0] if later else None
+            return True, f"and came back at {ts:%H:%M:%S}"
+    activity = state.ctx.activity.get(state.ctx.instance_of(member) or "", [])
+    later = bisect_right(activity, expired_at)
+    if later < len(activity) and activity[later] <= until:
+        return True, f"and its client logged again at {activity[later]:%H:%M:%S}"
+    emptied = bisect_left(state.empties, expired_at)
+    if emptied == len(state.empties) or state.empties[emptied] > expired_at + pd.Timedelta(seconds=NEIGHBOUR_S):
+        return True, "(whether it came back is not shown: the group did not empty)"
+    if state.horizon is None or state.horizon < until:
+        return True, f"(the group's lines end before {window('move_return_s'):g} s had passed)"
+    return False, (f"but nothing of {member} came back within {window('move_return_s'):g} s of its expiry, which "
+                   "emptied the group, while the group's lines went on: its consumer had most likely stopped before "
+                   "the move")

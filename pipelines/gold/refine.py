@@ -58,17 +58,14 @@ class CauseRefinement:
                             lambda: self.ctx.why_no_poll_timeout(instance, at, window_s=rules.poll_timeout_window_s))
         for moved_at, old, new, loaded in reversed(self.state.moves):
             if 0 <= secs(at - moved_at) <= rules.coordinator_move_window_s:
-                back = came_back(self.state, member, at)
-                if back is None:
-                    self.state.consider(
-                        "expiry_after_coordinator_move", False,
-                        f"the group moved to coordinator {new} at {moved_at:%H:%M:%S}, but {member} did not come "
-                        f"back within {window('move_return_s'):g} s of its expiry: its process had stopped")
+                alive, how = came_back(self.state, member, at)
+                if not alive:
+                    self.state.consider("expiry_after_coordinator_move", False,
+                                        f"the group moved to coordinator {new} at {moved_at:%H:%M:%S}, {how}")
                     break
                 origin = f"from coordinator {old}" if old is not None else "from another broker"
                 text = (f"the group moved {origin} to {new} at {moved_at:%H:%M:%S}; {member} expired "
-                        f"{secs(at - moved_at):.0f} s later without reaching the new coordinator" + (
-                            f", and came back at {back:%H:%M:%S}" if back > at else ""))
+                        f"{secs(at - moved_at):.0f} s later without reaching the new coordinator {how}")
                 return self._applied("expiry_after_coordinator_move", member, text, loaded,
                                      f"coordinator {new} loaded the group")
         else:

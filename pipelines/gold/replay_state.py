@@ -144,6 +144,9 @@ class ReplayState:
         self.bumps.sort()
         # The group's last line (its logs may end before a member had time to come back).
         self.horizon: pd.Timestamp | None = max((e["event_ts"] for e in events), default=None)
+        # When the group became empty (the coordinator's `is now empty` lines), in time order.
+        self.empties: list[pd.Timestamp] = [
+            e["event_ts"] for e in events if e.get("source_kind") == "broker" and e["event_type"] == "group_emptied"]
         # Members arriving at the coordinator (joining, rejoining), in time order: when, which member id.
         self.arrivals: list[tuple[pd.Timestamp, str]] = [
             (e["event_ts"], who) for e in events if e.get("source_kind") == "broker" and (who := _arriving(e))]

@@ -18,7 +18,8 @@ WINDOWS: dict[str, tuple[float, str]] = {
     "leave_cascade_s": (30.0, "a leader's metadata rejoin this soon after a leave can be that leave's consequence"),
     "after_outage_s": (30.0, "a new member this soon after the group's coordinator came back lost it meanwhile"),
     "move_return_s": (60.0, "a member alive through a coordinator move that expired it joins again within this (its "
-                            "next heartbeat is refused and it rejoins at once); one that does not had stopped"),
+                            "next heartbeat is refused and it rejoins at once); one that does not, in a group its "
+                            "expiry emptied, had most likely stopped"),
     "client_chain_s": (60.0, "a member's lines further apart than this before its join are different episodes"),
     "coordinator_outage_s": (1800.0, "a coordinator lost this long before it was found again opens the next rebalance"),
     "orphan_before_s": (2.0, "a group-less client warning belongs to a group whose coordinator acted this soon after"),
@@ -31,7 +32,8 @@ WINDOWS: dict[str, tuple[float, str]] = {
     "unreachable_before_s": (60.0, "a member that could not reach its coordinator this long before its session "
                                    "expired lost the session to it"),
     "unreachable_lead_s": (2.0, "... at least this long before: a process waking from a freeze logs its dropped "
-                                "connections and its expiry together"),
+                                "connections and its expiry together (and a coordinator found again this close "
+                                "to the expiry is the reconnection that learned of it)"),
     "same_removal_s": (1.0, "one removal asked about twice (the has-failed line, then its rebalance) within this"),
     "resubscribe_s": (2.0, "a subscribe this soon after an unsubscribe from everything is a resubscription"),
     "whatif_back_after_s": (0.5, "what-if: a member's next poll is looked for from this long after its poll timeout"),
