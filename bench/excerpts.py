@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import re
 import shutil
 import sys
 import tempfile
@@ -134,6 +135,7 @@ def measure(spark: Any, excerpts: list[Excerpt], *, causes: bool = True,
     from pyspark.sql import functions as F
 
     from pipelines.gold.build import build_gold
+    from pipelines.gold.placement import OWN_GROUP_PREFIX, gold_events
     from pipelines.gold.rebalances import rules_from
     from pipelines.settings.config import load_config
     from pipelines.settings.sources import resolve_sources
@@ -161,13 +163,15 @@ def measure(spark: Any, excerpts: list[Excerpt], *, causes: bool = True,
         verdicts: dict[str, list[str]] = {}
         doubts: dict[str, list[str]] = {}  # the causes the verdicts leave open (gold_rebalances.cause_alternatives)
         if causes:
-            # a line that names no group keeps none, as in the pipeline (which places only some of them)
+            # a line that names no group keeps none until the pipeline places it (`gold_events`)
             named = F.when(F.col("group_id").isNotNull(), F.concat_ws(SEP, excerpt, "group_id"))
-            events = to_events(batch.parsed).withColumn("group_id", named)
+            events = gold_events(to_events(batch.parsed).withColumn("group_id", named))
             gold = build_gold(events, to_gc_pauses(batch.parsed), rules_from(cfg.thresholds))
             if on_gold is not None:
                 on_gold(events, to_gc_pauses(batch.parsed), gold)
-            for r in gold["gold_rebalances"].select(F.element_at(F.split("group_id", SEP), 1).alias("excerpt"),
+            # a process's own group is named after its instance folder, which begins with the excerpt too
+            unwrapped = F.regexp_replace("group_id", "^" + re.escape(OWN_GROUP_PREFIX), "")
+            for r in gold["gold_rebalances"].select(F.element_at(F.split(unwrapped, SEP), 1).alias("excerpt"),
                                                     "cause", "cause_alternatives.cause").collect():
                 if r[1] not in verdicts.setdefault(r["excerpt"], []):
                     verdicts[r["excerpt"]].append(r[1])

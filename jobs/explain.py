@@ -14,14 +14,15 @@ from pipelines.settings.config import Config, ConfigError
 
 def group_timeline(spark: Any, cfg: Config, group_id: str, *, trace: bool = False) -> Any:
     """One group's replay from silver_events and silver_gc_pauses as reconstruct hands them over (the group's
-    events, the group-less client warnings that may be its own, its members' long GC pauses)."""
+    events and its processes' group-less lines, the group-less client warnings that may be its own, its members'
+    long GC pauses)."""
     from pyspark.sql import functions as F
 
-    from pipelines.gold.rebalances import orphan_lines, rules_from, timeline_input, timeline_records
+    from pipelines.gold.placement import gold_events
+    from pipelines.gold.rebalances import rules_from, timeline_input, timeline_records
     from pipelines.gold.timeline import Timeline
 
-    silver = spark.table("silver_events")
-    events = silver.filter(F.col("group_id") == group_id).unionByName(orphan_lines(silver))
+    events = gold_events(spark.table("silver_events"), [group_id])
     rules = rules_from(cfg.thresholds)
     inputs = timeline_input(events, spark.table("silver_gc_pauses"), min_pause_ms=rules.gc_pause_min_ms)
     pdf = inputs.filter(F.col("group_id") == group_id).toPandas()

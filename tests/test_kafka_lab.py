@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from lab.corpus import RECORD_START, is_group_related
 from pipelines.alerts.rules import storm_alerts
 from pipelines.flow.batch import batch_tables
+from pipelines.gold.placement import gold_events
 from pipelines.gold.rebalances import orphan_lines, rules_from, timeline_input, timeline_records
 from pipelines.gold.state_order import state_time_order
 from pipelines.gold.timeline import Timeline
@@ -110,7 +111,7 @@ def replayed(tables, group: str, cfg, *, trace: bool = False, orphans: bool = Fa
     """One group's timeline, replayed from the batch tables as the pipeline replays it (with `orphans`, also with
     the group-less client warnings the build routes to it, as `rebalance explain` replays it)."""
     rules = rules_from(cfg.thresholds)
-    silver = tables["silver_events"]
+    silver = gold_events(tables["silver_events"])
     events = silver.filter(F.col("group_id") == group)
     if orphans:
         events = events.unionByName(orphan_lines(silver))

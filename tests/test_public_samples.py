@@ -7,6 +7,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
+from pipelines.gold.placement import OWN_GROUP_PREFIX, gold_events
 from pipelines.gold.rebalances import rebuild_rebalances, timeline_input
 from pipelines.settings.config import load_config
 from pipelines.silver.outputs import accounting, to_events, to_gc_pauses
@@ -135,14 +136,14 @@ def sample_rebalances(staged) -> dict[str, list[tuple]]:
     """gold_rebalances of every sample as if it were landed alone: the group and the instance folder of each event
     are made the file's own, so samples naming the same group (009 is the broker side of 011) are not mixed."""
     file = F.element_at(F.split("source_file", "/"), -1)
-    # a line that names no group keeps none (the pipeline places only some of them, see timeline_input)
+    # a line that names no group keeps none until the pipeline places it (`gold_events`)
     named = F.when(F.col("group_id").isNotNull(), F.concat_ws("|", file, "group_id"))
-    events = to_events(staged.parsed).withColumn("group_id", named).withColumn("instance", file)
+    events = gold_events(to_events(staged.parsed).withColumn("group_id", named).withColumn("instance", file))
     pauses = to_gc_pauses(staged.parsed).withColumn("instance", file)
     rows = rebuild_rebalances(timeline_input(events, pauses, min_pause_ms=1000)).collect()
     verdicts: dict[str, list[tuple]] = {}
     for r in sorted(rows, key=lambda r: (r["group_id"], r["started_at"])):
-        name = r["group_id"].split("|", 1)[0]
+        name = r["group_id"].removeprefix(OWN_GROUP_PREFIX).removesuffix(")").split("|", 1)[0]
         verdicts.setdefault(name, []).append((r["generation_after"], r["cause"], r["cause_detail"], r["outcome"]))
     return verdicts
 

@@ -33,3 +33,30 @@ def test_a_gc_log_touches_the_groups_with_members_in_its_folder(spark):
 def test_a_file_that_typed_nothing_touches_no_group(spark):
     # Application lines in a member's folder cannot change gold: replaying the folder's groups would be for nothing.
     assert _touched(spark, [("h1/app-2.log", "h1", 0, 0), ("h2/app-2.log", "h2", 0, 0)]) == []
+
+
+def _touched_with(spark, extra, files) -> list[str]:
+    events = spark.createDataFrame([
+        ("e1", "h1/app.log", "h1", "client", "orders", "member_joined", T),
+        ("e3", "b1/server.log", "b1", "broker", "search", "rebalance_started", T),
+        *extra,
+    ], EVENTS)
+    return sorted(r.group_id for r in touched_groups(spark.createDataFrame(files, FILES), events).collect())
+
+
+def test_a_line_naming_no_group_touches_the_group_its_process_names(spark):
+    bare = ("e4", "h1/app-2.log", "h1", "client", None, "client_partitions_assigned", T)
+    assert _touched_with(spark, [bare], [("h1/app-2.log", "h1", 1, 0)]) == ["orders"]
+
+
+def test_a_process_naming_no_group_touches_its_own_group_until_it_names_one(spark):
+    # h3 names no group and no coordinator line is near its warning (an hour later than b1's line): its own group.
+    later = T + dt.timedelta(hours=1)
+    warning = ("e5", "h3/app.log", "h3", "client", None, "client_poll_timeout", later)
+    assert _touched_with(spark, [warning], [("h3/app.log", "h3", 1, 0)]) == ["(group of h3)"]
+    # Its first line naming a group: the warning moves there, and its own group is rebuilt (to nothing).
+    named = ("e6", "h3/app-2.log", "h3", "client", "payments", "member_joined", later)
+    assert _touched_with(spark, [warning, named], [("h3/app-2.log", "h3", 1, 0)]) == ["(group of h3)", "payments"]
+    # A coordinator's line near the warning: the warning goes to the coordinator's group, its own group gives it up.
+    near = ("e7", "b1/server.log.1", "b1", "broker", "payments", "rebalance_started", later)
+    assert _touched_with(spark, [warning, near], [("b1/server.log.1", "b1", 1, 0)]) == ["(group of h3)", "payments"]

@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from pipelines.bronze.lines import LineIds
 from pipelines.gold.build import build_gold
+from pipelines.gold.placement import gold_events
 from pipelines.gold.rebalances import rules_from
 from pipelines.session.caching import CachedFrames
 from pipelines.settings.config import Config
@@ -36,7 +37,7 @@ def batch_tables(spark: SparkSession, cfg: Config, *, line_ids: LineIds = "conte
         with CachedFrames() as cached:
             events = to_events(staged.parsed)
             pauses = to_gc_pauses(staged.parsed)
-            tables = build_gold(events, pauses, rules_from(cfg.thresholds), persist=cached)
+            tables = build_gold(gold_events(events), pauses, rules_from(cfg.thresholds), persist=cached)
             yield {"silver_events": events, "silver_gc_pauses": pauses, **tables}
     finally:
         staged.unpersist()

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 
 from pipelines.bronze.damaged import damaged_gzips, spark_file_uri, with_torn_rows
 from pipelines.flow.check_reach import reach
+from pipelines.gold.placement import place_in_processes
 from pipelines.session.spark import compiled_code
 from pipelines.settings.config import Config
 from pipelines.settings.sources import resolve_sources
@@ -226,7 +227,7 @@ def _summaries(spark: SparkSession, cfg: Config, readable: list[Path], problems:
         events = to_events(staged.parsed)
         offsets = clock_offsets(events)
         gc = {d["instance"] for d in instances if d["gc_pauses"]}
-        groups = _groups(events, gc)
+        groups = _groups(place_in_processes(events), gc)  # the groups a run builds, a process's own included
     finally:
         staged.unpersist()
     for d in instances:

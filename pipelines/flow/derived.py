@@ -25,7 +25,7 @@ from pipelines.flow.reconstruct import GOLD_KEYS, merger
 from pipelines.gold.aggregates import health_from
 from pipelines.gold.build import ESTATE_OWNED, HOT, per_group_derived
 from pipelines.gold.estate_frames import canonical, estate_rows, params_from, rows_frame
-from pipelines.gold.rebalances import orphan_lines
+from pipelines.gold.placement import gold_events
 from pipelines.session.together import run_together
 from pipelines.settings.config import Config
 from pipelines.state import pending
@@ -60,8 +60,8 @@ def refresh_derived(spark: SparkSession, cfg: Config) -> dict[str, int]:
     def mine(df: DataFrame) -> DataFrame:
         return df if names is None else df.filter(F.col("group_id").isin(names))
 
-    # The same events a reconstruct batch builds from: the groups' own and the group-less warnings beside them.
-    events = mine(silver).unionByName(orphan_lines(silver))
+    # The same events a reconstruct batch builds from (`gold_events`).
+    events = gold_events(silver, names)
     tables = per_group_derived(mine(gold["gold_rebalances"]), mine(gold["gold_member_sessions"]),
                                mine(gold["gold_whatif"]), events, pauses)
 

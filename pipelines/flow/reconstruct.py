@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 
 from pipelines.flow.found import FOUND_COLUMNS, Found, changed_rows
 from pipelines.gold.build import ESTATE_OWNED, hot_tables
+from pipelines.gold.placement import bare_lines, gold_events, own_group, place_in_processes
 from pipelines.gold.rebalances import orphan_lines, route_orphans, rules_from
 from pipelines.session.caching import PinnedFrames, pin, unpin
 from pipelines.session.together import run_together
@@ -26,22 +27,31 @@ GOLD_KEYS = {name: list(table.keys) for name, table in REGISTRY.items() if table
 
 
 def touched_groups(files: DataFrame, events: DataFrame) -> DataFrame:
-    """Groups with events in the given files (silver_accounting rows), with members in the instance folders of those
-    files that typed an event or a GC pause (their GC logs), or near a group-less client warning of the files
-    (`route_orphans`)."""
-    new_events = events.join(files.select("source_file").distinct(), "source_file")
+    """The groups a batch of files (silver_accounting rows) can change: those with events in the files (a
+    group-less client line counts for its process's group, `process_groups`), those with members in the instance
+    folders of the files that typed an event or a GC pause (their GC logs), and those a group-less client warning of
+    those folders is placed in by time (`route_orphans`)."""
+    placed = place_in_processes(events)
+    new_events = placed.join(files.select("source_file").distinct(), "source_file")
     in_files = new_events.select("group_id")
     # Only files that typed an event or a GC pause: gold is built from silver_events and silver_gc_pauses alone, so
     # a file of application lines cannot change a group (and touching every group of its folder replays each over
     # its whole history: an hour of a 300-group estate's logs cost 39 s of replay for nothing).
     typed = files.filter((F.col("event_lines") > 0) | (F.col("gc_pause_lines") > 0))
-    members = (
-        events.filter(F.col("source_kind") == "client")
-        .join(typed.select("instance").distinct(), "instance")
-        .select("group_id")
-    )
-    orphans = route_orphans(orphan_lines(new_events), events).select("group_id")
-    return in_files.unionByName(members).unionByName(orphans).filter(F.col("group_id").isNotNull()).distinct()
+    clients = placed.filter(F.col("source_kind") == "client").join(typed.select("instance").distinct(), "instance")
+    members = clients.select("group_id")
+    # Every earlier warning of those folders, not only the new ones: a folder that names a group for the first time
+    # takes them out of the groups they were placed in by time...
+    earlier = route_orphans(orphan_lines(events.join(clients.select("instance").distinct(), "instance")), events)
+    # ... and out of its own group, as does a new coordinator line near one of its group-less lines (the coordinator's
+    # view replaces the process's own).
+    naming = events.join(files.select("source_file").distinct(), "source_file").filter(
+        (F.col("source_kind") == "client") & F.col("group_id").isNotNull()).select("instance")
+    near = route_orphans(bare_lines(events), new_events).select("instance")
+    bare = events.filter(F.col("group_id").isNull() & (F.col("source_kind") == "client")).select("instance")
+    own = bare.join(naming.unionByName(near).distinct(), "instance").select(own_group("instance").alias("group_id"))
+    return (in_files.unionByName(members).unionByName(earlier.select("group_id")).unionByName(own)
+            .filter(F.col("group_id").isNotNull()).distinct())
 
 
 def merger(spark: SparkSession, cfg: Config, name: str, df: DataFrame, *, scope: str, groups: list[str],
@@ -73,9 +83,8 @@ def rebuild_hot(spark: SparkSession, cfg: Config, groups: DataFrame, *, batch_id
     if not names:
         return {}
     in_groups = f"t.group_id IN ({', '.join(delta_sql.string_literal(n) for n in names)})"
-    silver = lake.read_table(spark, cfg, "silver_events")
-    # The group-less warnings go along: the build places them near the groups' own lines (route_orphans).
-    events = silver.join(F.broadcast(groups), "group_id").unionByName(orphan_lines(silver))
+    # The groups' lines, their processes' group-less lines and the group-less warnings the build places by time.
+    events = gold_events(lake.read_table(spark, cfg, "silver_events"), names)
     pauses = lake.read_table(spark, cfg, "silver_gc_pauses")
     # Pinned, not persisted: the frames read several times (the replay and three timeline tables) then stand for
     # their rows alone, so the MERGEs below do not each analyse the whole build's plan again.
