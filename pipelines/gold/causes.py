@@ -69,7 +69,7 @@ from collections.abc import Iterator
 import pandas as pd
 
 from pipelines.gold.records import TimelineEvent
-from pipelines.gold.replay_state import NEIGHBOUR_S
+from pipelines.gold.replay_state import NEIGHBOUR_S, NEW_MEMBER_REASON
 from pipelines.gold.rulebook import Verdict, decide
 from pipelines.gold.rules_data import REJOIN_UNDER_WAY
 
@@ -86,7 +86,7 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"removing member (\S+) on LeaveGroup", re.I), "reason_leave_group"),
     # Kafka 4.x new coordinator: the client reason is only on the separate "has left" line.
     (re.compile(r"explicit `LeaveGroup` request for \(([^,)\s]+)[^)]*\) members", re.I), "reason_explicit_leave"),
-    (re.compile(r"Adding new member (\S+)", re.I), "reason_new_member"),
+    (NEW_MEMBER_REASON, "reason_new_member"),
     # Kafka 4.x, a group converted live back to the classic protocol: the rebalance the downgrade starts names no
     # member (the one that left is on the `left the consumer group` line before it).
     (re.compile(r"Downgrade group \S+ from consumer to classic for static member replacement", re.I),

@@ -31,7 +31,8 @@ EPOCH_CAUSES = ("member_fenced", "member_left", "static_member_replaced", "membe
 Transition = tuple[pd.Timestamp, str, int | None, str | None, str]
 
 
-_ADDING = re.compile(r"Adding new member (\S+?)(?: with|[,;)]|$)", re.I)
+# The reason of a rebalance a join opens, with the member id (rule `reason_new_member` reads it too).
+NEW_MEMBER_REASON = re.compile(r"Adding new member ([^\s,;)]+)", re.I)
 
 
 def _arriving(event: TimelineEvent) -> str | None:
@@ -40,7 +41,7 @@ def _arriving(event: TimelineEvent) -> str | None:
     if event["event_type"] in ("member_joining", "static_member_rejoined"):
         return event.get("member_id") or None
     if event["event_type"] == "rebalance_started":
-        found = _ADDING.search(event.get("reason") or "")
+        found = NEW_MEMBER_REASON.search(event.get("reason") or "")
         return found.group(1) if found else None
     return None
 
@@ -128,6 +129,11 @@ class ReplayState:
         self.outages: list[tuple[pd.Timestamp, pd.Timestamp, int]] = []
         self.last_activity: pd.Timestamp | None = None
         self.epoch_size: int | None = None
+        self._index(events)
+
+    def _index(self, events: list[TimelineEvent]) -> None:
+        """What the rules look up across the whole timeline: epoch bumps, target assignments, the last line, the
+        group's empty moments and the members arriving at its coordinator."""
         bumps = [e for e in events if e.get("source_kind") == "broker" and e["event_type"] == "group_epoch_bumped"]
         self.bumps = [e["event_ts"] for e in bumps]
         # A streams group (4.2) logs no bump when it fences a member: the first target assignment of an epoch later
@@ -145,17 +151,22 @@ class ReplayState:
         # The group's last line (its logs may end before a member had time to come back).
         self.horizon: pd.Timestamp | None = max((e["event_ts"] for e in events), default=None)
         # When the group became empty (the coordinator's `is now empty` lines), in time order.
-        self.empties: list[pd.Timestamp] = [
-            e["event_ts"] for e in events if e.get("source_kind") == "broker" and e["event_type"] == "group_emptied"]
+        self.empties: list[pd.Timestamp] = []
         # Members arriving at the coordinator (joining, rejoining), in time order: when, which member id.
-        self.arrivals: list[tuple[pd.Timestamp, str]] = [
-            (e["event_ts"], who) for e in events if e.get("source_kind") == "broker" and (who := _arriving(e))]
+        self.arrivals: list[tuple[pd.Timestamp, str]] = []
+        # When each target assignment epoch was first computed.
         self.targets: dict[int, pd.Timestamp] = {}
         for e in events:
             if e["event_type"] == "target_assignment_computed":
                 epoch = to_int(e.get("target_epoch"))
                 if epoch is not None:
                     self.targets.setdefault(epoch, e["event_ts"])
+            if e.get("source_kind") != "broker":
+                continue
+            if e["event_type"] == "group_emptied":
+                self.empties.append(e["event_ts"])
+            elif who := _arriving(e):
+                self.arrivals.append((e["event_ts"], who))
 
     def consider(self, rule_id: str, applied: bool, note: str | Callable[[], str]) -> None:
         """Record that rule `rule_id` was consulted for the rebalance being decided (kept only when tracing)."""
