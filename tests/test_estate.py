@@ -170,6 +170,14 @@ def test_four_groups_within_seconds_with_nothing_shared_are_said_to_be_a_burst()
     assert _find(rows[:3]) == []  # three by chance: not "many"
 
 
+def test_processes_in_their_own_groups_are_never_tied_into_an_estate_incident():
+    # Four consumers whose logs name no group, each in its own group: likely one real group's members, whose one
+    # rebalance shows in each of them at once; a burst across four groups would be invented.
+    own = [_r(c, f"(group of pod-{i})", i, "poll_timeout", "leave_on_poll_timeout", coordinator=None, folder=f"pod-{i}")
+           for i, c in enumerate("abcd")]
+    assert _find(own) == []
+
+
 def test_the_rows_do_not_depend_on_the_input_order():
     rows = [_r(f"r{i}", f"g{i % 5}", i * 0.5, "session_timeout", "heartbeat_expiration", coordinator=str(i % 2),
                folder=f"app-{i % 3}") for i in range(30)]

@@ -107,17 +107,24 @@ def logged_moves(landing: Path) -> Counter:
     return +moved
 
 
-def replayed(tables, group: str, cfg, *, trace: bool = False, orphans: bool = False) -> Timeline:
-    """One group's timeline, replayed from the batch tables as the pipeline replays it (with `orphans`, also with
-    the group-less client warnings the build routes to it, as `rebalance explain` replays it)."""
+def replayed_groups(tables, groups: list[str], cfg, *, trace: bool = False,
+                    orphans: bool = False) -> dict[str, Timeline]:
+    """Each of `groups`' timelines, replayed from the batch tables as the pipeline replays them (with `orphans`,
+    also with the group-less client warnings the build routes to each, as `rebalance explain` replays it); the
+    lines are placed and read once for all of them."""
     rules = rules_from(cfg.thresholds)
     silver = gold_events(tables["silver_events"])
-    events = silver.filter(F.col("group_id") == group)
+    events = silver.filter(F.col("group_id").isin(groups))
     if orphans:
         events = events.unionByName(orphan_lines(silver))
     inputs = timeline_input(events, tables["silver_gc_pauses"], min_pause_ms=rules.gc_pause_min_ms)
-    return Timeline(group, timeline_records(inputs.filter(F.col("group_id") == group).toPandas()), rules,
-                    trace=trace)
+    rows = inputs.filter(F.col("group_id").isin(groups)).toPandas()
+    return {g: Timeline(g, timeline_records(rows[rows["group_id"] == g]), rules, trace=trace) for g in groups}
+
+
+def replayed(tables, group: str, cfg, *, trace: bool = False, orphans: bool = False) -> Timeline:
+    """One group's timeline (`replayed_groups`)."""
+    return replayed_groups(tables, [group], cfg, trace=trace, orphans=orphans)[group]
 
 
 def _kind(rebalance: dict) -> str:
@@ -244,8 +251,9 @@ def test_lab_causes_match_the_truth(spark, tmp_path, version):
         # `rebalance explain` accounts for every rebalance: one deciding rule, the stored one, on landed lines.
         stored = {r.rebalance_id: r.asDict() for r in
                   tables["gold_rebalances"].select("rebalance_id", "cause", "cause_rule", "group_id").collect()}
-        explained = sum(check_explained(replayed(tables, g, cfg, trace=True, orphans=True), stored, cfg.thresholds)
-                        for g in sorted({r["group_id"] for r in stored.values()}))
+        timelines = replayed_groups(tables, sorted({r["group_id"] for r in stored.values()}), cfg, trace=True,
+                                    orphans=True)
+        explained = sum(check_explained(t, stored, cfg.thresholds) for t in timelines.values())
         estates = [r.asDict() for r in tables["gold_estate_incidents"].collect()]
         states.unpersist()
         matched.unpersist()

@@ -23,6 +23,8 @@ def test_a_bare_line_goes_to_the_group_its_process_names_or_to_the_process_own_g
         # one group named: the bare line is that group's
         ("a1", "one/app.log", "one", "client", "orders", "member_joined", T),
         ("a2", "one/app.log", "one", "client", None, "client_partitions_assigned", T),
+        # a consumer's settings with `group.id = null` (an assign()-only or restore consumer) are not the group's
+        ("a3", "one/app.log", "one", "client", None, "client_config", T),
         # two groups named (a Connect worker): no way to tell
         ("b1", "two/app.log", "two", "client", "connect-cluster", "member_joined", T),
         ("b2", "two/app.log", "two", "client", "connect-sink", "member_joined", T),
@@ -35,10 +37,13 @@ def test_a_bare_line_goes_to_the_group_its_process_names_or_to_the_process_own_g
         ("d2", "b1/server.log", "b1", "broker", "search", "member_left", T + dt.timedelta(hours=2, seconds=1)),
         # a broker's line naming no group is never a client's
         ("e1", "b1/server.log", "b1", "broker", None, "coordinator_loaded", T),
+        # a process whose only group-less line is such settings has no line to place
+        ("f1", "cfg/app.log", "cfg", "client", None, "client_config", T),
     ], EVENTS)
     placed = {r.event_id: r.group_id for r in place_in_processes(events).collect()}
-    assert placed == {"a1": "orders", "a2": "orders", "b1": "connect-cluster", "b2": "connect-sink", "b3": None,
-                      "c1": "(group of none)", "c2": "(group of none)", "d1": None, "d2": "search", "e1": None}
+    assert placed == {"a1": "orders", "a2": "orders", "a3": None, "b1": "connect-cluster", "b2": "connect-sink",
+                      "b3": None, "c1": "(group of none)", "c2": "(group of none)", "d1": None, "d2": "search",
+                      "e1": None, "f1": None}
 
 
 MAXPOLL = ("%4|1763632800.000|MAXPOLL|rdkafka#consumer-1| [thrd:main]: Application maximum poll interval (300000ms) "

@@ -60,3 +60,12 @@ def test_a_process_naming_no_group_touches_its_own_group_until_it_names_one(spar
     # A coordinator's line near the warning: the warning goes to the coordinator's group, its own group gives it up.
     near = ("e7", "b1/server.log.1", "b1", "broker", "payments", "rebalance_started", later)
     assert _touched_with(spark, [warning, near], [("b1/server.log.1", "b1", 1, 0)]) == ["(group of h3)", "payments"]
+
+
+def test_a_process_new_bare_line_near_an_earlier_coordinator_line_rebuilds_its_own_group(spark):
+    # h4's first warning, two hours before b1's line, made its own group; its new one comes five seconds before b1's
+    # line (the coordinator acting on it): the coordinator's view replaces the own group, which must be rebuilt (to
+    # nothing), and the warning goes to b1's group.
+    old = ("e8", "h4/app.log", "h4", "client", None, "client_poll_timeout", T - dt.timedelta(hours=2))
+    new = ("e9", "h4/app-2.log", "h4", "client", None, "client_session_timeout", T - dt.timedelta(seconds=5))
+    assert _touched_with(spark, [old, new], [("h4/app-2.log", "h4", 1, 0)]) == ["(group of h4)", "search"]

@@ -25,7 +25,7 @@ from pipelines.flow.reconstruct import GOLD_KEYS, merger
 from pipelines.gold.aggregates import health_from
 from pipelines.gold.build import ESTATE_OWNED, HOT, per_group_derived
 from pipelines.gold.estate_frames import canonical, estate_rows, params_from, rows_frame
-from pipelines.gold.placement import gold_events
+from pipelines.gold.placement import gold_events, place_in_processes, process_groups
 from pipelines.session.together import run_together
 from pipelines.settings.config import Config
 from pipelines.state import pending
@@ -60,8 +60,10 @@ def refresh_derived(spark: SparkSession, cfg: Config) -> dict[str, int]:
     def mine(df: DataFrame) -> DataFrame:
         return df if names is None else df.filter(F.col("group_id").isin(names))
 
-    # The same events a reconstruct batch builds from (`gold_events`).
-    events = gold_events(silver, names)
+    # The same events a reconstruct batch builds from (`gold_events`); the estate rules read every group's, placed
+    # as the batch build places them (left lazy: a quiet estate's rules read no silver at all).
+    processes = process_groups(silver)
+    events = gold_events(silver, names, processes)
     tables = per_group_derived(mine(gold["gold_rebalances"]), mine(gold["gold_member_sessions"]),
                                mine(gold["gold_whatif"]), events, pauses)
 
@@ -72,7 +74,8 @@ def refresh_derived(spark: SparkSession, cfg: Config) -> dict[str, int]:
 
     def estate() -> int:
         return write_estate(spark, cfg, estate_rows(gold["gold_rebalances"], gold["gold_member_sessions"],
-                                                    gold["gold_group_states"], silver, pauses,
+                                                    gold["gold_group_states"],
+                                                    place_in_processes(silver, processes), pauses,
                                                     params_from(cfg.thresholds)))
 
     # None of them reads what another writes (the estate step writes gold_rebalances.estate_incident_id, which

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from pipelines.flow.found import FOUND_COLUMNS, Found, changed_rows
 from pipelines.gold.build import ESTATE_OWNED, hot_tables
-from pipelines.gold.placement import bare_lines, gold_events, own_group, place_in_processes
+from pipelines.gold.placement import bare_lines, gold_events, own_group, place_in_processes, process_groups
 from pipelines.gold.rebalances import orphan_lines, route_orphans, rules_from
 from pipelines.session.caching import PinnedFrames, pin, unpin
 from pipelines.session.together import run_together
@@ -26,13 +26,15 @@ OnHot = Callable[[dict[str, DataFrame]], None]
 GOLD_KEYS = {name: list(table.keys) for name, table in REGISTRY.items() if table.layer == "gold"}
 
 
-def touched_groups(files: DataFrame, events: DataFrame) -> DataFrame:
+def touched_groups(files: DataFrame, events: DataFrame, processes: DataFrame | None = None) -> DataFrame:
     """The groups a batch of files (silver_accounting rows) can change: those with events in the files (a
-    group-less client line counts for its process's group, `process_groups`), those with members in the instance
-    folders of the files that typed an event or a GC pause (their GC logs), and those a group-less client warning of
-    those folders is placed in by time (`route_orphans`)."""
-    placed = place_in_processes(events)
-    new_events = placed.join(files.select("source_file").distinct(), "source_file")
+    group-less client line counts for its process's group, `process_groups`, given as `processes` or computed), those
+    with members in the instance folders of the files that typed an event or a GC pause (their GC logs), those a
+    group-less client warning of those folders is placed in by time (`route_orphans`), and the own group of each
+    process whose placement the files can change."""
+    placed = place_in_processes(events, processes)
+    new_files = files.select("source_file").distinct()
+    new_events = placed.join(new_files, "source_file")
     in_files = new_events.select("group_id")
     # Only files that typed an event or a GC pause: gold is built from silver_events and silver_gc_pauses alone, so
     # a file of application lines cannot change a group (and touching every group of its folder replays each over
@@ -43,13 +45,18 @@ def touched_groups(files: DataFrame, events: DataFrame) -> DataFrame:
     # Every earlier warning of those folders, not only the new ones: a folder that names a group for the first time
     # takes them out of the groups they were placed in by time...
     earlier = route_orphans(orphan_lines(events.join(clients.select("instance").distinct(), "instance")), events)
-    # ... and out of its own group, as does a new coordinator line near one of its group-less lines (the coordinator's
-    # view replaces the process's own).
-    naming = events.join(files.select("source_file").distinct(), "source_file").filter(
-        (F.col("source_kind") == "client") & F.col("group_id").isNotNull()).select("instance")
+    # ... and a process that named no group before these files had its own group, which can end with any new client
+    # line of its own (one naming a group, or a group-less one near a coordinator's earlier line) or a new
+    # coordinator line near its group-less lines: it is rebuilt, to nothing when a named group or the coordinator's
+    # view replaces it.
+    client = F.col("source_kind") == "client"
+    own_lines = events.join(new_files, "source_file").filter(client).select("instance")
     near = route_orphans(bare_lines(events), new_events).select("instance")
-    bare = events.filter(F.col("group_id").isNull() & (F.col("source_kind") == "client")).select("instance")
-    own = bare.join(naming.unionByName(near).distinct(), "instance").select(own_group("instance").alias("group_id"))
+    named_before = events.join(new_files, "source_file", "left_anti").filter(client & F.col("group_id").isNotNull())
+    own = (bare_lines(events).select("instance").distinct()
+           .join(own_lines.unionByName(near).distinct(), "instance")
+           .join(named_before.select("instance").distinct(), "instance", "left_anti")
+           .select(own_group("instance").alias("group_id")))
     return (in_files.unionByName(members).unionByName(earlier.select("group_id")).unionByName(own)
             .filter(F.col("group_id").isNotNull()).distinct())
 
@@ -74,17 +81,18 @@ def merger(spark: SparkSession, cfg: Config, name: str, df: DataFrame, *, scope:
 
 
 def rebuild_hot(spark: SparkSession, cfg: Config, groups: DataFrame, *, batch_id: int,
-                found: Found | None = None, on_hot: OnHot | None = None) -> dict[str, int]:
+                found: Found | None = None, on_hot: OnHot | None = None,
+                processes: DataFrame | None = None) -> dict[str, int]:
     """Rebuild the HOT gold tables for `groups` (one column `group_id`) and MERGE them in, then record the groups for
     the derived refresh (`pipelines.state.pending`) and hand the rebuilt rows to `on_hot` (the alerts of a
     continuous run); returns rows per table. With `found`, the rebalances and incidents added or changed are
-    recorded there."""
+    recorded there; `processes` is `process_groups` of silver_events when the caller has it."""
     names = sorted(r.group_id for r in groups.collect())
     if not names:
         return {}
     in_groups = f"t.group_id IN ({', '.join(delta_sql.string_literal(n) for n in names)})"
     # The groups' lines, their processes' group-less lines and the group-less warnings the build places by time.
-    events = gold_events(lake.read_table(spark, cfg, "silver_events"), names)
+    events = gold_events(lake.read_table(spark, cfg, "silver_events"), names, processes)
     pauses = lake.read_table(spark, cfg, "silver_gc_pauses")
     # Pinned, not persisted: the frames read several times (the replay and three timeline tables) then stand for
     # their rows alone, so the MERGEs below do not each analyse the whole build's plan again.
@@ -118,8 +126,12 @@ def make_reconstruct_batch(
         started = time.monotonic()
         spark = batch_df.sparkSession
         events = lake.read_table(spark, cfg, "silver_events")
-        groups = touched_groups(batch_df, events)
-        counts = rebuild_hot(spark, cfg, groups, batch_id=batch_id, found=found, on_hot=on_hot)
+        # The placement of group-less lines (a row per instance folder) is read by both steps: computed once.
+        with PinnedFrames() as pinned:
+            processes = pinned(process_groups(events))
+            groups = touched_groups(batch_df, events, processes)
+            counts = rebuild_hot(spark, cfg, groups, batch_id=batch_id, found=found, on_hot=on_hot,
+                                 processes=processes)
         if on_batch is not None:
             on_batch("reconstruct", counts)
         if on_progress is not None and counts:

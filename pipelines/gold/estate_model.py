@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from pipelines.gold.estate_rules import estate_window
+from pipelines.gold.placement import is_own_group
 
 Row = dict[str, Any]
 
@@ -113,12 +114,15 @@ def groups_of(rows: Iterable[Row]) -> set[str]:
 
 
 def eligible(r: Row, facts: EstateFacts) -> bool:
-    """A rebalance whose time is a time (not a line order) and that is not a group's fresh start (an empty group's
-    first members joining stalls nothing; a rejoin into a group the incident emptied does)."""
+    """A rebalance whose time is a time (not a line order), that is not a group's fresh start (an empty group's
+    first members joining stalls nothing; a rejoin into a group the incident emptied does), and that is of a group
+    a line names: a process's own group (`is_own_group`) may be one of several processes of one real group, whose
+    one rebalance would look like many groups rebalancing together."""
     before = r.get("members_before")
     fresh_start = (before is not None and not pd.isna(before) and int(before) == 0
                    and r.get("cause") == "membership_change")
-    return not fresh_start and r["group_id"] not in facts.line_order_groups
+    return (not fresh_start and r["group_id"] not in facts.line_order_groups
+            and not is_own_group(str(r["group_id"])))
 
 
 def is_removal(r: Row) -> bool:

@@ -12,9 +12,13 @@ the group, KafkaJS and Sarama lines often carry none. So:
   coordinator logged near them, leaves them group-less; the build places its warnings by time (`route_orphans`),
   and a second, invented view of a rebalance the coordinator's log already shows is not made.
 
+A consumer's configuration record with `group.id = null` (an assign()-only consumer, Kafka Streams' restore
+consumer) is never placed: its settings are not the group's members' settings.
+
 Every build reads silver_events through `gold_events`, so the batch build, a reconstruct batch, the derived refresh
 and `rebalance explain` place the same lines in the same groups. The decision needs all of the process's lines, so
-it is made over the whole silver_events table before any group is selected.
+it is made over the whole silver_events table before any group is selected; a caller that places twice computes
+`process_groups` once (a row per instance folder) and hands it to both.
 """
 
 from __future__ import annotations
@@ -33,6 +37,16 @@ def _client() -> Column:
     return (F.col("source_kind") == "client") & F.col("instance").isNotNull()
 
 
+def _placeable() -> Column:
+    """A client line the placement may give a group: it names none and is not a group-less consumer's settings."""
+    return _client() & F.col("group_id").isNull() & (F.col("event_type") != "client_config")
+
+
+def is_own_group(group_id: str) -> bool:
+    """Whether `group_id` is a process's own group (`own_group`), not a group a line names."""
+    return group_id.startswith(OWN_GROUP_PREFIX)
+
+
 def own_group(instance: Column | str) -> Column:
     """The group a process's bare client lines form when none of its lines names one."""
     return F.concat(F.lit(OWN_GROUP_PREFIX), F.col(instance) if isinstance(instance, str) else instance, F.lit(")"))
@@ -40,7 +54,7 @@ def own_group(instance: Column | str) -> Column:
 
 def bare_lines(events: DataFrame) -> DataFrame:
     """The client lines of `events` that name no group, with an instance folder and a time."""
-    return events.filter(_client() & F.col("group_id").isNull() & F.col("event_ts").isNotNull())
+    return events.filter(_placeable() & F.col("event_ts").isNotNull())
 
 
 def process_groups(events: DataFrame) -> DataFrame:
@@ -56,19 +70,20 @@ def process_groups(events: DataFrame) -> DataFrame:
     return groups.select("instance", group.alias("group_id"))
 
 
-def place_in_processes(events: DataFrame) -> DataFrame:
-    """`events` with each group-less client line given its process's group (`process_groups`)."""
-    only = process_groups(events).withColumnRenamed("group_id", _ONLY)
+def place_in_processes(events: DataFrame, processes: DataFrame | None = None) -> DataFrame:
+    """`events` with each group-less client line given its process's group (`processes`: `process_groups` of
+    `events`, computed here when not given)."""
+    only = (process_groups(events) if processes is None else processes).withColumnRenamed("group_id", _ONLY)
     placed = events.join(F.broadcast(only), "instance", "left")
-    group = F.when(F.col("group_id").isNull() & _client(), F.col(_ONLY)).otherwise(F.col("group_id"))
+    group = F.when(_placeable(), F.col(_ONLY)).otherwise(F.col("group_id"))
     return placed.withColumn("group_id", group).select(events.columns)
 
 
-def gold_events(silver: DataFrame, groups: list[str] | None = None) -> DataFrame:
+def gold_events(silver: DataFrame, groups: list[str] | None = None, processes: DataFrame | None = None) -> DataFrame:
     """The events a build of `groups` (None: every group) reads from silver_events: each group's own lines, the
     group-less client lines its processes place in it (`process_groups`), and the group-less client warnings of
-    other processes (`orphan_lines`, which the build places by time)."""
-    placed = place_in_processes(silver)
+    other processes (`orphan_lines`, which the build places by time); `processes` as for `place_in_processes`."""
+    placed = place_in_processes(silver, processes)
     if groups is None:
         return placed
     return placed.filter(F.col("group_id").isin(groups)).unionByName(orphan_lines(placed))
