@@ -52,7 +52,11 @@ def touched_groups(files: DataFrame, events: DataFrame, processes: DataFrame | N
     client = F.col("source_kind") == "client"
     own_lines = events.join(new_files, "source_file").filter(client).select("instance")
     near = route_orphans(bare_lines(events), new_events).select("instance")
-    named_before = events.join(new_files, "source_file", "left_anti").filter(client & F.col("group_id").isNotNull())
+    # "Before" by ingest batch, not "in another file": silver_events may already hold later batches' files (a
+    # reconstruct stream behind its ingest stream), whose names must not hide an own group these files end.
+    first = files.agg(F.min("batch_id").alias("_first"))
+    named_before = (events.filter(client & F.col("group_id").isNotNull()).crossJoin(F.broadcast(first))
+                    .filter(F.col("batch_id") < F.col("_first")))
     own = (bare_lines(events).select("instance").distinct()
            .join(own_lines.unionByName(near).distinct(), "instance")
            .join(named_before.select("instance").distinct(), "instance", "left_anti")

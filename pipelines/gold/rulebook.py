@@ -162,8 +162,9 @@ def estate_docs() -> list[str]:
            "After every group's rebalances have their causes, these rules tie rebalances of different groups that "
            "share a root event into one row of `gold_estate_incidents` (`gold_rebalances.estate_incident_id` names "
            "it; `rebalance explain` prints it). They are tried in this order, and a rebalance belongs to at most one "
-           "estate incident. Rebalances of groups whose lines print no time, and an empty group's fresh start, are "
-           "never tied.", "", "| # | rule | root kind | question | basis | windows |", "|---|---|---|---|---|---|"]
+           "estate incident. Rebalances of groups whose lines print no time, of a process's own group (its lines name "
+           "none; several may be one real group's members), and an empty group's fresh start are never tied.", "",
+           "| # | rule | root kind | question | basis | windows |", "|---|---|---|---|---|---|"]
     out += [f"| {i + 1} | `{r.id}` | {r.root_kind} | {r.question} | {r.basis} | "
             f"{', '.join(f'`{w}`' for w in r.windows)} |" for i, r in enumerate(ESTATE_RULES)]
     out += ["", "| number | value (seconds, or groups) | what it bounds, and what it rests on |", "|---|---|---|"]
