@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from pipelines.flow.found import FOUND_COLUMNS, Found, changed_rows
 from pipelines.gold.build import ESTATE_OWNED, hot_tables
-from pipelines.gold.placement import bare_lines, gold_events, own_group, place_in_processes, process_groups
+from pipelines.gold.placement import bare_lines, client_line, gold_events, own_group, place_in_processes, process_groups
 from pipelines.gold.rebalances import orphan_lines, route_orphans, rules_from
 from pipelines.session.caching import PinnedFrames, pin, unpin
 from pipelines.session.together import run_together
@@ -49,15 +49,16 @@ def touched_groups(files: DataFrame, events: DataFrame, processes: DataFrame | N
     # line of its own (one naming a group, or a group-less one near a coordinator's earlier line) or a new
     # coordinator line near its group-less lines: it is rebuilt, to nothing when a named group or the coordinator's
     # view replaces it.
-    client = F.col("source_kind") == "client"
+    client = client_line()
+    bare = bare_lines(events)
     own_lines = events.join(new_files, "source_file").filter(client).select("instance")
-    near = route_orphans(bare_lines(events), new_events).select("instance")
+    near = route_orphans(bare, new_events).select("instance")
     # "Before" by ingest batch, not "in another file": silver_events may already hold later batches' files (a
     # reconstruct stream behind its ingest stream), whose names must not hide an own group these files end.
     first = files.agg(F.min("batch_id").alias("_first"))
     named_before = (events.filter(client & F.col("group_id").isNotNull()).crossJoin(F.broadcast(first))
                     .filter(F.col("batch_id") < F.col("_first")))
-    own = (bare_lines(events).select("instance").distinct()
+    own = (bare.select("instance").distinct()
            .join(own_lines.unionByName(near).distinct(), "instance")
            .join(named_before.select("instance").distinct(), "instance", "left_anti")
            .select(own_group("instance").alias("group_id")))
@@ -84,19 +85,19 @@ def merger(spark: SparkSession, cfg: Config, name: str, df: DataFrame, *, scope:
     return merge
 
 
-def rebuild_hot(spark: SparkSession, cfg: Config, groups: DataFrame, *, batch_id: int,
+def rebuild_hot(spark: SparkSession, cfg: Config, groups: DataFrame, silver: DataFrame, *, batch_id: int,
                 found: Found | None = None, on_hot: OnHot | None = None,
                 processes: DataFrame | None = None) -> dict[str, int]:
-    """Rebuild the HOT gold tables for `groups` (one column `group_id`) and MERGE them in, then record the groups for
-    the derived refresh (`pipelines.state.pending`) and hand the rebuilt rows to `on_hot` (the alerts of a
-    continuous run); returns rows per table. With `found`, the rebalances and incidents added or changed are
-    recorded there; `processes` is `process_groups` of silver_events when the caller has it."""
+    """Rebuild the HOT gold tables for `groups` (one column `group_id`) from `silver` (silver_events) and MERGE them
+    in, then record the groups for the derived refresh (`pipelines.state.pending`) and hand the rebuilt rows to
+    `on_hot` (the alerts of a continuous run); returns rows per table. With `found`, the rebalances and incidents
+    added or changed are recorded there; `processes` is `process_groups(silver)` when the caller has it."""
     names = sorted(r.group_id for r in groups.collect())
     if not names:
         return {}
     in_groups = f"t.group_id IN ({', '.join(delta_sql.string_literal(n) for n in names)})"
     # The groups' lines, their processes' group-less lines and the group-less warnings the build places by time.
-    events = gold_events(lake.read_table(spark, cfg, "silver_events"), names, processes)
+    events = gold_events(silver, names, processes)
     pauses = lake.read_table(spark, cfg, "silver_gc_pauses")
     # Pinned, not persisted: the frames read several times (the replay and three timeline tables) then stand for
     # their rows alone, so the MERGEs below do not each analyse the whole build's plan again.
@@ -129,12 +130,15 @@ def make_reconstruct_batch(
     def reconstruct_batch(batch_df: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         spark = batch_df.sparkSession
-        events = lake.read_table(spark, cfg, "silver_events")
+        # One snapshot of silver_events for the whole batch: with an ingest stream committing beside this one, a
+        # second read could hold a process the placement below has not seen.
+        events = lake.read_table(spark, cfg, "silver_events",
+                                 version=lake.table_version(spark, cfg, "silver_events"))
         # The placement of group-less lines (a row per instance folder) is read by both steps: computed once.
         with PinnedFrames() as pinned:
             processes = pinned(process_groups(events))
             groups = touched_groups(batch_df, events, processes)
-            counts = rebuild_hot(spark, cfg, groups, batch_id=batch_id, found=found, on_hot=on_hot,
+            counts = rebuild_hot(spark, cfg, groups, events, batch_id=batch_id, found=found, on_hot=on_hot,
                                  processes=processes)
         if on_batch is not None:
             on_batch("reconstruct", counts)

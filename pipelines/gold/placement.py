@@ -32,14 +32,14 @@ _ONLY = "_process_group"
 OWN_GROUP_PREFIX = "(group of "
 
 
-def _client() -> Column:
+def client_line() -> Column:
     """A client line with an instance folder."""
     return (F.col("source_kind") == "client") & F.col("instance").isNotNull()
 
 
 def _placeable() -> Column:
     """A client line the placement may give a group: it names none and is not a group-less consumer's settings."""
-    return _client() & F.col("group_id").isNull() & (F.col("event_type") != "client_config")
+    return client_line() & F.col("group_id").isNull() & (F.col("event_type") != "client_config")
 
 
 def is_own_group(group_id: str) -> bool:
@@ -60,7 +60,7 @@ def bare_lines(events: DataFrame) -> DataFrame:
 def process_groups(events: DataFrame) -> DataFrame:
     """(instance, group_id) of every instance folder with client lines: the one group they name, the process's own
     group when they name none and no coordinator logged near its bare lines, null otherwise."""
-    client = events.filter(_client())
+    client = events.filter(client_line())
     named = client.groupBy("instance").agg(F.countDistinct("group_id").alias("_groups"),
                                            F.min("group_id").alias("_only"))
     near = route_orphans(bare_lines(events), events).select("instance").distinct().withColumn("_near", F.lit(True))
