@@ -79,9 +79,10 @@ LIST_FIELDS = frozenset({"partitions", "revoked_partitions", "topics", "members"
 # After a template: an optional final period, trailing blanks, and any later lines of the record (a stack trace).
 TAIL = r"\.?\s*(?:\n[\s\S]*)?$"
 # After a template that ends with its own words (not a field): the quote that closed a message an application
-# logged as a string (`"..."`, a `KafkaError{..,str="..."}` repr, a `('...')` argument) and the brackets after it.
-# A field at the end keeps such a quote (a quoted group id is unquoted with the fields).
-CLOSING_QUOTE = r"(?:\.?[\"'][)}\]]*)?"
+# logged as a string (`"..."`, a `KafkaError{..,str="..."}` repr, a `('...')` argument) and the brackets after it,
+# or the brackets alone of an error printed inside its wrappers (Rust's `Kafka { source: KafkaError (...: PollExceeded
+# (Local: ... exceeded)) }`). A field at the end keeps such a quote (a quoted group id is unquoted with the fields).
+CLOSING_QUOTE = r"(?:\.?[\"'][)}\]]*|[)}\]](?: ?[)}\]])*)?"
 # After such a template, too: the error code symbol rdkafka-ruby (Racecar, Karafka) prints after librdkafka's error
 # string, and the client instance after it (`Local: ... exceeded (max_poll_exceeded) [rdkafka#consumer-1]`).
 ERROR_CODE = r"(?: \([a-z][a-z0-9_]*\)(?: \[[^\]\s]*\])?)?"
