@@ -181,21 +181,33 @@ def measure(spark: Any, excerpts: list[Excerpt], *, causes: bool = True,
         batch.unpersist()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    by_line: dict[tuple[str, str, int], Any] = {}
+    # A physical line can hold several records (two glued on one line, a platform's record wrapping an
+    # application's): every part of it is judged, and the line counts by its best part.
+    by_line: dict[tuple[str, str, int], list[Any]] = {}
     for r in rows:
         for offset in range(r["record_lines"] or 1):
-            by_line.setdefault((r["excerpt"], r["file"], r["line_no"] + offset), r)
+            by_line.setdefault((r["excerpt"], r["file"], r["line_no"] + offset), []).append(r)
     lines = []
     for ex in excerpts:
         texts = {f.name: f.read_text(errors="replace").splitlines() for f in ex.files}
         for lab in ex.label.lines:
             text = texts.get(lab.file, [])
             raw = text[lab.line - 1] if lab.line <= len(text) else ""
-            outcome, got = _judge(by_line.get((ex.name, lab.file, lab.line)), lab.group)
+            outcome, got = judge_line(by_line.get((ex.name, lab.file, lab.line), []), lab.group)
             lines.append(LineResult(ex.name, ex.label.family, lab.file, lab.line, lab.group, outcome, got, raw))
     judged = [CauseResult(ex.name, ex.label.family, ex.label.cause, sorted(verdicts.get(ex.name, [])),
                           sorted(doubts.get(ex.name, []))) for ex in excerpts if causes and ex.label.cause]
     return Measured(lines, judged)
+
+
+# The outcomes of `_judge`, best first.
+_RANK = {"event": 0, "wrong_group": 1, "quarantined": 2, "noise": 3}
+
+
+def judge_line(parts: list[Any], group: str | None) -> tuple[str, str | None]:
+    """The outcome of one labelled line and the group it got: the best outcome of its parsed parts (`noise` when the
+    parse left no row for it)."""
+    return min((_judge(part, group) for part in parts or [None]), key=lambda judged: _RANK[judged[0]])
 
 
 def _judge(row: Any, group: str | None) -> tuple[str, str | None]:
