@@ -445,6 +445,27 @@ def test_client_only_a_coordinator_marked_dead_because_the_heartbeat_session_exp
     assert [r["cause"] for r in reconstruct_group("g", events)][-1] == "coordinator_change"
 
 
+def test_client_only_a_poll_timeout_after_the_members_own_session_expiry_is_the_expiry():
+    """librdkafka and the Java client heartbeat from a thread of their own: a slow poll loop never expires a session.
+    A process that logs its session expiry first (librdkafka's SESSTMOUT after a host's sleep) and its poll timeout
+    just after (MAXPOLL: the same stall, counted against max.poll.interval.ms) was frozen; a poll timeout with no
+    expiry before it is still the poll loop's."""
+    def woke(*lines):
+        return [client_line(0, "client_joined", "rdkafka", generation=3), *lines,
+                client_line(960.5, "client_joined", "rdkafka", generation=4)]
+
+    expiry = client_line(955.0, "client_session_timeout", "rdkafka")
+    maxpoll = client_line(955.1, "client_poll_timeout", "rdkafka")
+    row = reconstruct_group("g", woke(expiry, maxpoll))[-1]
+    assert (row["cause"], row["cause_rule"]) == ("session_timeout", "client_session_expired")
+    row = reconstruct_group("g", woke(maxpoll))[-1]
+    assert (row["cause"], row["cause_rule"]) == ("poll_timeout", "client_logged_poll_timeout")
+    # Another process's expiry says nothing about this one's poll loop.
+    other = {**expiry, "client_id": "rdkafka-2", "instance": "other-host"}
+    row = reconstruct_group("g", woke(other, maxpoll))[-1]
+    assert (row["cause"], row["cause_rule"]) == ("poll_timeout", "client_logged_poll_timeout")
+
+
 def test_client_only_a_leave_the_coordinator_refused_as_unknown_member_is_a_session_timeout():
     """A member whose LeaveGroup is answered UNKNOWN_MEMBER_ID (AbstractCoordinator's `LeaveGroup request with
     Generation{..} failed with error: The coordinator is not aware of this member.`) had been removed before it

@@ -54,8 +54,14 @@ Found = tuple[Verdict, TimelineEvent | None]
 
 
 def _polled_out(signs: Signs) -> Found | None:
+    # A process whose own line said its session had expired before its poll timeout fired was frozen (a host asleep,
+    # a stopped JVM): the clients heartbeat from a thread of their own, so a slow poll alone never expires a session,
+    # and the poll timeout that follows is the same stall seen later. The expiry rule decides.
+    expired = set()
     for event in signs.lines:
-        if is_poll_timeout(event):
+        if says_expired(event):
+            expired.add(process_of(event))
+        elif is_poll_timeout(event) and process_of(event) not in expired:
             return decide("client_logged_poll_timeout", event.get("_member"),
                           f"client log only: {_who(event)} logged that its consumer poll timeout expired "
                           "(max.poll.interval.ms) and left the group" + MISSING), event

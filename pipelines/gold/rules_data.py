@@ -155,7 +155,8 @@ RULE_ROWS: tuple[dict[str, Any], ...] = (
     _r("target_unknown", "epoch", "Only the target assignment is logged and it names no change.", "unknown", None,
        0.2, "KIP-848"),
     # -- members' lines only (the coordinator's log is absent) --------------------------------------------------------
-    _r("client_logged_poll_timeout", "client", "Did a member log that its poll timeout expired and leave?",
+    _r("client_logged_poll_timeout", "client", "Did a member log that its poll timeout expired and leave, with no "
+       "line of its own before it saying its session had expired?",
        "poll_timeout",
        "leave_on_poll_timeout", 0.7, f"{_CC}: `consumer poll timeout has expired`; {_RD}: MAXPOLL"),
     _r("client_session_expired", "client", "Was a member told the coordinator no longer knew it?",
