@@ -445,25 +445,32 @@ def test_client_only_a_coordinator_marked_dead_because_the_heartbeat_session_exp
     assert [r["cause"] for r in reconstruct_group("g", events)][-1] == "coordinator_change"
 
 
-def test_client_only_a_poll_timeout_after_the_members_own_session_expiry_is_the_expiry():
+def test_client_only_a_poll_timeout_in_one_stall_with_the_members_own_session_expiry_is_the_expiry():
     """librdkafka and the Java client heartbeat from a thread of their own: a slow poll loop never expires a session.
-    A process that logs its session expiry first (librdkafka's SESSTMOUT after a host's sleep) and its poll timeout
-    just after (MAXPOLL: the same stall, counted against max.poll.interval.ms) was frozen; a poll timeout with no
-    expiry before it is still the poll loop's."""
-    def woke(*lines):
-        return [client_line(0, "client_joined", "rdkafka", generation=3), *lines,
-                client_line(960.5, "client_joined", "rdkafka", generation=4)]
+    A process whose own clock says its session ran out (librdkafka's SESSTMOUT after a host's sleep) and whose poll
+    timeout fires in the same instant (MAXPOLL: the same stall, counted against max.poll.interval.ms) was frozen. The
+    coordinator's UNKNOWN_MEMBER_ID answer is not that: a poll timeout's own leave earns it too."""
+    def verdict(*lines):
+        row = reconstruct_group("g", [client_line(0, "client_joined", "rdkafka", generation=3), *lines,
+                                      client_line(960.5, "client_joined", "rdkafka", generation=4)])[-1]
+        return row["cause"], row["cause_rule"]
 
-    expiry = client_line(955.0, "client_session_timeout", "rdkafka")
-    maxpoll = client_line(955.1, "client_poll_timeout", "rdkafka")
-    row = reconstruct_group("g", woke(expiry, maxpoll))[-1]
-    assert (row["cause"], row["cause_rule"]) == ("session_timeout", "client_session_expired")
-    row = reconstruct_group("g", woke(maxpoll))[-1]
-    assert (row["cause"], row["cause_rule"]) == ("poll_timeout", "client_logged_poll_timeout")
-    # Another process's expiry says nothing about this one's poll loop.
-    other = {**expiry, "client_id": "rdkafka-2", "instance": "other-host"}
-    row = reconstruct_group("g", woke(other, maxpoll))[-1]
-    assert (row["cause"], row["cause_rule"]) == ("poll_timeout", "client_logged_poll_timeout")
+    expiry = client_line(955.0, "client_session_timeout", "rdkafka#consumer-1")
+    maxpoll = client_line(955.025, "client_poll_timeout", "rdkafka#consumer-1")
+    assert verdict(expiry, maxpoll) == ("session_timeout", "client_session_expired")
+    # The two timers fire together on waking, in either order, and the application's own line of the poll
+    # timeout's error names no client.
+    early = {**maxpoll, "event_ts": expiry["event_ts"] - pd.Timedelta(milliseconds=25), "client_id": None}
+    assert verdict(early, expiry) == ("session_timeout", "client_session_expired")
+    assert verdict(maxpoll) == ("poll_timeout", "client_logged_poll_timeout")
+    # An expiry of another process, or of the same one long before, says nothing about this poll loop.
+    assert verdict({**expiry, "client_id": "rdkafka-2#consumer-1", "instance": "other-host"},
+                   maxpoll) == ("poll_timeout", "client_logged_poll_timeout")
+    assert verdict({**expiry, "event_ts": expiry["event_ts"] - pd.Timedelta(seconds=600)},
+                   maxpoll) == ("poll_timeout", "client_logged_poll_timeout")
+    # A refused commit logged before the poll timeout's error is the coordinator answering the leave.
+    refused = client_line(955.0, "client_commit_failed", "rdkafka#consumer-1", error="Broker: Unknown member")
+    assert verdict(refused, maxpoll) == ("poll_timeout", "client_logged_poll_timeout")
 
 
 def test_client_only_a_leave_the_coordinator_refused_as_unknown_member_is_a_session_timeout():

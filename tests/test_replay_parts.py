@@ -56,6 +56,19 @@ def test_the_refinement_alone_falls_through_to_a_plain_expiry_and_says_why_each_
     assert all(note for _, _, note in state.steps)
 
 
+def test_the_refinement_alone_blames_an_expiry_on_a_poll_timeout_only_outside_a_stall_of_the_whole_process():
+    """The coordinator expires a member; its client logs MAXPOLL just before. Alone, that is the poll loop (KIP-848
+    librdkafka stops heartbeating after it); with its own clock's SESSTMOUT in the same instant, the process was
+    frozen and its session ran out with it."""
+    def verdict(*lines):
+        events = [client_line(-60, "client_joined", "c-1", "app-1", member_id=MEMBER, generation=1), *lines]
+        return CauseRefinement(ReplayState("g", events)).expiry_verdict(MEMBER, at(0))[0].rule
+
+    maxpoll = client_line(-1, "client_poll_timeout", "c-1", "app-1")
+    assert verdict(maxpoll) == "expiry_after_poll_timeout"
+    assert verdict(maxpoll, client_line(-0.99, "client_session_timeout", "c-1", "app-1")) == "plain_session_expiry"
+
+
 def test_the_epoch_machine_alone_makes_one_rebalance_per_bump_and_walks_its_states():
     joining = event(0, "member_joining", member_id="A")
     bump = event(0.01, "group_epoch_bumped", group_epoch=1)

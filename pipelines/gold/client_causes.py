@@ -18,6 +18,7 @@ from pipelines.gold.client_signs import (
     before_own_close,
     coordinator_gone,
     coordinator_trouble,
+    frozen_with,
     is_newcomer_sign,
     is_poll_timeout,
     process_of,
@@ -54,14 +55,10 @@ Found = tuple[Verdict, TimelineEvent | None]
 
 
 def _polled_out(signs: Signs) -> Found | None:
-    # A process whose own line said its session had expired before its poll timeout fired was frozen (a host asleep,
-    # a stopped JVM): the clients heartbeat from a thread of their own, so a slow poll alone never expires a session,
-    # and the poll timeout that follows is the same stall seen later. The expiry rule decides.
-    expired = set()
     for event in signs.lines:
-        if says_expired(event):
-            expired.add(process_of(event))
-        elif is_poll_timeout(event) and process_of(event) not in expired:
+        # A poll timeout logged in one stall with the process's own session expiry is the expiry's (`frozen_with`):
+        # the expiry rule decides.
+        if is_poll_timeout(event) and frozen_with(event, signs.lines) is None:
             return decide("client_logged_poll_timeout", event.get("_member"),
                           f"client log only: {_who(event)} logged that its consumer poll timeout expired "
                           "(max.poll.interval.ms) and left the group" + MISSING), event

@@ -4,7 +4,7 @@ absent): the removal rules of the client path (`client_removed_*` in docs/causes
 from __future__ import annotations
 
 from pipelines.gold.client_causes import MISSING
-from pipelines.gold.client_signs import is_poll_timeout, said, says_expired
+from pipelines.gold.client_signs import frozen_with, is_poll_timeout, said, says_expired
 from pipelines.gold.records import TimelineEvent
 from pipelines.gold.rulebook import Verdict, decide
 
@@ -17,7 +17,7 @@ def classify_removal(member: str, lines: list[TimelineEvent],
     these did not leave on purpose (a member always logs its LeaveGroup): it crashed or froze and the coordinator
     expired it. None when its log is not here."""
     for event in lines:
-        if is_poll_timeout(event):
+        if is_poll_timeout(event) and frozen_with(event, lines) is None:
             return decide("client_removed_poll_timeout", member,
                           f"client log only: {member}, dropped from the assignment, had logged that its consumer "
                           "poll timeout expired" + MISSING), event

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from pipelines.gold.records import TimelineEvent
+from pipelines.gold.rulebook import window
 
 POLL_TIMEOUT = re.compile(r"poll timeout has expired|maximum poll interval .* exceeded", re.I)
 POLL_TIMEOUT_EVENTS = ("client_poll_timeout", "connect_poll_timeout")
@@ -87,6 +88,43 @@ def is_poll_timeout(event: TimelineEvent) -> bool:
     return event["event_type"] in POLL_TIMEOUT_EVENTS or (
         event["event_type"] in ("client_leaving", "client_generation_reset")
         and bool(POLL_TIMEOUT.search(event.get("reason") or "")))
+
+
+# A member's own clock saying its session ran out (librdkafka's SESSTMOUT, the Java client's `session timed out
+# without receiving a heartbeat response`, kafka-python's `Heartbeat session expired`), not the coordinator's
+# answer: a poll timeout's own leave earns the coordinator's UNKNOWN_MEMBER_ID too, and an application may log that
+# refused commit before the poll timeout's error.
+OWN_EXPIRY = re.compile(r"session timed out|heartbeat session expired", re.I)
+_RDKAFKA_HANDLE = re.compile(r"^(?P<client>.+)#(?:consumer|producer)-\d+$")
+
+
+def same_client(one: str | None, other: str | None) -> bool:
+    """Whether two lines' client ids may name the same client (librdkafka's handle `<client.id>#consumer-N` is its
+    client.id); a line without one may be any."""
+    if not one or not other:
+        return True
+    base = [m.group("client") if (m := _RDKAFKA_HANDLE.match(c)) else c for c in (one, other)]
+    return one == other or base[0] == base[1]
+
+
+def says_own_expiry(event: TimelineEvent) -> bool:
+    """Whether a member's line is its own clock saying its session ran out (`OWN_EXPIRY`)."""
+    return event["event_type"] == "client_session_timeout" or (
+        event["event_type"] in COORDINATOR_LOST and bool(OWN_EXPIRY.search(said(event))))
+
+
+def frozen_with(poll_timeout: TimelineEvent, lines: list[TimelineEvent]) -> TimelineEvent | None:
+    """The line of `lines` from the same process as `poll_timeout` in which its own clock said its session ran out,
+    within `stall_pair_s` of it in either order; or None. The clients heartbeat from a thread of their own, so a slow
+    poll loop never expires a session: the two together are one stall of the whole process (a host asleep, a stopped
+    JVM), whose timers fire at once when it wakes."""
+    pair = window("stall_pair_s")
+    for event in lines:
+        if (says_own_expiry(event) and event.get("instance") == poll_timeout.get("instance")
+                and same_client(event.get("client_id"), poll_timeout.get("client_id"))
+                and abs((event["event_ts"] - poll_timeout["event_ts"]).total_seconds()) <= pair):
+            return event
+    return None
 
 
 def says_expired(event: TimelineEvent) -> bool:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from pipelines.gold.client_signs import coordinator_unreachable
+from pipelines.gold.client_signs import coordinator_unreachable, frozen_with, same_client, says_own_expiry
 from pipelines.gold.records import GcPause, TimelineEvent, gc_pause
 from pipelines.gold.rulebook import window
 
@@ -29,13 +29,18 @@ _RDKAFKA_HANDLE = re.compile(r"^(?P<client>.+)#(?:consumer|producer)-\d+$")
 _REACHED = ("client_coordinator_discovered", "client_joined", "client_synced", "connect_joined")
 
 
-def _same_client(one: str | None, other: str | None) -> bool:
-    """Whether two lines' client ids may name the same client (librdkafka's handle `<client.id>#consumer-N` is its
-    client.id); a line without one may be any."""
-    if not one or not other:
-        return True
-    base = [m.group("client") if (m := _RDKAFKA_HANDLE.match(c)) else c for c in (one, other)]
-    return one == other or base[0] == base[1]
+
+
+def _drop_stalled(poll_timeouts: dict[str, list[TimelineEvent]], events: list[TimelineEvent]) -> None:
+    """Drop from each process's poll-timeout lines those in one stall with its own session expiry (`frozen_with`):
+    they are the expiry's, on the coordinator's path as on the members' alone."""
+    expiries: dict[str, list[TimelineEvent]] = defaultdict(list)
+    for event in events:
+        instance = event.get("instance")
+        if instance in poll_timeouts and event.get("source_kind") == "client" and says_own_expiry(event):
+            expiries[str(instance)].append(event)
+    for instance, lines in poll_timeouts.items():
+        lines[:] = [e for e in lines if frozen_with(e, expiries.get(instance, [])) is None]
 
 
 @dataclass
@@ -121,6 +126,7 @@ class GroupContext:
                 event_type == "client_leaving" and "poll timeout" in reason
             ):
                 ctx.poll_timeouts[instance].append(event)
+        _drop_stalled(ctx.poll_timeouts, events)
         return ctx
 
     @staticmethod
@@ -246,10 +252,10 @@ class GroupContext:
         since = at - pd.Timedelta(seconds=window("unreachable_before_s"))
         until = at - pd.Timedelta(seconds=window("unreachable_lead_s"))
         for event in reversed(self.unreachable.get(instance or "", ())):
-            if not since <= event["event_ts"] <= until or not _same_client(event.get("client_id"), client):
+            if not since <= event["event_ts"] <= until or not same_client(event.get("client_id"), client):
                 continue
-            back = any(event["event_ts"] < e["event_ts"] <= until and _same_client(e.get("client_id"), client)
-                       and _same_client(e.get("client_id"), event.get("client_id"))
+            back = any(event["event_ts"] < e["event_ts"] <= until and same_client(e.get("client_id"), client)
+                       and same_client(e.get("client_id"), event.get("client_id"))
                        for e in self.reached.get(instance or "", ()))
             return None if back else event
         return None

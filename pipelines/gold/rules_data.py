@@ -34,6 +34,8 @@ WINDOWS: dict[str, tuple[float, str]] = {
     "unreachable_lead_s": (2.0, "... at least this long before: a process waking from a freeze logs its dropped "
                                 "connections and its expiry together (and a coordinator found again this close "
                                 "to the expiry is the reconnection that learned of it)"),
+    "stall_pair_s": (2.0, "a process's own session expiry and its poll timeout this close together (either order) "
+                          "are one stall of the whole process: a host waking fires both timers at once"),
     "same_removal_s": (1.0, "one removal asked about twice (the has-failed line, then its rebalance) within this"),
     "resubscribe_s": (2.0, "a subscribe this soon after an unsubscribe from everything is a resubscription"),
     "whatif_back_after_s": (0.5, "what-if: a member's next poll is looked for from this long after its poll timeout"),
@@ -155,10 +157,10 @@ RULE_ROWS: tuple[dict[str, Any], ...] = (
     _r("target_unknown", "epoch", "Only the target assignment is logged and it names no change.", "unknown", None,
        0.2, "KIP-848"),
     # -- members' lines only (the coordinator's log is absent) --------------------------------------------------------
-    _r("client_logged_poll_timeout", "client", "Did a member log that its poll timeout expired and leave, with no "
-       "line of its own before it saying its session had expired?",
+    _r("client_logged_poll_timeout", "client", "Did a member log that its poll timeout expired and leave, other than "
+       "in one stall with its own clock's session expiry?",
        "poll_timeout",
-       "leave_on_poll_timeout", 0.7, f"{_CC}: `consumer poll timeout has expired`; {_RD}: MAXPOLL"),
+       "leave_on_poll_timeout", 0.7, f"{_CC}: `consumer poll timeout has expired`; {_RD}: MAXPOLL", ("stall_pair_s",)),
     _r("client_session_expired", "client", "Was a member told the coordinator no longer knew it?",
        "session_timeout", "heartbeat_expiration", 0.6, f"{_CC}: UNKNOWN_MEMBER_ID, also as the answer to its "
        f"LeaveGroup; {_RD}: SESSTMOUT, `Unknown member`"),
@@ -238,9 +240,10 @@ RULE_ROWS: tuple[dict[str, Any], ...] = (
     _r("expiry_during_gc_pause", "any", "Was the expired member's JVM in a stop-the-world pause through the "
        "expiry?", "gc_pause", "heartbeat_expiration", 0.9, "JVM unified GC logging (-Xlog:gc*, safepoint); "
        f"{_LAB} gc_pause", ("heartbeat_tolerance_s", "gc_pause_min_ms"), "refinement"),
-    _r("expiry_after_poll_timeout", "any", "Did the expired member's client log a poll timeout just before?",
+    _r("expiry_after_poll_timeout", "any", "Did the expired member's client log a poll timeout just before, other "
+       "than in one stall with its own clock's session expiry?",
        "poll_timeout", "heartbeat_expiration", 0.85, f"{_RD} under KIP-848 stops heartbeating after MAXPOLL",
-       ("poll_timeout_window_s", "poll_line_after_s"), "refinement"),
+       ("poll_timeout_window_s", "poll_line_after_s", "stall_pair_s"), "refinement"),
     _r("expiry_after_coordinator_move", "broker", "Did the member expire soon after the group moved coordinator, "
        "and come back soon after (a member that does not come back had stopped: its process, not the move, ended "
        "its session)?",
