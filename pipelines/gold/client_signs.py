@@ -27,8 +27,10 @@ EXPIRED_ANSWERS = (*EXPIRY_ANSWERS, "client_leave_failed")
 # member_id was not recognized`), or what it sees itself when its own
 # session runs out (librdkafka's SESSTMOUT, the Java client's `session timed out without receiving a heartbeat
 # response`, kafka-python 2.x's `Heartbeat session expired` as the reason it marks the coordinator dead).
+# A member's own clock saying its session ran out, not the coordinator's answer (`OWN_EXPIRY`).
+_OWN_EXPIRY_WORDS = r"session timed out|heartbeat session expired"
 EXPIRED = re.compile(r"UNKNOWN_MEMBER_ID|unknown member|UnknownMemberId|member id .* is not valid"
-                     r"|is not aware of this member|session timed out|heartbeat session expired"
+                     rf"|is not aware of this member|{_OWN_EXPIRY_WORDS}"
                      r"|member_id was not recognized"
                      # Sarama's and kafka-go's texts of UNKNOWN_MEMBER_ID (wordings/client_errors.yml).
                      r"|member is not known in the current generation|member id is not in the current generation",
@@ -94,8 +96,9 @@ def is_poll_timeout(event: TimelineEvent) -> bool:
 # without receiving a heartbeat response`, kafka-python's `Heartbeat session expired`), not the coordinator's
 # answer: a poll timeout's own leave earns the coordinator's UNKNOWN_MEMBER_ID too, and an application may log that
 # refused commit before the poll timeout's error.
-OWN_EXPIRY = re.compile(r"session timed out|heartbeat session expired", re.I)
-_RDKAFKA_HANDLE = re.compile(r"^(?P<client>.+)#(?:consumer|producer)-\d+$")
+OWN_EXPIRY = re.compile(_OWN_EXPIRY_WORDS, re.I)
+# librdkafka names its handle `<client.id>#consumer-<n>`; the member id the broker gives it starts with client.id.
+RDKAFKA_HANDLE = re.compile(r"^(?P<client>.+)#(?:consumer|producer)-\d+$")
 
 
 def same_client(one: str | None, other: str | None) -> bool:
@@ -103,7 +106,7 @@ def same_client(one: str | None, other: str | None) -> bool:
     client.id); a line without one may be any."""
     if not one or not other:
         return True
-    base = [m.group("client") if (m := _RDKAFKA_HANDLE.match(c)) else c for c in (one, other)]
+    base = [m.group("client") if (m := RDKAFKA_HANDLE.match(c)) else c for c in (one, other)]
     return one == other or base[0] == base[1]
 
 

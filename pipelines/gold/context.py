@@ -11,24 +11,26 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from pipelines.gold.client_signs import coordinator_unreachable, frozen_with, same_client, says_own_expiry
+from pipelines.gold.client_signs import (
+    RDKAFKA_HANDLE,
+    coordinator_unreachable,
+    frozen_with,
+    same_client,
+    says_own_expiry,
+)
 from pipelines.gold.records import GcPause, TimelineEvent, gc_pause
 from pipelines.gold.rulebook import window
 
 # A classic member id is `<client.id>-<UUID>`.
 _MEMBER_ID = re.compile(r"^(?P<client>.+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _NEW_MEMBER = re.compile(r"need to re-join with the given member-id: (\S+)")
-# librdkafka names its handle `<client.id>#consumer-<n>`; the member id the broker gives it starts with client.id.
 _SAME_REMOVAL = pd.Timedelta(seconds=window("same_removal_s"))
 # A subscribe this soon after the same process unsubscribed from everything is a resubscription.
 _RESUBSCRIBE = pd.Timedelta(seconds=window("resubscribe_s"))
 # A client's poll-timeout line may be logged just after the coordinator acted on it (the rule book's window).
 _POLL_LINE_AFTER = pd.Timedelta(seconds=window("poll_line_after_s"))
-_RDKAFKA_HANDLE = re.compile(r"^(?P<client>.+)#(?:consumer|producer)-\d+$")
 # A client's lines that show it reached its coordinator: after one, an earlier lost connection is over.
 _REACHED = ("client_coordinator_discovered", "client_joined", "client_synced", "connect_joined")
-
-
 
 
 def _drop_stalled(poll_timeouts: dict[str, list[TimelineEvent]], events: list[TimelineEvent]) -> None:
@@ -98,8 +100,7 @@ class GroupContext:
             client_id = event.get("client_id")
             if client_id:
                 ctx.client_instances[client_id].add(instance)
-                handle = _RDKAFKA_HANDLE.match(client_id)
-                if handle:
+                if handle := RDKAFKA_HANDLE.match(client_id):
                     ctx.client_instances[handle.group("client")].add(instance)
             event_type, generation = event["event_type"], event.get("generation")
             settings = event.get("settings_json")
