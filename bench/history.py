@@ -1,12 +1,13 @@
 """`python -m bench.history`: what one hour of new logs costs after a short and after a long history (issue #20).
 
-Two estates are simulated with the same seed and groups: one spanning `--short-hours` and one spanning `--days`
-(thinned with `--noise-density`, so that weeks of group activity fit one machine). For each, every file but the
-last hour's is run through a whole `rebalance run` process (untimed setup), then the last hour's files are landed
-and timed three ways, each in its own process: a whole `rebalance run` (the increment), a `rebalance run` with
-nothing new (the re-run), and a whole-process `spark.read.text(files).count()` over the increment's files (the
-baseline: the JVM start and the reading are in both). Peak memory is the whole process tree's, as proportional set
-sizes (`bench.memory.tree_bytes`).
+One estate spanning `--days` is simulated (thinned with `--noise-density`, so that weeks of group activity fit one
+machine), and its busiest hour of the last two incident cycles is the increment. Its files before that hour are run
+through a whole `rebalance run` process (untimed setup), once all of them (long) and once only the last
+`--short-hours` of them (short), then the increment's files are landed and timed three ways after each, each in its
+own process: a whole `rebalance run` (the increment), a `rebalance run` with nothing new (the re-run), and a
+whole-process `spark.read.text(files).count()` over the increment's files (the baseline: the JVM start and the
+reading are in both). The same files after both histories: their ratio is what the history costs. Peak memory is the
+whole process tree's, as proportional set sizes (`bench.memory.tree_bytes`).
 
 Figures (ratios in one run, on one machine; the seconds are context):
 - `increment_long_over_short`: the increment's time after the long history / after the short one (target <= 1.2);
@@ -33,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from bench.dataset import landing_files, lines_in
+from bench.dataset import hour_of, increment_hour, last_hours, lines_in, split_at
 from bench.facts import own_cpu_s
 from bench.memory import MB, descendants, process_parents, pss_bytes, tree_bytes
 from pipelines.settings.config import DEFAULT_CONF
@@ -128,16 +129,6 @@ def link_all(files: list[Path], source: Path, target: Path) -> None:
         os.link(path, dest)
 
 
-def last_hour_files(landing: Path) -> tuple[list[Path], list[Path]]:
-    """The estate's files split into the history and the increment: the hourly broker and client files of the last
-    hour are the increment; everything else (earlier hours, the GC logs) is history."""
-    files = list(landing_files(landing))
-    hourly = sorted({p.name.rsplit(".", 1)[-1] for p in files if p.name.startswith(("server.log.", "consumer.log."))})
-    last = hourly[-1]
-    increment = [p for p in files if p.name.startswith(("server.log.", "consumer.log.")) and p.name.endswith(last)]
-    return [p for p in files if p not in set(increment)], increment
-
-
 def setup_conf(root: Path, conf: Path | None, *, max_files: int) -> Path:
     """The configuration of the untimed history run: the measured one with every history file in one micro-batch
     (the default bound makes a 30-day landing seven batches of fixed cost; the timed runs keep the default)."""
@@ -149,32 +140,35 @@ def setup_conf(root: Path, conf: Path | None, *, max_files: int) -> Path:
     return path
 
 
-def measure_estate(name: str, root: Path, *, hours: float, groups: int, seed: int, density: float,
-                   cycle_every_hours: float, say: Any, conf: Path | None = None) -> dict[str, Any]:
-    """Simulate one estate, run its history, then time the increment, a re-run and the baseline count."""
-    summary = simulate(root / "sim", seed=seed, groups=groups, hours=hours, noise_density=density,
-                       cycle_every_hours=cycle_every_hours)
-    history, increment = last_hour_files(summary.landing_dir)
+def measure_estate(name: str, root: Path, estate: Path, hour: str, *, say: Any, history_hours: int | None = None,
+                   conf: Path | None = None) -> dict[str, Any]:
+    """Run the files of the simulated `estate` before `hour` (with `history_hours`, only that many hours of them) as
+    one untimed run, then time the files of `hour` (the increment), a re-run and the baseline count."""
+    history, increment = split_at(estate, hour)
+    if history_hours is not None:
+        history = last_hours(history, history_hours)
     landing, lakehouse = root / "landing", root / "lakehouse"
     rebalance = [str(Path(sys.executable).with_name("rebalance")), "run", "--landing", str(landing),
                  "--lakehouse", str(lakehouse)]
     timed_conf = ["--conf", str(conf)] if conf else []
-    link_all(history, summary.landing_dir, landing)
+    link_all(history, estate, landing)
     history_lines = lines_in(history)
-    say(f"{name}: {hours:g} h, {len(history)} history files ({history_lines:,} lines); running the history")
+    hours = len({h for p in history if (h := hour_of(p)) is not None})
+    say(f"{name}: {hours} h before hour {hour}, {len(history)} history files ({history_lines:,} lines); "
+        "running the history")
     setup = measure_process([*rebalance, "--conf", str(setup_conf(root, conf, max_files=len(history)))],
                             cwd=Path.cwd())
     rebalance += timed_conf
-    link_all(increment, summary.landing_dir, landing)
+    link_all(increment, estate, landing)
     increment_lines = lines_in(increment)
     say(f"{name}: history took {setup.seconds:.0f} s; timing the increment ({increment_lines:,} lines)")
     timed = measure_process(rebalance, cwd=Path.cwd())
     rerun = measure_process(rebalance, cwd=Path.cwd())
     count = measure_process([sys.executable, "-c", COUNT_SCRIPT, str(landing), str(root / "count-lakehouse"),
-                             *[str(landing / p.relative_to(summary.landing_dir)) for p in increment]],
+                             *[str(landing / p.relative_to(estate)) for p in increment]],
                             cwd=Path.cwd())
-    return {"hours": hours, "history_lines": history_lines, "increment_lines": increment_lines,
-            "rebalances": summary.rebalances, "history_run": setup.as_dict(), "increment": timed.as_dict(),
+    return {"hours": hours, "history_lines": history_lines, "increment_hour": hour,
+            "increment_lines": increment_lines, "history_run": setup.as_dict(), "increment": timed.as_dict(),
             "rerun": rerun.as_dict(), "count": count.as_dict()}
 
 
@@ -198,12 +192,20 @@ TARGETS = {"increment_long_over_short": 1.2, "increment_vs_count_short": 3.0, "i
 def measure_history(work: Path, *, days: float = 30.0, short_hours: float = 4.0, groups: int = 1,
                     noise_density: float = 0.02, cycle_every_hours: float = 12.0, seed: int = 7,
                     conf: Path | None = None, say: Any = print) -> dict[str, Any]:
-    """Both estates measured under `work` (short, then long) and their figures: {"short", "long", "figures"}."""
-    estates = {}
-    for name, hours in (("short", short_hours), ("long", days * 24)):
-        estates[name] = measure_estate(name, work / name, hours=hours, groups=groups, seed=seed,
-                                       density=noise_density, cycle_every_hours=cycle_every_hours, say=say,
-                                       conf=conf)
+    """One estate of `days` simulated under `work`; its busiest hour of the last two incident cycles is the increment
+    of both runs: after every hour before it (long), then after only `short_hours` of them (short). The same files
+    are timed after both histories, so their ratio is the history's cost alone (two estates simulated apart end in
+    different hours: the long one's last hour held no rebalance). Returns {"short", "long", "figures"}."""
+    summary = simulate(work / "sim", seed=seed, groups=groups, hours=days * 24, noise_density=noise_density,
+                       cycle_every_hours=cycle_every_hours)
+    hour, starting = increment_hour(summary.truth_file, summary.landing_dir,
+                                    within=max(1, round(2 * cycle_every_hours)))
+    say(f"simulated {days:g} days ({summary.lines:,} lines, {summary.rebalances} rebalances); the increment is hour "
+        f"{hour}, in which {starting} rebalances start")
+    estates = {name: measure_estate(name, work / name, summary.landing_dir, hour, say=say, conf=conf,
+                                    history_hours=history_hours)
+               for name, history_hours in (("short", round(short_hours)), ("long", None))}
+    estates["long"]["increment_rebalances"] = estates["short"]["increment_rebalances"] = starting
     return {**estates, "figures": figures(estates["short"], estates["long"])}
 
 

@@ -42,7 +42,7 @@ from typing import Any
 import yaml
 
 from bench import cluster
-from bench.dataset import landing_files, lines_in
+from bench.dataset import increment_hour, last_hours, lines_in, split_at
 from bench.history import link_all, measure_process
 from pipelines.session.spark import JAR_CACHE
 from simulator import simulate
@@ -92,43 +92,6 @@ def _conf(root: Path, driver: Driver) -> list[str]:
 def _share(steps: dict[str, float], step: str) -> float | None:
     total = sum(steps.values())
     return round(steps.get(step, 0.0) / total, 3) if total else None
-
-
-def _hour(path: Path) -> str | None:
-    """The hour suffix of an hourly broker or client file (`server.log.2026-11-20-08`), None for the others."""
-    return path.name.rsplit(".", 1)[-1] if path.name.startswith(("server.log.", "consumer.log.")) else None
-
-
-def last_hours(history: list[Path], hours: int) -> list[Path]:
-    """The history cut to its last `hours` hourly files of each process, with every file that is not hourly (the GC
-    logs, which span the whole estate)."""
-    kept = sorted({h for p in history if (h := _hour(p)) is not None})[-hours:]
-    return [p for p in history if _hour(p) is None or _hour(p) in kept]
-
-
-def increment_hour(truth_file: Path, landing: Path) -> tuple[str, int]:
-    """The hour the increment is taken from: of the second half of the estate's hours, the latest one in which the
-    most true rebalances start, and how many start in it (a quiet estate's groups have one or two incidents each,
-    planned early in the span: the last hours of a simulated day hold none). Hours as the hourly files name them
-    (`2026-11-20-08`, UTC)."""
-    every = sorted({h for p in landing_files(landing) if (h := _hour(p)) is not None})
-    hours = every[len(every) // 2:]
-    starts: dict[str, int] = dict.fromkeys(hours, 0)
-    for line in truth_file.read_text(encoding="utf-8").splitlines():
-        started = json.loads(line)["started_at"]  # 2026-11-20T08:36:22.093Z
-        hour = started[:10] + "-" + started[11:13]
-        if hour in starts:
-            starts[hour] += 1
-    best = max(hours, key=lambda h: (starts[h], h))
-    return best, starts[best]
-
-
-def split_at(landing: Path, hour: str) -> tuple[list[Path], list[Path]]:
-    """The estate's files before `hour` (and the files that are not hourly: the GC logs) and those of `hour`; the
-    hours after it are left out."""
-    files = landing_files(landing)
-    history = [p for p in files if (h := _hour(p)) is None or h < hour]
-    return history, [p for p in files if _hour(p) == hour]
 
 
 def run_estate(name: str, root: Path, landing: Path, hour: str, driver: Driver, say: Say, *,

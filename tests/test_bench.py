@@ -199,7 +199,7 @@ def test_the_scale_figures_compare_the_full_estate_with_its_quarter_and_the_hour
 
 
 def test_the_increment_after_an_hour_keeps_the_last_hour_of_history_and_every_gc_log(tmp_path):
-    from bench.scale import last_hours
+    from bench.dataset import last_hours
 
     files = [tmp_path / "broker-1" / f"server.log.2026-11-20-{h:02d}" for h in (8, 9, 10)]
     files += [tmp_path / "svc-0" / f"consumer.log.2026-11-20-{h:02d}" for h in (9, 10)]
@@ -211,7 +211,7 @@ def test_the_increment_after_an_hour_keeps_the_last_hour_of_history_and_every_gc
 def test_the_increment_is_the_latest_hour_of_the_second_half_where_most_rebalances_start(tmp_path):
     import json
 
-    from bench.scale import increment_hour, split_at
+    from bench.dataset import increment_hour, split_at
 
     landing = tmp_path / "landing"
     for folder, name in [("broker-1", f"server.log.2026-11-20-{h:02d}") for h in range(8, 16)] + [
@@ -223,6 +223,8 @@ def test_the_increment_is_the_latest_hour_of_the_second_half_where_most_rebalanc
     starts = ["09:01", "09:02", "09:03", "12:10", "12:20", "13:05", "13:06", "15:59"]
     truth.write_text("".join(json.dumps({"started_at": f"2026-11-20T{s}:00.000Z"}) + "\n" for s in starts))
     assert increment_hour(truth, landing) == ("2026-11-20-13", 2)
+    # Within the last hours only (the history benchmark: the estate's last incident cycles).
+    assert increment_hour(truth, landing, within=2) == ("2026-11-20-15", 1)
     history, increment = split_at(landing, "2026-11-20-13")
     assert sorted(p.name for p in increment) == ["consumer.log.2026-11-20-13", "server.log.2026-11-20-13"]
     assert "gc.log" in {p.name for p in history} and "server.log.2026-11-20-12" in {p.name for p in history}
