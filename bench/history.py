@@ -189,7 +189,7 @@ TARGETS = {"increment_long_over_short": 1.2, "increment_vs_count_short": 3.0, "i
            "rerun_vs_count_long": 2.0}
 
 
-def measure_history(work: Path, *, days: float = 30.0, short_hours: float = 4.0, groups: int = 1,
+def measure_history(work: Path, *, days: float = 30.0, short_hours: int = 4, groups: int = 1,
                     noise_density: float = 0.02, cycle_every_hours: float = 12.0, seed: int = 7,
                     conf: Path | None = None, say: Any = print) -> dict[str, Any]:
     """One estate of `days` simulated under `work`; its busiest hour of the last two incident cycles is the increment
@@ -198,13 +198,14 @@ def measure_history(work: Path, *, days: float = 30.0, short_hours: float = 4.0,
     different hours: the long one's last hour held no rebalance). Returns {"short", "long", "figures"}."""
     summary = simulate(work / "sim", seed=seed, groups=groups, hours=days * 24, noise_density=noise_density,
                        cycle_every_hours=cycle_every_hours)
+    # An hour with more than `short_hours` hours before it, so that the long history is the longer one.
     hour, starting = increment_hour(summary.truth_file, summary.landing_dir,
-                                    within=max(1, round(2 * cycle_every_hours)))
+                                    within=max(1, round(2 * cycle_every_hours)), after=short_hours + 1)
     say(f"simulated {days:g} days ({summary.lines:,} lines, {summary.rebalances} rebalances); the increment is hour "
         f"{hour}, in which {starting} rebalances start")
     estates = {name: measure_estate(name, work / name, summary.landing_dir, hour, say=say, conf=conf,
                                     history_hours=history_hours)
-               for name, history_hours in (("short", round(short_hours)), ("long", None))}
+               for name, history_hours in (("short", short_hours), ("long", None))}
     estates["long"]["increment_rebalances"] = estates["short"]["increment_rebalances"] = starting
     return {**estates, "figures": figures(estates["short"], estates["long"])}
 
@@ -227,8 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     """Measure both estates, print the figures against their targets and write them under --out."""
     parser = argparse.ArgumentParser(prog="python -m bench.history", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--days", type=float, default=30.0, help="span of the long history (default 30)")
-    parser.add_argument("--short-hours", type=float, default=4.0, help="span of the short history (default 4)")
+    parser.add_argument("--days", type=float, default=30.0,
+                        help="span of the simulated estate; the long history is its hours before the increment "
+                             "(default 30)")
+    parser.add_argument("--short-hours", type=int, default=4, help="hours of the short history (default 4)")
     parser.add_argument("--groups", type=int, default=1, help="consumer groups to simulate (default 1)")
     parser.add_argument("--noise-density", type=float, default=0.02,
                         help="share of application, GC and broker housekeeping lines kept (default 0.02)")
@@ -239,8 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("bench/results"), help="results directory")
     parser.add_argument("--work", type=Path, help="scratch directory (default: a temporary one, removed after)")
     args = parser.parse_args(argv)
-    if args.days * 24 <= args.short_hours or args.short_hours < 2:
-        parser.error("--short-hours must be at least 2 and the long history longer than the short one")
+    if args.days * 24 < args.short_hours + 2 or args.short_hours < 2:
+        parser.error("--short-hours must be at least 2, and --days must leave at least two hours more")
 
     def say(message: str) -> None:
         print(f"[{datetime.now():%H:%M:%S}] {message}", flush=True)

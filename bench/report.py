@@ -52,7 +52,7 @@ def _fit(small: dict[str, Any], large: dict[str, Any]) -> tuple[float, float]:
 def history_figures(found: dict[str, Any]) -> list[Figure]:
     """The figures of the history comparison (bench.history), with the targets of issue #20."""
     f, long, short = found["figures"], found["long"], found["short"]
-    days, hours = long["hours"] / 24, short["hours"]
+    days, hours = round(long["hours"] / 24, 1), short["hours"]
     return [
         Figure("increment_vs_count_short", f["increment_vs_count_short"],
                f"an hour's increment ({short['increment_lines']:,} lines) as a whole `rebalance run` process after "
@@ -200,8 +200,9 @@ def _timeline(stage: str, line: dict[str, Any] | None) -> list[str]:
 
 
 def _history(found: dict[str, Any]) -> list[str]:
-    out = ["", ("History comparison: each estate's history run by one untimed `rebalance run`, then its last hour's "
-                "files landed and timed as whole processes; seconds by step from the `time:` line of each run:"), "",
+    out = ["", ("History comparison: one simulated estate; the hours before its increment hour (all of them, long; the "
+                "last few, short) run by one untimed `rebalance run` each, then the same increment's files landed "
+                "and timed as whole processes; seconds by step from the `time:` line of each run:"), "",
            "| estate | history lines | run | lines | seconds | spark start | setup | ingest | reconstruct | derived | "
            "quality | alerts | peak MB |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     steps = ("spark start", "setup", "ingest", "reconstruct", "derived", "quality", "alerts")

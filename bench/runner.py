@@ -27,7 +27,7 @@ QUICK_LINES = 20_000
 WARMUP_LINES = 2_000
 DEFAULT_PROBES = 10
 QUICK_PROBES = 3
-HISTORY_SHORT_HOURS = 4.0
+HISTORY_SHORT_HOURS = 4
 HANDWRITTEN = Path(__file__).resolve().with_name("handwritten.py")
 SHARED = 0.25  # other processes keeping more than this share of the cores busy during a stage make it noisy
 

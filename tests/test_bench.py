@@ -198,14 +198,23 @@ def test_the_scale_figures_compare_the_full_estate_with_its_quarter_and_the_hour
         parse_args(["--density", "0"])
 
 
-def test_the_increment_after_an_hour_keeps_the_last_hour_of_history_and_every_gc_log(tmp_path):
+def test_the_increment_after_an_hour_keeps_the_last_hour_of_history_and_the_gc_logs_that_reach_it(tmp_path):
     from bench.dataset import last_hours
 
     files = [tmp_path / "broker-1" / f"server.log.2026-11-20-{h:02d}" for h in (8, 9, 10)]
     files += [tmp_path / "svc-0" / f"consumer.log.2026-11-20-{h:02d}" for h in (9, 10)]
-    files.append(tmp_path / "svc-0" / "gc.log")
+    gc = {"gc.log.0": "[2026-11-20T08:00:01.000+0000][0.009s][info][gc] Using G1\n"
+                      "[2026-11-20T09:59:59.000+0000][7199s][info][gc] GC(9) Pause Young 10M->5M(64M) 3.0ms\n",
+          "gc.log.1": "[2026-11-20T10:00:02.000+0000][0.009s][info][gc] Using G1\n",
+          "gc.log.2": "0.009: [GC pause (G1 Evacuation Pause) (young) 10M->5M(64M), 0.003 secs]\n"}
+    (tmp_path / "svc-0").mkdir()
+    for name, text in gc.items():
+        (tmp_path / "svc-0" / name).write_text(text)
+        files.append(tmp_path / "svc-0" / name)
     kept = last_hours(files, 1)
-    assert [p.name for p in kept] == ["server.log.2026-11-20-10", "consumer.log.2026-11-20-10", "gc.log"]
+    # The JVM run that ended before the kept hour is the older history's; a log without times is kept.
+    assert [p.name for p in kept] == ["server.log.2026-11-20-10", "consumer.log.2026-11-20-10", "gc.log.1", "gc.log.2"]
+    assert "gc.log.0" in {p.name for p in last_hours(files, 2)}
 
 
 def test_the_increment_is_the_latest_hour_of_the_second_half_where_most_rebalances_start(tmp_path):
@@ -229,6 +238,16 @@ def test_the_increment_is_the_latest_hour_of_the_second_half_where_most_rebalanc
     assert sorted(p.name for p in increment) == ["consumer.log.2026-11-20-13", "server.log.2026-11-20-13"]
     assert "gc.log" in {p.name for p in history} and "server.log.2026-11-20-12" in {p.name for p in history}
     assert not {p.name for p in history} & {"server.log.2026-11-20-14", "consumer.log.2026-11-20-15"}
+    # A GC log of a JVM run that started at or after the increment is neither history nor increment.
+    (landing / "svc-0" / "gc.log.3").write_text("[2026-11-20T14:10:00.000+0000][0.009s][info][gc] Using G1\n")
+    (landing / "svc-0" / "gc.log.2").write_text("[2026-11-20T12:10:00.000+0000][0.009s][info][gc] Using G1\n"
+                                                "[2026-11-20T14:05:00.000+0000][7000s][info][gc] GC(3) Pause\n")
+    history, increment = split_at(landing, "2026-11-20-13")
+    assert {"gc.log.2", "gc.log"} <= {p.name for p in history} and "gc.log.3" not in {p.name for p in history}
+    # Leaving out the first hours: an increment needs hours before it (and an estate with none to time is an error).
+    assert increment_hour(truth, landing, within=8, after=5) == ("2026-11-20-13", 2)
+    with pytest.raises(ValueError):
+        increment_hour(truth, landing, within=2, after=8)
 
 
 def test_the_soak_compares_the_last_window_with_the_early_one_and_counts_a_lost_probe_as_its_wait():

@@ -22,13 +22,13 @@ EXPIRY_ANSWERS = ("client_heartbeat_failed", "client_join_failed", "client_sync_
 # coordinator had removed it before it left (its expiry, while a suspended host or a stalled process sent no
 # heartbeat), and nothing of where the coordinator is (a closing client's leave may go to a coordinator that moved).
 EXPIRED_ANSWERS = (*EXPIRY_ANSWERS, "client_leave_failed")
+# A member's own clock saying its session ran out, not the coordinator's answer (`OWN_EXPIRY`).
+_OWN_EXPIRY_WORDS = r"session timed out|heartbeat session expired"
 # What a member hears when the coordinator no longer knows it: its session expired there (Java's UNKNOWN_MEMBER_ID
 # and `member id ... is not valid`, librdkafka's `Broker: Unknown member`, kafka-python's and aiokafka's `local
 # member_id was not recognized`), or what it sees itself when its own
 # session runs out (librdkafka's SESSTMOUT, the Java client's `session timed out without receiving a heartbeat
 # response`, kafka-python 2.x's `Heartbeat session expired` as the reason it marks the coordinator dead).
-# A member's own clock saying its session ran out, not the coordinator's answer (`OWN_EXPIRY`).
-_OWN_EXPIRY_WORDS = r"session timed out|heartbeat session expired"
 EXPIRED = re.compile(r"UNKNOWN_MEMBER_ID|unknown member|UnknownMemberId|member id .* is not valid"
                      rf"|is not aware of this member|{_OWN_EXPIRY_WORDS}"
                      r"|member_id was not recognized"
