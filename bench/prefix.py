@@ -21,6 +21,7 @@ import argparse
 import bisect
 import json
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -32,15 +33,18 @@ import pandas as pd
 from pipelines.gold.records import TimelineEvent
 from pipelines.gold.timeline import Rules, Timeline
 
-# Each frozen output: its key, and the column saying when a row ended (a row not ended is never frozen).
-FROZEN = {"rebalances": ("rebalance_id", "completed_at"), "states": ("state_id", "ended_at"),
-          "sessions": ("session_id", "left_at")}
+# Each output of the replay: its key, and the column saying when a row ended (a row not ended is never frozen; a
+# what-if row, None here, is frozen with the rebalance it weighs). Rebalances first: the what-if rows follow them.
+FROZEN: dict[str, tuple[str, str | None]] = {
+    "rebalances": ("rebalance_id", "completed_at"), "states": ("state_id", "ended_at"),
+    "sessions": ("session_id", "left_at"), "churn": ("churn_id", "last_event_at"), "whatif": ("whatif_id", None)}
 
 
 @dataclass
 class Stability:
     """Per output: rows compared (a row frozen at several cuts counts at each), rows differing, the distinct rows
-    frozen and differing, and how often each field differed (`(gone)`: the full replay has no such row)."""
+    frozen and differing, and how often each field differed (`(gone)`: the full replay has no such row; `(missing)`:
+    the full replay has a row that ended before the cut and the prefix has not)."""
 
     compared: Counter[str] = field(default_factory=Counter)
     differing: Counter[str] = field(default_factory=Counter)
@@ -65,21 +69,38 @@ class Stability:
                 for output in FROZEN} | {"fields": dict(sorted(self.fields.items()))}
 
 
-def _outputs(timeline: Timeline) -> dict[str, list[dict[str, Any]]]:
-    return {"rebalances": [dict(row) for row in timeline.rebalances], "states": list(timeline.states),
-            "sessions": list(timeline.sessions.values())}
+def _outputs(timeline: Timeline) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each output's rows by key."""
+    rows: dict[str, list[dict[str, Any]]] = {
+        "rebalances": [dict(row) for row in timeline.rebalances], "states": list(timeline.states),
+        "sessions": list(timeline.sessions.values()), "churn": list(timeline.churn), "whatif": list(timeline.whatif)}
+    return {name: {str(row[FROZEN[name][0]]): row for row in rows[name]} for name in FROZEN}
+
+
+def _frozen(name: str, row: dict[str, Any], before: pd.Timestamp, rebalances: set[str]) -> bool:
+    """Whether a snapshot whose watermark is `before` has frozen `row` of output `name` (`rebalances`: the ids of
+    the rebalances it has frozen)."""
+    ended = FROZEN[name][1]
+    if ended is None:
+        return str(row.get("rebalance_id")) in rebalances
+    value = row.get(ended)
+    return value is not None and bool(pd.notna(value)) and value < before
+
+
+def _frozen_rebalances(rows: dict[str, dict[str, Any]], before: pd.Timestamp) -> set[str]:
+    return {key for key, row in rows.items() if _frozen("rebalances", row, before, set())}
 
 
 def _replay(group_id: str, records: Iterable[TimelineEvent], rules: Rules) -> Timeline:
-    # A copy per replay: the replay keeps its own marks on the events it reads.
-    return Timeline(group_id, [TimelineEvent(**r) for r in records], rules)
+    return Timeline(group_id, list(records), rules)
 
 
 def different_fields(row: dict[str, Any], full: dict[str, Any] | None) -> list[str]:
     """The public fields in which a prefix's row differs from the full replay's (`["(gone)"]` when it has none)."""
     if full is None:
         return ["(gone)"]
-    return sorted(name for name in row if not name.startswith("_") and str(row[name]) != str(full.get(name)))
+    return sorted(name for name in row.keys() | full.keys()
+                  if not name.startswith("_") and str(row.get(name)) != str(full.get(name)))
 
 
 def cuts(records: list[TimelineEvent], step: pd.Timedelta) -> Iterator[pd.Timestamp]:
@@ -101,17 +122,29 @@ def cuts(records: list[TimelineEvent], step: pd.Timedelta) -> Iterator[pd.Timest
 def group_stability(group_id: str, records: list[TimelineEvent], rules: Rules, *, step: pd.Timedelta,
                     lateness: pd.Timedelta, into: Stability) -> None:
     """Replay one group (its timeline input in time order) over each prefix and count, in `into`, the rows a
-    snapshot at each cut would have frozen and how they differ from the full replay's."""
-    full = {name: {row[key]: row for row in rows}
-            for name, rows in _outputs(_replay(group_id, records, rules)).items()
-            for key, _ in [FROZEN[name]]}
+    snapshot at each cut would have frozen and how they differ from the full replay's, and the full replay's rows
+    that ended before the cut and that the prefix lacks."""
+    full = _outputs(_replay(group_id, records, rules))
     for cut in cuts(records, step):
-        prefix = [r for r in records if r.get("event_ts") is None or r["event_ts"] <= cut]
-        for name, rows in _outputs(_replay(group_id, prefix, rules)).items():
-            key, ended = FROZEN[name]
-            for row in rows:
-                if row.get(ended) is not None and row[ended] < cut - lateness:
-                    into.add(name, str(row[key]), different_fields(row, full[name].get(row[key])))
+        before = cut - lateness
+        prefix = _outputs(_replay(group_id, [r for r in records if r.get("event_ts") is None or r["event_ts"] <= cut],
+                                  rules))
+        ours, theirs = _frozen_rebalances(prefix["rebalances"], before), _frozen_rebalances(full["rebalances"], before)
+        for name in FROZEN:
+            for key, row in prefix[name].items():
+                if _frozen(name, row, before, ours):
+                    into.add(name, key, different_fields(row, full[name].get(key)))
+            for key, row in full[name].items():
+                if key not in prefix[name] and _frozen(name, row, before, theirs):
+                    into.add(name, key, ["(missing)"])
+
+
+def replay_seconds(group_id: str, records: list[TimelineEvent], rules: Rules) -> dict[str, Any]:
+    """One full replay of a group, timed: its events, rebalances and seconds."""
+    started = time.perf_counter()
+    timeline = _replay(group_id, records, rules)
+    return {"events": len(records), "rebalances": len(timeline.rebalances),
+            "seconds": round(time.perf_counter() - started, 3)}
 
 
 def landing_records(landing: Path, work: Path) -> tuple[dict[str, list[TimelineEvent]], Rules, float]:
@@ -144,6 +177,7 @@ def landing_records(landing: Path, work: Path) -> tuple[dict[str, list[TimelineE
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Measure the landing directory named on the command line; print the summary (and write it with `--out`)."""
     parser = argparse.ArgumentParser(prog="python -m bench.prefix", description=__doc__.split("\n\n")[0],
                                      epilog=__doc__.split("\n\n", 1)[1],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -154,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lateness-s", type=float,
                         help="freeze rows that ended this long before a cut (default: the configured allowed "
                              "lateness; shorter for logs of a few minutes, such as a lab run's)")
+    parser.add_argument("--replay-only", action="store_true",
+                        help="only time each group's full replay (pure Python, the events already in memory): the "
+                             "share of a reconstruct batch a snapshot could save")
     parser.add_argument("--out", type=Path, help="also write the summary there as JSON")
     args = parser.parse_args(argv)
     if not args.landing.is_dir():
@@ -162,6 +199,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--step-hours must be positive")
     groups, rules, lateness_s = landing_records(args.landing, args.work)
     lateness_s = lateness_s if args.lateness_s is None else args.lateness_s
+    if args.replay_only:
+        return _print(args.out, {"landing": str(args.landing), "groups": len(groups),
+                                 "replay": {group_id: replay_seconds(group_id, records, rules)
+                                            for group_id, records in sorted(groups.items())}})
     stability = Stability()
     for number, (group_id, records) in enumerate(sorted(groups.items()), 1):
         print(f"[prefix] group {number}/{len(groups)}: {group_id} ({len(records)} events)", file=sys.stderr)
@@ -169,11 +210,15 @@ def main(argv: list[str] | None = None) -> int:
                         lateness=pd.Timedelta(seconds=lateness_s), into=stability)
     summary = {"landing": str(args.landing), "groups": len(groups), "step_hours": args.step_hours,
                "lateness_s": lateness_s, **stability.summary()}
+    return _print(args.out, summary)
+
+
+def _print(out: Path | None, summary: dict[str, Any]) -> int:
     text = json.dumps(summary, indent=1)
     print(text)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n", encoding="utf-8")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n", encoding="utf-8")
     return 0
 
 
