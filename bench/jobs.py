@@ -13,7 +13,8 @@ Turn the log on with a configuration file whose `spark.conf` holds, for instance
     spark.eventLog.dir: file:///tmp/rebalance-events
     spark.eventLog.compress: false
 
-then `python -m bench.jobs /tmp/rebalance-events` reads the newest application's log there. A compressed log
+then `python -m bench.jobs /tmp/rebalance-events` reads the newest application's log there; `--batch N` lists one
+micro-batch's jobs in order, with the waits between them. A compressed log
 (`.zstd`, `.zst`) is read through the `zstd` command when it is installed.
 """
 
@@ -58,13 +59,28 @@ class Batch:
     seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     first_ms: int | None = None
     last_ms: int | None = None
+    # Every job as (start ms, end ms, kind, what it did: Delta's own words, or its first stage's name).
+    each: list[tuple[int, int, str, str]] = field(default_factory=list)
 
-    def add(self, kind: str, start_ms: int, end_ms: int) -> None:
-        """Count one job of `kind` that ran from `start_ms` to `end_ms`."""
+    def add(self, kind: str, start_ms: int, end_ms: int, label: str = "") -> None:
+        """Count one job of `kind` that ran from `start_ms` to `end_ms` (`label`: what it did)."""
+        self.each.append((start_ms, end_ms, kind, label))
         self.jobs[kind] += 1
         self.seconds[kind] += (end_ms - start_ms) / 1000
         self.first_ms = start_ms if self.first_ms is None else min(self.first_ms, start_ms)
         self.last_ms = end_ms if self.last_ms is None else max(self.last_ms, end_ms)
+
+    def busy_s(self) -> float:
+        """Seconds in which at least one of the batch's jobs ran (jobs side by side count once)."""
+        busy, frontier = 0, None
+        for start, end, _, _ in sorted(self.each):
+            if frontier is None or start >= frontier:
+                busy += end - start
+                frontier = end
+            elif end > frontier:
+                busy += end - frontier
+                frontier = end
+        return busy / 1000
 
     @property
     def wall_s(self) -> float:
@@ -81,6 +97,18 @@ def job_kind(description: str, stage_name: str) -> str:
         if needle in stage_name:
             return kind
     return "query"
+
+
+def job_label(delta_words: str, start_event: dict[str, Any], first_stage: str) -> str:
+    """What a job did, for a batch's listing: Delta's own words, else the pipeline's line that started it (a
+    PySpark action's call site), else its first stage's name."""
+    own = " ".join(delta_words.strip(" :-\n").split())
+    if own:
+        return own
+    call_site = str((start_event.get("Properties") or {}).get("callSite.short") or "")
+    if call_site and "py4j" not in call_site:
+        return re.sub(r"/\S*?/(pipelines|bench|jobs)/", r"\1/", call_site)
+    return first_stage
 
 
 def log_files(path: Path) -> list[Path]:
@@ -116,7 +144,7 @@ def read_lines(files: Iterable[Path]) -> Iterator[str]:
 
 def batches_of(lines: Iterable[str]) -> tuple[dict[tuple[str, int], Batch], Batch]:
     """The jobs of each (stream, batch id), and those outside any micro-batch."""
-    started: dict[int, tuple[int, str, int | None, str]] = {}
+    started: dict[int, tuple[int, str, int | None, str, str]] = {}
     batches: dict[tuple[str, int], Batch] = defaultdict(Batch)
     outside = Batch()
     for line in lines:
@@ -128,13 +156,14 @@ def batches_of(lines: Iterable[str]) -> tuple[dict[tuple[str, int], Batch], Batc
             stages = event.get("Stage Infos") or []
             match = BATCH_LINE.search(description)
             stream = description.split("\n")[0].removeprefix("Delta: ").removeprefix("Delta: ").strip()
-            kind = job_kind(match.group(2) if match else description, stages[0]["Stage Name"] if stages else "")
+            first_stage = stages[0]["Stage Name"] if stages else ""
+            kind = job_kind(match.group(2) if match else description, first_stage)
             started[event["Job ID"]] = (event["Submission Time"], stream, int(match.group(1)) if match else None,
-                                        kind)
+                                        kind, job_label(match.group(2) if match else "", event, first_stage))
         elif event["Event"] == "SparkListenerJobEnd" and event["Job ID"] in started:
-            start_ms, stream, batch_id, kind = started.pop(event["Job ID"])
+            start_ms, stream, batch_id, kind, label = started.pop(event["Job ID"])
             target = outside if batch_id is None else batches[(stream, batch_id)]
-            target.add(kind, start_ms, event["Completion Time"])
+            target.add(kind, start_ms, event["Completion Time"], label)
     return dict(batches), outside
 
 
@@ -175,6 +204,23 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def render_batch(stream: str, batch_id: int, batch: Batch) -> str:
+    """One micro-batch's jobs in the order they started: when (seconds after the batch's first job), how long, the
+    wait since the jobs before it had all ended (the driver planning, committing, or in Python), kind and what each
+    did; then the batch's span, the time some job ran and the time none did."""
+    lines = [f"## {stream} batch {batch_id}: {len(batch.each)} jobs, {batch.wall_s:.2f} s from first job to last, "
+             f"jobs running {batch.busy_s():.2f} s, none running {batch.wall_s - batch.busy_s():.2f} s", "",
+             "| start s | job s | wait s | kind | what |", "|---:|---:|---:|---|---|"]
+    first = min(start for start, _, _, _ in batch.each)
+    frontier = first
+    for start, end, kind, label in sorted(batch.each):
+        wait = max(0, start - frontier)
+        frontier = max(frontier, end)
+        lines.append(f"| {(start - first) / 1000:.2f} | {(end - start) / 1000:.3f} | {wait / 1000:.3f} | {kind} | "
+                     f"{label.replace('|', '/')[:100]} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the summary of an event log (Markdown, or JSON with --json)."""
     parser = argparse.ArgumentParser(prog="python -m bench.jobs", description=__doc__.split("\n\n")[0],
@@ -182,6 +228,10 @@ def main(argv: list[str] | None = None) -> int:
                                      epilog=__doc__.split("\n\n", 1)[1])
     parser.add_argument("log", type=Path, help="an event log file, a rolling log's folder, or spark.eventLog.dir")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--batch", type=int, metavar="N",
+                        help="instead of the summary, list micro-batch N's jobs one by one, with the waits between "
+                             "them (of every stream that ran a batch N, or of --stream)")
+    parser.add_argument("--stream", help="with --batch: the stream (ingest, reconstruct, or a query's name)")
     args = parser.parse_args(argv)
     try:
         batches, outside = batches_of(read_lines(log_files(args.log)))
@@ -191,6 +241,16 @@ def main(argv: list[str] | None = None) -> int:
     if not batches:
         print(f"python -m bench.jobs: {args.log}: no micro-batch jobs in this log", file=sys.stderr)
         return 1
+    if args.batch is not None:
+        chosen = {key: b for key, b in sorted(batches.items())
+                  if key[1] == args.batch and (args.stream is None or key[0] == args.stream)}
+        if not chosen:
+            known = sorted({f"{stream} {bid}" for stream, bid in batches})
+            print(f"python -m bench.jobs: no batch {args.batch}{' of ' + args.stream if args.stream else ''} in "
+                  f"this log (it has {known[0]} to {known[-1]})", file=sys.stderr)
+            return 1
+        print("\n\n".join(render_batch(stream, bid, b) for (stream, bid), b in chosen.items()))
+        return 0
     result = summary(batches, outside)
     print(json.dumps(result, indent=2) if args.json else render(result))
     return 0

@@ -68,3 +68,24 @@ def test_delta_names_its_own_jobs_and_the_first_stage_names_the_rest():
     assert job_kind(" - MERGE operation - materialize source", "") == "merge: materialize source"
     assert job_kind(": Writing modified data - MERGE operation - Rewriting 1 files", "") == "merge: rewrite files"
     assert job_kind("", "collectToPython at <unknown>:0") == "query"
+
+
+def test_one_batch_is_listed_job_by_job_with_the_waits_between_them(tmp_path, capsys):
+    """`--batch 15`: the four jobs in order, each with its start, length and the wait since the jobs before it had
+    ended; the header sums the time some job ran and the time none did; a batch the log lacks is named."""
+    log = tmp_path / "app.log"
+    log.write_text("\n".join(LOG) + "\n")
+    assert batches_of(LOG)[0][("ingest", 15)].busy_s() == 0.38
+    assert main([str(log), "--batch", "15"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("## ingest batch 15: 4 jobs, 0.40 s from first job to last, jobs running 0.38 s, "
+                          "none running 0.02 s")
+    rows = [line for line in out.splitlines() if line.startswith("| 0.")]
+    assert rows == [
+        "| 0.00 | 0.050 | 0.000 | pin | localCheckpoint at <unknown>:0 |",
+        "| 0.06 | 0.040 | 0.010 | merge: find touched files | MERGE operation - scanning files for matches |",
+        "| 0.10 | 0.040 | 0.000 | delta file listing | Filtering files for query |",
+        "| 0.15 | 0.250 | 0.010 | delta snapshot | Compute snapshot for version: 30 |",
+    ]
+    assert main([str(log), "--batch", "99"]) == 1
+    assert "no batch 99 in this log (it has ingest 15 to ingest 16)" in capsys.readouterr().err
