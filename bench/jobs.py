@@ -70,17 +70,18 @@ class Batch:
         self.first_ms = start_ms if self.first_ms is None else min(self.first_ms, start_ms)
         self.last_ms = end_ms if self.last_ms is None else max(self.last_ms, end_ms)
 
+    def waits(self) -> list[tuple[tuple[int, int, str, str], int]]:
+        """Each job in the order it started, with the milliseconds before it in which none of the batch's jobs ran."""
+        out, frontier = [], None
+        for job in sorted(self.each):
+            start, end = job[0], job[1]
+            out.append((job, 0 if frontier is None else max(0, start - frontier)))
+            frontier = end if frontier is None else max(frontier, end)
+        return out
+
     def busy_s(self) -> float:
         """Seconds in which at least one of the batch's jobs ran (jobs side by side count once)."""
-        busy, frontier = 0, None
-        for start, end, _, _ in sorted(self.each):
-            if frontier is None or start >= frontier:
-                busy += end - start
-                frontier = end
-            elif end > frontier:
-                busy += end - frontier
-                frontier = end
-        return busy / 1000
+        return round(self.wall_s - sum(wait for _, wait in self.waits()) / 1000, 3)
 
     @property
     def wall_s(self) -> float:
@@ -212,10 +213,7 @@ def render_batch(stream: str, batch_id: int, batch: Batch) -> str:
              f"jobs running {batch.busy_s():.2f} s, none running {batch.wall_s - batch.busy_s():.2f} s", "",
              "| start s | job s | wait s | kind | what |", "|---:|---:|---:|---|---|"]
     first = min(start for start, _, _, _ in batch.each)
-    frontier = first
-    for start, end, kind, label in sorted(batch.each):
-        wait = max(0, start - frontier)
-        frontier = max(frontier, end)
+    for (start, end, kind, label), wait in batch.waits():
         lines.append(f"| {(start - first) / 1000:.2f} | {(end - start) / 1000:.3f} | {wait / 1000:.3f} | {kind} | "
                      f"{label.replace('|', '/')[:100]} |")
     return "\n".join(lines)

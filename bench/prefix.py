@@ -8,11 +8,11 @@ change them. This measures it on the logs of a landing directory (a lab run of r
 excerpts, a simulated estate).
 
 Every group of LANDING (`<landing>/<instance>/<file>`, parsed as the batch oracle parses them) is replayed over each
-prefix of its history, its events up to a cut (every `--step-hours` of the clock), and the
-rows a snapshot at that cut would have frozen (rebalances, state intervals and member sessions that ended more than
-the allowed lateness before it) are compared field by field with the full replay's rows. A row the prefix has and the
-full replay has not, or with any field different, is one a snapshot replay would leave stale; the fields say what a
-snapshot would have to recompute.
+prefix of its history, its events up to a cut (every `--step-hours` of the clock), and the rows a snapshot at that
+cut would have frozen (rebalances, state intervals, member sessions and churn rows that ended more than the allowed
+lateness before it, and the what-if rows of those rebalances) are compared field by field with the full replay's,
+both ways: a frozen row the full replay lacks or changed, and a row of the full replay that ended before the cut and
+the prefix lacks. Each is one a snapshot replay would leave stale; the fields say what it would have to recompute.
 """
 
 from __future__ import annotations
@@ -150,26 +150,20 @@ def replay_seconds(group_id: str, records: list[TimelineEvent], rules: Rules) ->
 def landing_records(landing: Path, work: Path) -> tuple[dict[str, list[TimelineEvent]], Rules, float]:
     """The timeline input of every group in `landing`, parsed as the batch oracle parses it (a local Spark session
     under `work`), with the replay's rules and the allowed lateness in seconds."""
-    from pyspark.sql import functions as F
-
+    from pipelines.flow.batch import batch_tables
     from pipelines.gold.placement import gold_events
     from pipelines.gold.rebalances import rules_from, timeline_input, timeline_records
     from pipelines.session.spark import get_spark
     from pipelines.settings.config import load_config
-    from pipelines.settings.sources import resolve_sources
-    from pipelines.silver.build import build_silver
-    from pipelines.silver.outputs import to_events, to_gc_pauses
-    from pipelines.storage import inputs, lake
 
     cfg = load_config(None, {"landing": landing, "lakehouse": work / "lakehouse"})
     rules = rules_from(cfg.thresholds)
     spark = get_spark(cfg, app_name="rebalance-prefix")
     try:
-        staged = build_silver(inputs.read_files(spark, inputs.landing_files(cfg)), resolve_sources(cfg),
-                              existing_files=lake.empty(spark, "bronze_files"), batch_id=0,
-                              now=F.current_timestamp(), hash_salt=None, line_ids="content")
-        frame = timeline_input(gold_events(to_events(staged.parsed)), to_gc_pauses(staged.parsed),
-                               min_pause_ms=rules.gc_pause_min_ms).toPandas()
+        # Only the oracle's silver frames are read: its gold frames are planned, never computed.
+        with batch_tables(spark, cfg) as tables:
+            frame = timeline_input(gold_events(tables["silver_events"]), tables["silver_gc_pauses"],
+                                   min_pause_ms=rules.gc_pause_min_ms).toPandas()
     finally:
         spark.stop()
     groups = {str(group_id): timeline_records(rows) for group_id, rows in frame.groupby("group_id")}
