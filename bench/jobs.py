@@ -4,8 +4,10 @@ On small batches a run's cost is its number of Spark jobs, not its rows (issue #
 milliseconds whatever it reads. This reads the event log of a run (`spark.eventLog.enabled`) and gives, per stream
 (ingest, reconstruct), the micro-batches it ran, their mean wall time from first job to last, and their jobs by kind:
 Delta's own work (the file listing of each table scan, snapshot computations, the phases of each MERGE) apart from
-the pipeline's queries, pins and writes. Jobs outside any micro-batch (the derived tables' turn, the alerts loop, a
-compaction) are counted apart.
+the pipeline's queries, pins and writes; and by the pipeline's step that started them (`ingest: parse`,
+`reconstruct: placement`, `reconstruct: merge gold_rebalances`, ...: the local property `pipelines.session.steps`
+sets), with each step's span from its first job to its last. Jobs outside any micro-batch (the derived tables' turn,
+the alerts loop, a compaction) are counted apart, by step too.
 
 Turn the log on with a configuration file whose `spark.conf` holds, for instance:
 
@@ -49,6 +51,10 @@ STAGE_KINDS = (
     ("withThreadLocalCaptured", "broadcast or query stage"),
 )
 COMPRESSED = (".zstd", ".zst")
+# The local property the pipeline names its steps with (pipelines.session.steps.STEP_PROPERTY), and what a job that
+# none named counts as (a log of a run before the steps were named, or Delta's own jobs in a thread it started).
+STEP_PROPERTY = "rebalance.step"
+UNNAMED = "(no step named)"
 
 
 @dataclass
@@ -61,10 +67,14 @@ class Batch:
     last_ms: int | None = None
     # Every job as (start ms, end ms, kind, what it did: Delta's own words, or its first stage's name).
     each: list[tuple[int, int, str, str]] = field(default_factory=list)
+    # The pipeline's step of each job (`pipelines.session.steps`), in the order of `each`.
+    steps: list[str] = field(default_factory=list)
 
-    def add(self, kind: str, start_ms: int, end_ms: int, label: str = "") -> None:
-        """Count one job of `kind` that ran from `start_ms` to `end_ms` (`label`: what it did)."""
+    def add(self, kind: str, start_ms: int, end_ms: int, label: str = "", step: str = UNNAMED) -> None:
+        """Count one job of `kind` that ran from `start_ms` to `end_ms` (`label`: what it did; `step`: the
+        pipeline's step that started it)."""
         self.each.append((start_ms, end_ms, kind, label))
+        self.steps.append(step)
         self.jobs[kind] += 1
         self.seconds[kind] += (end_ms - start_ms) / 1000
         self.first_ms = start_ms if self.first_ms is None else min(self.first_ms, start_ms)
@@ -82,6 +92,23 @@ class Batch:
     def busy_s(self) -> float:
         """Seconds in which at least one of the batch's jobs ran (jobs side by side count once)."""
         return round(self.wall_s - sum(wait for _, wait in self.waits()) / 1000, 3)
+
+    def by_step(self) -> dict[str, dict[str, float]]:
+        """Per step, in the order the steps began: its jobs, their seconds, and its span (from its first job's
+        submission to its last job's end: the waits between its jobs included, so spans of steps that ran side by
+        side overlap)."""
+        out: dict[str, dict[str, float]] = {}
+        spans: dict[str, tuple[int, int]] = {}
+        for (start, end, _, _), name in sorted(zip(self.each, self.steps, strict=True)):
+            row = out.setdefault(name, {"jobs": 0, "job_seconds": 0.0})
+            row["jobs"] += 1
+            row["job_seconds"] += (end - start) / 1000
+            first, last = spans.get(name, (start, end))
+            spans[name] = (min(first, start), max(last, end))
+        for name, (first, last) in spans.items():
+            out[name]["job_seconds"] = round(out[name]["job_seconds"], 3)
+            out[name]["span_s"] = (last - first) / 1000
+        return out
 
     @property
     def wall_s(self) -> float:
@@ -145,7 +172,7 @@ def read_lines(files: Iterable[Path]) -> Iterator[str]:
 
 def batches_of(lines: Iterable[str]) -> tuple[dict[tuple[str, int], Batch], Batch]:
     """The jobs of each (stream, batch id), and those outside any micro-batch."""
-    started: dict[int, tuple[int, str, int | None, str, str]] = {}
+    started: dict[int, tuple[int, str, int | None, str, str, str]] = {}
     batches: dict[tuple[str, int], Batch] = defaultdict(Batch)
     outside = Batch()
     for line in lines:
@@ -159,19 +186,22 @@ def batches_of(lines: Iterable[str]) -> tuple[dict[tuple[str, int], Batch], Batc
             stream = description.split("\n")[0].removeprefix("Delta: ").removeprefix("Delta: ").strip()
             first_stage = stages[0]["Stage Name"] if stages else ""
             kind = job_kind(match.group(2) if match else description, first_stage)
+            step = (event.get("Properties") or {}).get(STEP_PROPERTY) or UNNAMED
             started[event["Job ID"]] = (event["Submission Time"], stream, int(match.group(1)) if match else None,
-                                        kind, job_label(match.group(2) if match else "", event, first_stage))
+                                        kind, job_label(match.group(2) if match else "", event, first_stage), step)
         elif event["Event"] == "SparkListenerJobEnd" and event["Job ID"] in started:
-            start_ms, stream, batch_id, kind, label = started.pop(event["Job ID"])
+            start_ms, stream, batch_id, kind, label, step = started.pop(event["Job ID"])
             target = outside if batch_id is None else batches[(stream, batch_id)]
-            target.add(kind, start_ms, event["Completion Time"], label)
+            target.add(kind, start_ms, event["Completion Time"], label, step)
     return dict(batches), outside
 
 
 def summary(batches: dict[tuple[str, int], Batch], outside: Batch) -> dict[str, Any]:
     """Per stream: batches, mean wall seconds, mean jobs and mean job-seconds per batch by kind; jobs outside."""
-    out: dict[str, Any] = {"streams": {}, "outside_batches": {"jobs": dict(outside.jobs),
-                                                              "seconds": dict(outside.seconds)}}
+    out: dict[str, Any] = {"streams": {}, "outside_batches": {
+        "jobs": dict(outside.jobs), "seconds": dict(outside.seconds),
+        "steps": {name: {k: round(v, 3) for k, v in row.items() if k != "span_s"}
+                  for name, row in outside.by_step().items()}}}
     by_stream: dict[str, list[Batch]] = defaultdict(list)
     for (stream, _), batch in sorted(batches.items()):
         by_stream[stream].append(batch)
@@ -185,8 +215,23 @@ def summary(batches: dict[tuple[str, int], Batch], outside: Batch) -> dict[str, 
             "kinds": {k: {"jobs_mean": round(sum(b.jobs.get(k, 0) for b in these) / n, 1),
                           "job_seconds_mean": round(sum(b.seconds.get(k, 0.0) for b in these) / n, 3)}
                       for k in kinds},
+            "steps": _steps_mean(these),
         }
     return out
+
+
+def _steps_mean(batches: list[Batch]) -> dict[str, dict[str, float]]:
+    """Per step, over `batches` (each counts, also one in which the step started no job): mean jobs, job seconds
+    and span, in the order the steps first began."""
+    totals: dict[str, dict[str, float]] = {}
+    for b in batches:
+        for name, row in b.by_step().items():
+            into = totals.setdefault(name, {"jobs": 0.0, "job_seconds": 0.0, "span_s": 0.0})
+            for k, v in row.items():
+                into[k] += v
+    n = len(batches)
+    return {name: {"jobs_mean": round(t["jobs"] / n, 1), "job_seconds_mean": round(t["job_seconds"] / n, 3),
+                   "span_s_mean": round(t["span_s"] / n, 3)} for name, t in totals.items()}
 
 
 def render(result: dict[str, Any]) -> str:
@@ -199,9 +244,20 @@ def render(result: dict[str, Any]) -> str:
         for kind, k in sorted(s["kinds"].items(), key=lambda kv: -kv[1]["job_seconds_mean"]):
             lines.append(f"| {kind} | {k['jobs_mean']} | {k['job_seconds_mean']} |")
         lines.append("")
+        if set(s["steps"]) - {UNNAMED}:
+            lines += ["By the pipeline's step, in the order the steps began (span: from a step's first job to its "
+                      "last, the waits between included; steps side by side overlap):", "",
+                      "| step | jobs per batch | job seconds per batch | span s per batch |", "|---|---:|---:|---:|"]
+            lines += [f"| {name} | {t['jobs_mean']} | {t['job_seconds_mean']} | {t['span_s_mean']} |"
+                      for name, t in s["steps"].items()]
+            lines.append("")
     outside = result["outside_batches"]["jobs"]
     lines.append(f"Outside any micro-batch: {sum(outside.values())} jobs "
                  f"({', '.join(f'{k} {v}' for k, v in sorted(outside.items())) or 'none'}).")
+    steps = result["outside_batches"].get("steps") or {}
+    if set(steps) - {UNNAMED}:
+        lines.append("By step: " + ", ".join(f"{name} {int(t['jobs'])} jobs ({t['job_seconds']} s)"
+                                              for name, t in steps.items()) + ".")
     return "\n".join(lines)
 
 
@@ -211,11 +267,13 @@ def render_batch(stream: str, batch_id: int, batch: Batch) -> str:
     did; then the batch's span, the time some job ran and the time none did."""
     lines = [f"## {stream} batch {batch_id}: {len(batch.each)} jobs, {batch.wall_s:.2f} s from first job to last, "
              f"jobs running {batch.busy_s():.2f} s, none running {batch.wall_s - batch.busy_s():.2f} s", "",
-             "| start s | job s | wait s | kind | what |", "|---:|---:|---:|---|---|"]
+             "| start s | job s | wait s | step | kind | what |", "|---:|---:|---:|---|---|---|"]
     first = min(start for start, _, _, _ in batch.each)
-    for (start, end, kind, label), wait in batch.waits():
-        lines.append(f"| {(start - first) / 1000:.2f} | {(end - start) / 1000:.3f} | {wait / 1000:.3f} | {kind} | "
-                     f"{label.replace('|', '/')[:100]} |")
+    step_of = {id(job): name for job, name in zip(batch.each, batch.steps, strict=True)}
+    for job, wait in batch.waits():
+        start, end, kind, label = job
+        lines.append(f"| {(start - first) / 1000:.2f} | {(end - start) / 1000:.3f} | {wait / 1000:.3f} | "
+                     f"{step_of.get(id(job), UNNAMED)} | {kind} | {label.replace('|', '/')[:100]} |")
     return "\n".join(lines)
 
 

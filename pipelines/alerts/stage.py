@@ -14,6 +14,7 @@ from pipelines.alerts.sinks import Delivery, DeliveryError, append_jsonl, post_w
 from pipelines.quality.rules import checks, scopes
 from pipelines.quality.stage import input_violations
 from pipelines.session.caching import CachedFrames
+from pipelines.session.steps import as_step
 from pipelines.settings.config import Config
 from pipelines.state.seen import Seen, last_seen, remember, settings_key
 from pipelines.storage import lake, writes
@@ -45,6 +46,7 @@ def _found(quality: DataFrame, input_rules: set[tuple[str, str]]) -> set[tuple[s
     return {(r.table_name, r.rule) for r in rows} & input_rules
 
 
+@as_step("alerts")
 def run_alerts(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
                on_progress: Callable[[str], None] | None = None) -> dict[str, int]:
     """Evaluate, store and deliver alerts; returns counts (`new_or_changed`, and deliveries per sink). When the

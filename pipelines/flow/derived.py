@@ -26,6 +26,7 @@ from pipelines.gold.aggregates import health_from
 from pipelines.gold.build import ESTATE_OWNED, HOT, per_group_derived
 from pipelines.gold.estate_frames import canonical, estate_rows, params_from, rows_frame
 from pipelines.gold.placement import gold_events, place_in_processes, process_groups
+from pipelines.session.steps import as_step
 from pipelines.session.together import run_together
 from pipelines.settings.config import Config
 from pipelines.state import pending
@@ -35,6 +36,7 @@ from pipelines.storage import commits, delta_sql, lake, maintenance, writes
 STEP = "derived"
 
 
+@as_step("derived")
 def refresh_derived(spark: SparkSession, cfg: Config) -> dict[str, int]:
     """Rebuild the derived tables for the groups the hot path recorded since the last refresh, then forget those
     records; returns rows per table written ({} when no group was waiting). A record that cannot be read makes the
@@ -81,7 +83,7 @@ def refresh_derived(spark: SparkSession, cfg: Config) -> dict[str, int]:
     # None of them reads what another writes (the estate step writes gold_rebalances.estate_incident_id, which
     # health does not read): side by side.
     counts = run_together(spark, {
-        **{name: merger(spark, cfg, name, df, scope=scope, groups=names or [], found=None)
+        **{name: merger(spark, cfg, name, df, scope=scope, groups=names or [], found=None, step_name="derived")
            for name, df in tables.items()},
         "gold_group_health": health, "gold_estate_incidents": estate})
     counts.pop("gold_group_health")

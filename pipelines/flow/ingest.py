@@ -16,6 +16,7 @@ from pipelines.bronze.lines import LineIds
 from pipelines.bronze.repeats import EarlierIngest
 from pipelines.flow.found import Found
 from pipelines.session.spark import compiled_code
+from pipelines.session.steps import step
 from pipelines.session.together import run_together
 from pipelines.settings.config import Config
 from pipelines.settings.sources import resolve_sources
@@ -105,6 +106,10 @@ def make_ingest_batch(
     sources, salt = resolve_sources(cfg), hash_salt(cfg)
 
     def ingest_batch(batch_df: DataFrame, batch_id: int) -> None:
+        with step(batch_df.sparkSession, "ingest: parse"):
+            ingest_body(batch_df, batch_id)
+
+    def ingest_body(batch_df: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         spark = batch_df.sparkSession
         clock = spark.sql("SELECT current_timestamp() AS t").first()
@@ -139,8 +144,9 @@ def make_ingest_batch(
             staged = build_silver(raw, sources, existing_files=existing, batch_id=batch_id, now=now, hash_salt=salt,
                                   line_ids=line_ids, earlier=earlier)
             try:
-                _write(spark, cfg, staged, batch_id=batch_id, now=now, on_batch=on_batch, on_progress=on_progress,
-                       found=found, started=started)
+                with step(spark, "ingest: append"):
+                    _write(spark, cfg, staged, batch_id=batch_id, now=now, on_batch=on_batch,
+                           on_progress=on_progress, found=found, started=started)
             finally:
                 staged.unpersist()
 

@@ -23,6 +23,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from pipelines.flow.stopping import StopRequest, requested, wait_for
 from pipelines.flow.streams import AVAILABLE_NOW, CONTINUOUS_INTERVAL, RECONSTRUCT_QUERY, BatchFn, start_stream
+from pipelines.session.steps import step
 from pipelines.settings.config import Config
 from pipelines.state import rebuilt
 from pipelines.storage import inputs, lake
@@ -66,8 +67,9 @@ class OneStream:
         # commits (a run stopped before the checkpoint recorded it) stages its files as repeats of themselves, while
         # the table holds what its first attempt committed. The batch is recorded once its groups are in gold.
         self.ingest_batch(batch_df, batch_id)
-        accounting = lake.read_table(batch_df.sparkSession, self.cfg, "silver_accounting") \
-            .filter(F.col("batch_id") == batch_id)
+        with step(batch_df.sparkSession, "reconstruct: batch files"):
+            accounting = lake.read_table(batch_df.sparkSession, self.cfg, "silver_accounting") \
+                .filter(F.col("batch_id") == batch_id)
         self.reconstruct_batch(accounting, batch_id)
         rebuilt.mark(self.cfg, batch_id)
 

@@ -15,6 +15,7 @@ from pipelines.gold.build import ESTATE_OWNED, hot_tables
 from pipelines.gold.placement import bare_lines, client_line, gold_events, own_group, place_in_processes, process_groups
 from pipelines.gold.rebalances import orphan_lines, route_orphans, rules_from
 from pipelines.session.caching import PinnedFrames, pin, unpin
+from pipelines.session.steps import step
 from pipelines.session.together import run_together
 from pipelines.settings.config import Config
 from pipelines.state import pending
@@ -67,10 +68,15 @@ def touched_groups(files: DataFrame, events: DataFrame, processes: DataFrame | N
 
 
 def merger(spark: SparkSession, cfg: Config, name: str, df: DataFrame, *, scope: str, groups: list[str],
-           found: Found | None, keep: tuple[str, ...] = ()) -> Callable[[], int]:
+           found: Found | None, keep: tuple[str, ...] = (), step_name: str = "reconstruct") -> Callable[[], int]:
     """The MERGE of one gold table's rebuilt rows over `scope`, as a task for `run_together`; returns the rows.
-    With `found`, the rows of a reported table that the MERGE adds or changes are recorded there first."""
+    With `found`, the rows of a reported table that the MERGE adds or changes are recorded there first. Its jobs are
+    the step `<step_name>: merge <table>` (`pipelines.session.steps`)."""
     def merge() -> int:
+        with step(spark, f"{step_name}: merge {name}"):
+            return merge_rows()
+
+    def merge_rows() -> int:
         # Pinned: the MERGE reads its source several times, and each read would plan the whole build again.
         rows = pin(df)
         try:
@@ -92,7 +98,8 @@ def rebuild_hot(spark: SparkSession, cfg: Config, groups: DataFrame, silver: Dat
     in, then record the groups for the derived refresh (`pipelines.state.pending`) and hand the rebuilt rows to
     `on_hot` (the alerts of a continuous run); returns rows per table. With `found`, the rebalances and incidents
     added or changed are recorded there; `processes` is `process_groups(silver)` when the caller has it."""
-    names = sorted(r.group_id for r in groups.collect())
+    with step(spark, "reconstruct: touched groups"):
+        names = sorted(r.group_id for r in groups.collect())
     if not names:
         return {}
     in_groups = f"t.group_id IN ({', '.join(delta_sql.string_literal(n) for n in names)})"
@@ -102,7 +109,8 @@ def rebuild_hot(spark: SparkSession, cfg: Config, groups: DataFrame, silver: Dat
     # Pinned, not persisted: the frames read several times (the replay and three timeline tables) then stand for
     # their rows alone, so the MERGEs below do not each analyse the whole build's plan again.
     with PinnedFrames() as pinned:
-        tables = hot_tables(events, pauses, rules_from(cfg.thresholds), persist=pinned)
+        with step(spark, "reconstruct: replay"):
+            tables = hot_tables(events, pauses, rules_from(cfg.thresholds), persist=pinned)
         # The tables do not depend on one another: their MERGEs run side by side (`run_together`). The rebalances'
         # estate incident ids are the derived refresh's, so their MERGE leaves them as stored.
         counts = run_together(spark, {name: merger(spark, cfg, name, df, scope=in_groups, groups=names, found=found,
@@ -112,7 +120,8 @@ def rebuild_hot(spark: SparkSession, cfg: Config, groups: DataFrame, silver: Dat
         # stands for (a batch stopped before this line is run again by its stream, which records the groups then).
         pending.mark(cfg, names, batch_id=batch_id)
         if on_hot is not None:
-            on_hot(tables)
+            with step(spark, "reconstruct: alerts"):
+                on_hot(tables)
     return counts
 
 
@@ -136,7 +145,8 @@ def make_reconstruct_batch(
                                  version=lake.table_version(spark, cfg, "silver_events"))
         # The placement of group-less lines (a row per instance folder) is read by both steps: computed once.
         with PinnedFrames() as pinned:
-            processes = pinned(process_groups(events))
+            with step(spark, "reconstruct: placement"):
+                processes = pinned(process_groups(events))
             groups = touched_groups(batch_df, events, processes)
             counts = rebuild_hot(spark, cfg, groups, events, batch_id=batch_id, found=found, on_hot=on_hot,
                                  processes=processes)

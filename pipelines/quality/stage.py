@@ -21,6 +21,7 @@ from pipelines.quality.rules import Scope, TableCheck, checks, scopes
 from pipelines.quality.screen import EXPECTATION_TYPES, screen
 from pipelines.quality.validate import RuleResult, validate
 from pipelines.session.caching import CachedFrames
+from pipelines.session.steps import as_step
 from pipelines.settings.config import Config
 from pipelines.state.seen import Seen, last_seen, remember, settings_key
 from pipelines.storage import delta_sql, lake, writes
@@ -184,6 +185,7 @@ def _remembered(seen: Seen | None, key: str, versions: dict[str, int]) -> Qualit
         return None
 
 
+@as_step("quality")
 def run_quality(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
                 table_checks: tuple[TableCheck, ...] | None = None,
                 on_progress: Callable[[str], None] | None = None) -> QualityReport:
