@@ -24,6 +24,9 @@ from schemas.tables import REGISTRY
 
 # What a continuous run does with the rows a reconstruct batch just built and committed (its alerts).
 OnHot = Callable[[dict[str, DataFrame]], None]
+# The columns of silver_events that the placement (`process_groups`) and `touched_groups` read.
+PLACEMENT_COLUMNS = ("event_id", "event_ts", "event_type", "source_kind", "group_id", "instance", "source_file",
+                     "batch_id")
 GOLD_KEYS = {name: list(table.keys) for name, table in REGISTRY.items() if table.layer == "gold"}
 
 
@@ -143,11 +146,14 @@ def make_reconstruct_batch(
         # second read could hold a process the placement below has not seen.
         events = lake.read_table(spark, cfg, "silver_events",
                                  version=lake.table_version(spark, cfg, "silver_events"))
-        # The placement of group-less lines (a row per instance folder) is read by both steps: computed once.
+        # The placement of group-less lines (a row per instance folder) is read by both steps: computed once. Both
+        # read silver_events many times over (the time windows of `route_orphans`, the named and bare lines of each
+        # process): from one pinned read of the few columns they use, not a scan of the table each time.
         with PinnedFrames() as pinned:
             with step(spark, "reconstruct: placement"):
-                processes = pinned(process_groups(events))
-            groups = touched_groups(batch_df, events, processes)
+                lines = pinned(events.select(*PLACEMENT_COLUMNS))
+                processes = pinned(process_groups(lines))
+            groups = touched_groups(batch_df, lines, processes)
             counts = rebuild_hot(spark, cfg, groups, events, batch_id=batch_id, found=found, on_hot=on_hot,
                                  processes=processes)
         if on_batch is not None:
