@@ -153,3 +153,25 @@ def test_the_typed_rebalance_row_is_a_gold_rebalances_row():
     started = event(0, "rebalance_started", generation=0, reason="Adding new member m1 with group instance id None")
     [row] = Timeline("g", [started, event(3, "group_stabilized", generation=1, member_count=1)]).rebalances
     assert set(row) == columns | {"evidence_json"}
+
+
+def test_a_groups_input_rows_reach_the_replay_in_time_order_with_every_null_as_none():
+    """`timeline_records` gives the same Python values as the frame's cells would as objects (`astype(object)`):
+    pandas Timestamps, floats, ints, strings; and None for every kind of null (NaN, NaT, None, pd.NA); rows in the
+    order of time, file, line and id."""
+    from pipelines.gold.rebalances import timeline_records
+
+    ts = pd.to_datetime(["2024-05-14 10:00:02", "2024-05-14 10:00:01", "2024-05-14 10:00:01"])
+    pdf = pd.DataFrame({
+        "event_ts": ts, "source_file": ["b", "b", "a"], "line_no": [3, 2, 9], "event_id": ["e3", "e2", "e1"],
+        "generation": [4.0, float("nan"), 5.0], "pause_end_ts": pd.to_datetime([None, "2024-05-14 10:00:05", None]),
+        "group_id": ["g", None, "g"], "member_epoch": pd.array([7, None, 8], dtype="Int64"),
+    })
+    records = timeline_records(pdf)
+    assert [r["event_id"] for r in records] == ["e1", "e2", "e3"]
+    reference = pdf.iloc[[2, 1, 0]].astype(object).where(pdf.iloc[[2, 1, 0]].notna(), None).to_dict("records")
+    assert records == reference
+    assert [[type(v) for v in r.values()] for r in records] == [[type(v) for v in r.values()] for r in reference]
+    assert records[1]["generation"] is None and records[1]["group_id"] is None
+    assert records[0]["pause_end_ts"] is None and records[1]["member_epoch"] is None
+    assert isinstance(records[0]["event_ts"], pd.Timestamp) and records[0]["line_no"] == 9
