@@ -52,7 +52,8 @@ STAGE_KINDS = (
 )
 COMPRESSED = (".zstd", ".zst")
 # The local property the pipeline names its steps with (pipelines.session.steps.STEP_PROPERTY), and what a job that
-# none named counts as (a log of a run before the steps were named, or Delta's own jobs in a thread it started).
+# none named counts as: a log of a run before the steps were named, or a job outside every step (the setup's table
+# checks, a stream's own start and listing of new files).
 STEP_PROPERTY = "rebalance.step"
 UNNAMED = "(no step named)"
 

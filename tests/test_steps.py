@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+from pyspark import TaskContext
+
 from pipelines.session.steps import STEP_PROPERTY, as_step, step
 from pipelines.session.together import run_together
 
@@ -20,8 +23,12 @@ def test_a_step_names_the_jobs_of_its_block_and_of_the_threads_it_starts(spark):
             seen = run_together(spark, {"a": current, "b": current})
         assert seen == {"a": "reconstruct: replay", "b": "reconstruct: replay"}
         assert current() == "reconstruct"
-        # A job started in the step carries the property too (Spark reads it when the job is submitted).
-        assert spark.range(3).count() == 3
+        # A job started in the step carries it to its tasks (and into Spark's event log with the job).
+        tasks = context.parallelize([0], 1).map(lambda _: TaskContext.get().getLocalProperty(STEP_PROPERTY))
+        assert tasks.collect() == ["reconstruct"]
+    assert current() is None
+    with pytest.raises(ValueError), step(spark, "ingest: parse"):
+        raise ValueError("a step that fails")
     assert current() is None
 
 

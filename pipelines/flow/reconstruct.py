@@ -94,15 +94,13 @@ def merger(spark: SparkSession, cfg: Config, name: str, df: DataFrame, *, scope:
     return merge
 
 
-def rebuild_hot(spark: SparkSession, cfg: Config, groups: DataFrame, silver: DataFrame, *, batch_id: int,
+def rebuild_hot(spark: SparkSession, cfg: Config, names: list[str], silver: DataFrame, *, batch_id: int,
                 found: Found | None = None, on_hot: OnHot | None = None,
                 processes: DataFrame | None = None) -> dict[str, int]:
-    """Rebuild the HOT gold tables for `groups` (one column `group_id`) from `silver` (silver_events) and MERGE them
-    in, then record the groups for the derived refresh (`pipelines.state.pending`) and hand the rebuilt rows to
-    `on_hot` (the alerts of a continuous run); returns rows per table. With `found`, the rebalances and incidents
-    added or changed are recorded there; `processes` is `process_groups(silver)` when the caller has it."""
-    with step(spark, "reconstruct: touched groups"):
-        names = sorted(r.group_id for r in groups.collect())
+    """Rebuild the HOT gold tables for the groups `names` from `silver` (silver_events) and MERGE them in, then
+    record the groups for the derived refresh (`pipelines.state.pending`) and hand the rebuilt rows to `on_hot` (the
+    alerts of a continuous run); returns rows per table. With `found`, the rebalances and incidents added or changed
+    are recorded there; `processes` is `process_groups(silver)` when the caller has it."""
     if not names:
         return {}
     in_groups = f"t.group_id IN ({', '.join(delta_sql.string_literal(n) for n in names)})"
@@ -140,6 +138,10 @@ def make_reconstruct_batch(
     `found`, what each batch adds or changes is recorded there; `on_hot` gets each batch's rebuilt hot rows."""
 
     def reconstruct_batch(batch_df: DataFrame, batch_id: int) -> None:
+        with step(batch_df.sparkSession, "reconstruct"):
+            reconstruct_body(batch_df, batch_id)
+
+    def reconstruct_body(batch_df: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         spark = batch_df.sparkSession
         # One snapshot of silver_events for the whole batch: with an ingest stream committing beside this one, a
@@ -149,13 +151,20 @@ def make_reconstruct_batch(
         # The placement of group-less lines (a row per instance folder) is read by both steps: computed once. Both
         # read silver_events many times over (the time windows of `route_orphans`, the named and bare lines of each
         # process): from one pinned read of the few columns they use, not a scan of the table each time.
-        with PinnedFrames() as pinned:
-            with step(spark, "reconstruct: placement"):
-                lines = pinned(events.select(*PLACEMENT_COLUMNS))
-                processes = pinned(process_groups(lines))
-            groups = touched_groups(batch_df, lines, processes)
-            counts = rebuild_hot(spark, cfg, groups, events, batch_id=batch_id, found=found, on_hot=on_hot,
+        # The pinned columns are released once the groups are known; the placement stays pinned for the rebuild.
+        processes = None
+        try:
+            with PinnedFrames() as pinned:
+                with step(spark, "reconstruct: placement"):
+                    lines = pinned(events.select(*PLACEMENT_COLUMNS))
+                    processes = pin(process_groups(lines))
+                with step(spark, "reconstruct: touched groups"):
+                    names = sorted(r.group_id for r in touched_groups(batch_df, lines, processes).collect())
+            counts = rebuild_hot(spark, cfg, names, events, batch_id=batch_id, found=found, on_hot=on_hot,
                                  processes=processes)
+        finally:
+            if processes is not None:
+                unpin(processes)
         if on_batch is not None:
             on_batch("reconstruct", counts)
         if on_progress is not None and counts:
