@@ -162,13 +162,16 @@ def _alive(pid: int) -> bool:
 
 
 def test_the_pipeline_uses_nothing_spark_connect_lacks():
-    """No JVM in a Connect client: no SparkContext, RDDs, Py4J or delta-spark's Python builder in the pipeline. Three
+    """No JVM in a Connect client: no SparkContext, RDDs, Py4J or delta-spark's Python builder in the pipeline. Four
     classic-only uses are sanctioned, each skipped for a Connect session: the DeltaTable handle (TableRef.delta, for
     classic sessions' tests and maintenance), `caching.unpin`, which frees a pinned frame's rows at once (a
-    Connect client pins by persisting), and the one-pass literal matcher (`pipelines/jvm/matcher.py`), which only
-    builds its column for a column that has a JVM handle and otherwise leaves the search to Spark's `contains`."""
+    Connect client pins by persisting), the one-pass literal matcher (`pipelines/jvm/matcher.py`), which only
+    builds its column for a column that has a JVM handle and otherwise leaves the search to Spark's `contains`, and
+    the step name a local session gives its Spark jobs (`pipelines/session/steps.py`: a Connect client has no local
+    properties to set, and names none)."""
     banned = ("sparkContext", ".rdd", "_jvm", "_jdf", "import py4j", "from py4j", "java_exception", "DeltaTable.")
     found = [f"{path.relative_to(ROOT)}: {word}" for path in sorted((ROOT / "pipelines").rglob("*.py"))
              for word in banned if word in path.read_text()]
     assert found == ["pipelines/jvm/matcher.py: _jvm", "pipelines/session/caching.py: .rdd",
-                     "pipelines/session/caching.py: _jdf", "pipelines/storage/lake.py: DeltaTable."]
+                     "pipelines/session/caching.py: _jdf", "pipelines/session/steps.py: sparkContext",
+                     "pipelines/storage/lake.py: DeltaTable."]

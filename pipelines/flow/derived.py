@@ -26,7 +26,7 @@ from pipelines.gold.aggregates import health_from
 from pipelines.gold.build import ESTATE_OWNED, HOT, per_group_derived
 from pipelines.gold.estate_frames import canonical, estate_rows, params_from, rows_frame
 from pipelines.gold.placement import gold_events, place_in_processes, process_groups
-from pipelines.session.steps import as_step
+from pipelines.session.steps import as_step, step
 from pipelines.session.together import run_together
 from pipelines.settings.config import Config
 from pipelines.state import pending
@@ -143,7 +143,8 @@ def derived_loop(spark: SparkSession, cfg: Config, *, on_rows: Callable[[dict[st
                 one_stream.advance()
             if compact:
                 compacted_at[0] = time.monotonic()
-                maintenance.compact(spark, cfg, min_files=cfg.compact_min_files, on_progress=on_progress)
+                with step(spark, "compact"):
+                    maintenance.compact(spark, cfg, min_files=cfg.compact_min_files, on_progress=on_progress)
         started = time.monotonic()
         try:
             counts = refresh_derived(spark, cfg)

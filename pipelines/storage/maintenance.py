@@ -12,7 +12,6 @@ from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
-from pipelines.session.steps import as_step
 from pipelines.settings.config import Config
 from pipelines.storage import lake, writes
 from schemas.tables import TABLES
@@ -27,7 +26,6 @@ def data_files(spark: SparkSession, cfg: Config, name: str) -> int:
     return int(row[0]) if row is not None and row[0] is not None else 0
 
 
-@as_step("compact")
 def compact(spark: SparkSession, cfg: Config, *, min_files: int,
             on_progress: Callable[[str], None] | None = None) -> dict[str, tuple[int, int]]:
     """OPTIMIZE every table of the lakehouse that holds at least `min_files` data files; returns, per table
