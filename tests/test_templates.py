@@ -3,11 +3,13 @@ from __future__ import annotations
 import re
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from pipelines.silver.templates import (
     COMPONENTS,
     SEARCH_MARK,
+    YAML_LOADER,
     Template,
     build_alternation,
     compile_template,
@@ -23,6 +25,24 @@ def test_every_template_compiles_with_a_prefilter_literal():
     for t in templates:
         re.compile(t.pattern)
         assert len(t.literal) >= 5, t.template.id
+
+
+def test_the_alternation_counts_its_groups_as_the_regex_does():
+    # build_alternation numbers the groups from the fields alone (compiling the regex costs a parsing process 0.5 s):
+    # a field pattern or an unescaped piece that captured would shift every later template's fields.
+    alternation = build_alternation(load_templates())
+    assert re.compile(alternation.pattern).groups == alternation.group_count
+    assert re.compile(alternation.searching).groups == alternation.group_count
+    for template in load_templates():
+        assert re.compile(template.pattern).groups == len(template.groups), template.template.id
+
+
+def test_the_wordings_read_the_same_with_either_yaml_loader():
+    from importlib import resources
+
+    for component in COMPONENTS:
+        text = resources.files("pipelines.silver.wordings").joinpath(f"{component}.yml").read_text(encoding="utf-8")
+        assert yaml.load(text, Loader=YAML_LOADER) == yaml.load(text, Loader=yaml.SafeLoader), component
 
 
 def test_alternation_finds_the_first_matching_template_and_its_fields():

@@ -20,6 +20,7 @@ from pipelines.bronze.lines import (
 )
 from pipelines.bronze.repeats import EarlierIngest
 from pipelines.session.caching import pin, unpin
+from pipelines.session.recipes import recorded
 from pipelines.settings.sources import Sources
 from pipelines.silver.outputs import accounting, to_events, to_gc_pauses, to_quarantine
 from pipelines.silver.parse import parse_lines
@@ -57,7 +58,14 @@ class SilverBatch:
 
 
 def parse_records(bronze: DataFrame, sources: Sources) -> DataFrame:
-    """Parse bronze-shaped records with each source's zone, fallback date and own layout."""
+    """Parse bronze-shaped records with each source's zone, fallback date and own layout.
+
+    The parse's columns depend only on the sources and the frame's schema: they are built once per process and
+    repeated on every later batch (`pipelines.session.recipes`)."""
+    return recorded(bronze, lambda frame: _parsed(frame, sources), key=("parse_records", sources))
+
+
+def _parsed(bronze: DataFrame, sources: Sources) -> DataFrame:
     zoned = bronze.withColumn("_tz", sources.zone(F.col("instance")))
     day = sources.day(F.col("instance"), file_name=F.col("file_name"), modified=F.col("file_modified_at"),
                       tz=F.col("_tz"))

@@ -94,6 +94,9 @@ _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _NAMESPACE = re.compile(r"^(\[[A-Z][A-Za-z]*\] )(.+)$", re.S)
 _VERSION = r"\d+\.\d+(?:\.\d+)?"
 _VERSIONS = re.compile(rf"^(?:all|{_VERSION}(?:-{_VERSION})?(?:, {_VERSION}(?:-{_VERSION})?)*)$")
+# libyaml's loader where PyYAML has it (its wheels do): a tenth of the 0.8 s each parsing process spent reading the
+# wordings; both loaders read them alike (tests/test_templates.py).
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _version_key(version: str) -> tuple[int, ...]:
@@ -212,7 +215,7 @@ def compile_template(template: Template) -> CompiledTemplate:
 def load_rows(component: str) -> list[Template]:
     """The template rows of one component file (wordings/<component>.yml), in file order."""
     text = resources.files("pipelines.silver.wordings").joinpath(f"{component}.yml").read_text(encoding="utf-8")
-    return [Template.model_validate(row) for row in yaml.safe_load(text)["templates"]]
+    return [Template.model_validate(row) for row in yaml.load(text, Loader=YAML_LOADER)["templates"]]
 
 
 @lru_cache(maxsize=1)
@@ -285,13 +288,12 @@ def build_alternation(templates: tuple[CompiledTemplate, ...]) -> Alternation:
         next_group += 1 + len(t.groups)
         branches.append(f"({inner})")
     pattern = "^(?:" + "|".join(branches) + ")" + TAIL
-    count = re.compile(pattern).groups
-    if count != next_group - 1:
-        raise ValueError(f"template groups miscounted: regex has {count}, expected {next_group - 1}")
+    # Each group is a wrap or a field (text is escaped, FIELD_PATTERNS use `(?:`): tests/test_templates.py compiles
+    # the regex to check it, which here cost every parsing process 0.5 s.
     search = "^(?:" + SEARCH_MARK + "[\\s\\S]*?)?(?:"
     return Alternation(
         pattern=pattern, searching=pattern.replace("^(?:", search, 1),
         template_ids=tuple(t.template.id for t in templates), wrap_groups=tuple(wraps),
-        field_groups=fields, group_count=count, literals=tuple(t.literal for t in templates),
+        field_groups=fields, group_count=next_group - 1, literals=tuple(t.literal for t in templates),
         branch_patterns=tuple(search + branch + ")" + TAIL for branch in branches),
     )
