@@ -100,10 +100,12 @@ def test_two_drops_then_a_rerun(spark, workspace):
         assert (f"1 quarantined as no_template: rebalance sql --lakehouse {cfg.lakehouse} \"SELECT source_file, "
                 "line_no, raw FROM silver_quarantine WHERE reason = 'no_template' AND batch_id >= 1") in text, text
 
-    # A re-run with no new files commits nothing anywhere.
+    # A re-run with no new files commits nothing anywhere, and does not even start the ingest stream.
     versions = _versions(spark, cfg)
-    third = run(spark, cfg)
+    said: list[str] = []
+    third = run(spark, cfg, on_progress=said.append)
     assert third.batches == {}
+    assert any(line.startswith("ingest: the landing holds the same 3 files the last run read") for line in said), said
     assert (third.found.rebalances, third.found.incidents, third.found.unread) == ({}, {}, {})
     assert _versions(spark, cfg) == versions
 

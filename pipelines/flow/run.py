@@ -4,7 +4,6 @@ continuous run in one process runs the two as one stream (`pipelines.flow.one_st
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from pipelines.alerts.stage import run_alerts
 from pipelines.flow.derived import derived_loop, refresh_derived
 from pipelines.flow.found import Found, from_history
 from pipelines.flow.ingest import make_ingest_batch
+from pipelines.flow.landing_seen import LandingCheck
 from pipelines.flow.one_stream import OneStream, catch_up, continuous_queries, skip_rebuilt
 from pipelines.flow.reconstruct import make_reconstruct_batch
 from pipelines.flow.stopping import FINISH_S, StopRequest, end_requested, requested, wait_for
@@ -134,15 +134,6 @@ def check_checkpoints(spark: SparkSession, cfg: Config) -> None:
         )
 
 
-def reset(cfg: Config) -> None:
-    """Delete every table and checkpoint of a local lakehouse (the landing files are kept)."""
-    if cfg.uses_catalog:
-        raise ConfigError("--rebuild works on local lakehouses only; drop the Unity Catalog tables by hand")
-    for name in TABLES:
-        shutil.rmtree(cfg.lakehouse / name, ignore_errors=True)
-    shutil.rmtree(cfg.checkpoint_root, ignore_errors=True)
-
-
 def run(
     spark: SparkSession,
     cfg: Config,
@@ -185,7 +176,7 @@ def run(
         if "ingest" in stages:
             check_inputs(cfg)
         if rebuild:
-            reset(cfg)
+            lake.reset(cfg)
         line_ids = check_release(cfg)
         lake.ensure_tables(spark, cfg)
         check_checkpoints(spark, cfg)
@@ -225,9 +216,13 @@ def run(
         for stage in started:
             with summary.timed(stage):
                 if stage == "ingest":
+                    landing = LandingCheck(cfg, classic=not is_connect(spark))
+                    if landing.unchanged(on_progress):
+                        continue
                     finished[INGEST_QUERY] = start_stream(inputs.read_source(spark, cfg), cfg, INGEST_QUERY,
                                                           gated(ingest_fn), AVAILABLE_NOW, on_progress=on_progress)
-                    ended = wait_for(finished[INGEST_QUERY], stop)
+                    if (ended := wait_for(finished[INGEST_QUERY], stop)):
+                        landing.all_read()
                 else:
                     finished[RECONSTRUCT_QUERY], ended = catch_up(spark, cfg, RECONSTRUCT_QUERY, gated(reconstruct_fn),
                                                                   stop, on_progress=on_progress)
