@@ -23,6 +23,8 @@ from pyspark.sql.streaming import StreamingQuery
 
 from pipelines.flow.stopping import StopRequest, requested, wait_for
 from pipelines.flow.streams import AVAILABLE_NOW, CONTINUOUS_INTERVAL, RECONSTRUCT_QUERY, BatchFn, start_stream
+from pipelines.flow.unchanged import StreamCheck, table_fingerprint
+from pipelines.session.remote import is_connect
 from pipelines.session.steps import step
 from pipelines.settings.config import Config
 from pipelines.state import rebuilt
@@ -98,7 +100,8 @@ class OneStream:
         if passed and not requested(self.stop):
             started = time.monotonic()
             query, _ = catch_up(self.spark, self.cfg, RECONSTRUCT_QUERY, self.reconstruct_batch, None)
-            query.awaitTermination()  # raises the catch-up's own failure, if it failed
+            if query is not None:  # always, with batches recorded
+                query.awaitTermination()  # raises the catch-up's own failure, if it failed
             if self.on_progress is not None:
                 self.on_progress(f"reconstruct stream moved past one-stream batches {_ranges_text(passed)} "
                                  f"({time.monotonic() - started:.1f} s)")
@@ -116,16 +119,24 @@ def skip_rebuilt(cfg: Config, reconstruct_batch: BatchFn) -> BatchFn:
 
 
 def catch_up(spark: SparkSession, cfg: Config, name: str, batch_fn: BatchFn, stop: StopRequest | None, *,
-             on_progress: Callable[[str], None] | None = None) -> tuple[StreamingQuery, bool]:
+             on_progress: Callable[[str], None] | None = None) -> tuple[StreamingQuery | None, bool]:
     """Run the reconstruct stream `name` (its foreachBatch function `batch_fn`, wrapped in `skip_rebuilt`) over
     everything new in silver_accounting and wait; once it has ended, forget the one-stream batches it has passed.
-    Returns the query and whether it ended (False: a stop was requested first)."""
+    Returns the query and whether it ended (False: a stop was requested first); no query when silver_accounting
+    holds nothing the stream has not read (`pipelines.flow.unchanged`)."""
     passed = rebuilt.recorded(cfg)
+    # A classic session's driver sees the table and the checkpoint the stream uses.
+    source = StreamCheck(cfg, name, None if passed or is_connect(spark)
+                         else table_fingerprint(cfg, "silver_accounting"))
+    if source.unchanged(on_progress):
+        return None, True
     query = start_stream(lake.read_table_stream(spark, cfg, "silver_accounting"), cfg, name, batch_fn,
                          AVAILABLE_NOW, on_progress=on_progress)
     ended = wait_for(query, stop)
-    if ended and passed:
-        rebuilt.forget(cfg, passed)
+    if ended:
+        source.all_read()
+        if passed:
+            rebuilt.forget(cfg, passed)
     return query, ended
 
 
@@ -143,7 +154,7 @@ def continuous_queries(spark: SparkSession, cfg: Config, stages: Sequence[str], 
     if one_stream is not None and list(stages) == ["ingest", "reconstruct"]:
         query, ended = catch_up(spark, cfg, RECONSTRUCT_QUERY, gated(reconstruct_batch), stop, on_progress=on_progress)
         if not ended:
-            return [query]
+            return [query] if query is not None else []
         batch_fns: dict[str, BatchFn] = {inputs.INGEST_QUERY: one_stream.batch}  # behind the gate it was made with
         if on_progress is not None:
             on_progress("continuous run: the reconstruct stream has caught up; from here each ingest batch rebuilds "

@@ -18,11 +18,11 @@ from pipelines.alerts.stage import run_alerts
 from pipelines.flow.derived import derived_loop, refresh_derived
 from pipelines.flow.found import Found, from_history
 from pipelines.flow.ingest import make_ingest_batch
-from pipelines.flow.landing_seen import LandingCheck
 from pipelines.flow.one_stream import OneStream, catch_up, continuous_queries, skip_rebuilt
 from pipelines.flow.reconstruct import make_reconstruct_batch
 from pipelines.flow.stopping import FINISH_S, StopRequest, end_requested, requested, wait_for
 from pipelines.flow.streams import AVAILABLE_NOW, RECONSTRUCT_QUERY, start_stream
+from pipelines.flow.unchanged import StreamCheck, landing_fingerprint
 from pipelines.quality.stage import QualityReport, run_quality
 from pipelines.quality.validate import import_gx_early
 from pipelines.session.kafka_check import check_brokers
@@ -216,7 +216,8 @@ def run(
         for stage in started:
             with summary.timed(stage):
                 if stage == "ingest":
-                    landing = LandingCheck(cfg, classic=not is_connect(spark))
+                    # A classic session's driver sees the landing and the checkpoint the stream uses.
+                    landing = StreamCheck(cfg, INGEST_QUERY, None if is_connect(spark) else landing_fingerprint(cfg))
                     if landing.unchanged(on_progress):
                         continue
                     finished[INGEST_QUERY] = start_stream(inputs.read_source(spark, cfg), cfg, INGEST_QUERY,
@@ -224,8 +225,9 @@ def run(
                     if (ended := wait_for(finished[INGEST_QUERY], stop)):
                         landing.all_read()
                 else:
-                    finished[RECONSTRUCT_QUERY], ended = catch_up(spark, cfg, RECONSTRUCT_QUERY, gated(reconstruct_fn),
-                                                                  stop, on_progress=on_progress)
+                    query, ended = catch_up(spark, cfg, RECONSTRUCT_QUERY, gated(reconstruct_fn), stop,
+                                            on_progress=on_progress)
+                    finished.update({RECONSTRUCT_QUERY: query} if query is not None else {})
                 if not ended:
                     return stopped(list(finished.values()))
             if stage == "reconstruct" and not requested(stop):

@@ -130,16 +130,22 @@ def table_version(spark: SparkSession, cfg: Config, name: str) -> int:
     """The latest Delta version of one table: for a table under the lakehouse directory, the newest commit file in
     its `_delta_log` (Delta names each commit `<version, 20 digits>.json`; no Spark job); for a catalog table, or a
     path this process cannot see (a remote Spark Connect server), `DESCRIBE HISTORY`."""
+    found = local_version(cfg, name)
+    return found if found is not None else delta_sql.latest_version(spark, table(cfg, name).sql_name)
+
+
+def local_version(cfg: Config, name: str) -> int | None:
+    """The newest commit in the `_delta_log` folder of a table under the lakehouse directory, None when there is
+    none to see (a catalog table, a path this process cannot see, a table not created yet)."""
     ref = table(cfg, name)
-    if ref.path is not None:
-        try:
-            found = [int(m.group(1)) for entry in os.scandir(Path(ref.path) / "_delta_log")
-                     if (m := _COMMIT_FILE.match(entry.name))]
-        except (FileNotFoundError, NotADirectoryError):
-            found = []
-        if found:
-            return max(found)
-    return delta_sql.latest_version(spark, ref.sql_name)
+    if ref.path is None:
+        return None
+    try:
+        found = [int(m.group(1)) for entry in os.scandir(Path(ref.path) / "_delta_log")
+                 if (m := _COMMIT_FILE.match(entry.name))]
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return max(found, default=None)
 
 
 def read_table_stream(spark: SparkSession, cfg: Config, name: str) -> DataFrame:

@@ -1,0 +1,109 @@
+"""A re-run with nothing new leaves a stream unstarted only when its source has the fingerprint it had when the
+stream last read it all and the checkpoint stands where that run left it (pipelines/flow/unchanged.py). No Spark:
+the checkpoint's logs and the table's log are files, laid out here as Spark and Delta write them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipelines.flow.unchanged import StreamCheck, landing_fingerprint, table_fingerprint
+from pipelines.storage import inputs, lake
+from tests.conftest import make_config
+
+INGEST = inputs.INGEST_QUERY
+
+
+def _batch(cfg, batch_id: int, *, query: str = INGEST, committed: bool = True) -> None:
+    checkpoint = inputs.checkpoint_dir(cfg, query)
+    for log in ("offsets", "commits") if committed else ("offsets",):
+        (checkpoint / log).mkdir(parents=True, exist_ok=True)
+        (checkpoint / log / str(batch_id)).write_text("v1\n")
+
+
+def _file(root: Path, relative: str) -> None:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("line\n")
+
+
+def _landing(cfg) -> StreamCheck:
+    return StreamCheck(cfg, INGEST, landing_fingerprint(cfg))
+
+
+def _after_a_run(tmp_path):
+    cfg = make_config(tmp_path)
+    _file(cfg.landing, "broker-1/server.log")
+    _file(cfg.landing, "app-1/app.log")
+    _batch(cfg, 0)
+    _landing(cfg).all_read()
+    return cfg
+
+
+def test_the_same_files_and_checkpoint_need_no_stream(tmp_path):
+    cfg = _after_a_run(tmp_path)
+    said: list[str] = []
+    assert _landing(cfg).unchanged(said.append)
+    assert said == ["ingest: the landing holds nothing the last run did not read; the stream was not started"]
+    # Files being copied in (a name starting with `.` or `_`, at any depth) are not read by the stream either.
+    _file(cfg.landing, "app-1/.app.log.partial")
+    _file(cfg.landing, "_staging/app-2/app.log")
+    assert _landing(cfg).unchanged()
+
+
+def test_a_new_removed_or_renamed_file_starts_the_stream(tmp_path):
+    cfg = _after_a_run(tmp_path)
+    _file(cfg.landing, "app-1/app.log.1")
+    assert not _landing(cfg).unchanged()
+    (cfg.landing / "app-1" / "app.log.1").unlink()
+    assert _landing(cfg).unchanged()
+    (cfg.landing / "app-1" / "app.log").rename(cfg.landing / "app-1" / "app.log.2")
+    assert not _landing(cfg).unchanged()
+    (cfg.landing / "app-1" / "app.log.2").unlink()
+    assert not _landing(cfg).unchanged()
+
+
+def test_a_checkpoint_that_moved_starts_the_stream(tmp_path):
+    cfg = _after_a_run(tmp_path)
+    _batch(cfg, 1, committed=False)  # a batch planned and never committed: the stream must finish it
+    assert not _landing(cfg).unchanged()
+    _batch(cfg, 1)  # committed since, by a run that kept no record of its landing
+    assert not _landing(cfg).unchanged()
+    _landing(cfg).all_read()
+    assert _landing(cfg).unchanged()
+    # A checkpoint deleted or rewound is not where the record left it.
+    checkpoint = inputs.checkpoint_dir(cfg, INGEST)
+    for log in ("offsets", "commits"):
+        (checkpoint / log / "1").unlink()
+    assert not _landing(cfg).unchanged()
+
+
+def test_no_record_another_landing_or_source_or_session_starts_the_stream(tmp_path):
+    cfg = make_config(tmp_path)
+    _file(cfg.landing, "app-1/app.log")
+    assert not _landing(cfg).unchanged()  # no run has kept a record
+    cfg = _after_a_run(tmp_path / "kept")
+    moved = make_config(tmp_path / "kept", landing=tmp_path / "other")
+    _file(moved.landing, "broker-1/server.log")
+    _file(moved.landing, "app-1/app.log")
+    assert not _landing(moved).unchanged()
+    # Auto Loader keeps its own state; through Spark Connect the caller gives no fingerprint (the server reads).
+    assert landing_fingerprint(make_config(tmp_path / "kept", source_format="cloudFiles")) is None
+    assert not StreamCheck(cfg, INGEST, None).unchanged()
+
+
+def test_the_reconstruct_stream_waits_for_a_commit_to_silver_accounting(tmp_path):
+    cfg = make_config(tmp_path)
+    log = Path(lake.table(cfg, "silver_accounting").path) / "_delta_log"
+    assert table_fingerprint(cfg, "silver_accounting") is None  # no table yet: the stream starts
+    log.mkdir(parents=True)
+    (log / f"{0:020d}.json").write_text("{}\n")
+    _batch(cfg, 0, query="reconstruct")
+    StreamCheck(cfg, "reconstruct", table_fingerprint(cfg, "silver_accounting")).all_read()
+    said: list[str] = []
+    assert StreamCheck(cfg, "reconstruct", table_fingerprint(cfg, "silver_accounting")).unchanged(said.append)
+    assert said == ["reconstruct: silver_accounting holds nothing the last run did not read; the stream was not "
+                    "started"]
+    (log / f"{1:020d}.json").write_text("{}\n")
+    assert not StreamCheck(cfg, "reconstruct", table_fingerprint(cfg, "silver_accounting")).unchanged()
+    # The ingest stream's record is its own.
+    assert not StreamCheck(cfg, INGEST, table_fingerprint(cfg, "silver_accounting")).unchanged()
