@@ -69,6 +69,22 @@ def test_another_schema_or_key_builds_anew(spark):
     assert built == ["built"] * 3
 
 
+def test_a_new_python_session_over_the_same_jvm_repeats_the_recipe(spark):
+    # Each foreachBatch call hands the batch function a new Python session over the stream's JVM session.
+    recipes._recipes.clear()
+    built: list[str] = []
+
+    def doubled(frame: DataFrame) -> DataFrame:
+        built.append("built")
+        return frame.withColumn("twice", F.col("n") * 2)
+
+    recorded(spark.createDataFrame([(1,)], "n long"), doubled, key="k")
+    other = spark.newSession()
+    assert other is not spark
+    assert recorded(other.createDataFrame([(4,)], "n long"), doubled, key="k").collect()[0]["twice"] == 8
+    assert built == ["built"]
+
+
 def test_a_step_that_cannot_be_repeated_is_refused(spark):
     recipes._recipes.clear()
     frame = spark.createDataFrame([(1,)], "n long")
@@ -76,4 +92,11 @@ def test_a_step_that_cannot_be_repeated_is_refused(spark):
         recorded(frame, lambda df: df.filter(F.col("n") > 0), key="filter")
     with pytest.raises(UnrecordableStepError, match="must return the frame"):
         recorded(frame, lambda df: spark.createDataFrame([(2,)], "n long"), key="elsewhere")
+
+    def branches(df: DataFrame) -> DataFrame:
+        df.withColumn("a", F.lit(1))
+        return df.withColumn("b", F.lit(2))  # on the frame before `a`: repeated in a line, it would keep `a`
+
+    with pytest.raises(UnrecordableStepError, match="earlier frame"):
+        recorded(frame, branches, key="branches")
     assert not recipes._recipes

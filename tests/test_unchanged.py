@@ -50,6 +50,35 @@ def test_the_same_files_and_checkpoint_need_no_stream(tmp_path):
     assert _landing(cfg).unchanged()
 
 
+def test_the_landing_is_listed_as_spark_lists_it(tmp_path):
+    cfg = _after_a_run(tmp_path)
+    # Spark reads these below the landing's own entries (partition-like and metadata names, a copy in progress by
+    # Hadoop's naming): each one makes the stream start.
+    for name in ("app-1/_p=1/app.log", "app-1/_metadata.log", "app-1/app.log._COPYING_"):
+        _file(cfg.landing, name)
+        assert not _landing(cfg).unchanged(), name
+        _landing(cfg).all_read()
+    # A linked folder is read through its link; a link to a folder already listed is listed once.
+    elsewhere = tmp_path / "elsewhere"
+    _file(elsewhere, "broker-9/server.log")
+    (cfg.landing / "linked").symlink_to(elsewhere / "broker-9", target_is_directory=True)
+    assert not _landing(cfg).unchanged()
+    _landing(cfg).all_read()
+    (elsewhere / "broker-9" / "loop").symlink_to(elsewhere / "broker-9", target_is_directory=True)
+    _file(elsewhere, "broker-9/server.log.1")
+    assert landing_fingerprint(cfg)["files"] == 7
+    # A file name that is not UTF-8 is listed by its bytes.
+    (cfg.landing / "app-1" / b"caf\xe9.log".decode("utf-8", "surrogateescape")).write_text("line\n")
+    assert landing_fingerprint(cfg)["files"] == 8
+
+
+def test_a_file_that_grew_starts_the_stream(tmp_path):
+    cfg = _after_a_run(tmp_path)
+    with (cfg.landing / "app-1" / "app.log").open("a") as log:
+        log.write("one more line\n")
+    assert not _landing(cfg).unchanged()
+
+
 def test_a_new_removed_or_renamed_file_starts_the_stream(tmp_path):
     cfg = _after_a_run(tmp_path)
     _file(cfg.landing, "app-1/app.log.1")

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, cast
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
 # The DataFrame methods a recorded transform may call (each returns a new frame), besides `columns` and `transform`.
 STEPS = frozenset({"select", "withColumn", "withColumns", "drop"})
@@ -32,7 +32,7 @@ class _Recording:
     """Stands in for a DataFrame while a transform runs: each step is done on the real frame and noted."""
 
     def __init__(self, df: DataFrame, steps: list[Step]) -> None:
-        self._df, self._steps = df, steps
+        self._df, self._steps, self._at = df, steps, len(steps)
 
     @property
     def columns(self) -> list[str]:
@@ -42,6 +42,8 @@ class _Recording:
         return func(self, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Callable[..., _Recording]:
+        if name.startswith("__"):
+            raise AttributeError(name)
         if name not in STEPS:
             raise UnrecordableStepError(
                 f"a recorded transform may call only {', '.join(sorted(STEPS))}, `columns` and `transform` on its "
@@ -49,29 +51,50 @@ class _Recording:
         method = getattr(self._df, name)
 
         def step(*args: Any, **kwargs: Any) -> _Recording:
-            self._steps.append((name, args, kwargs))
+            # The steps are repeated in a line: a step on an earlier frame (two branches) would repeat wrongly.
+            if self._at != len(self._steps):
+                raise UnrecordableStepError(f"a recorded transform must take each step on the frame of its last "
+                                            f"one; `{name}` was taken on an earlier frame")
+            # Copied: a dict or list the transform changes later must not change what is repeated.
+            self._steps.append((name, tuple(_copied(a) for a in args), {k: _copied(v) for k, v in kwargs.items()}))
             return _Recording(method(*args, **kwargs), self._steps)
 
         return step
 
 
-_recipes: OrderedDict[Hashable, tuple[SparkSession, list[Step]]] = OrderedDict()
+def _copied(value: Any) -> Any:
+    return dict(value) if isinstance(value, dict) else list(value) if isinstance(value, list) else value
+
+
+def _owner(df: DataFrame) -> object:
+    """What the frame's Column objects belong to: a classic session's JVM (each foreachBatch call hands the batch
+    function a new Python session over the same JVM, and classic Columns are JVM objects of no session), or a
+    Spark Connect session."""
+    if type(df).__module__.startswith("pyspark.sql.classic"):
+        from pyspark import SparkContext
+
+        return SparkContext._active_spark_context or df.sparkSession
+    return df.sparkSession
+
+
+_recipes: OrderedDict[Hashable, tuple[object, list[Step]]] = OrderedDict()
 _lock = threading.Lock()
 
 
 def recorded(df: DataFrame, transform: Callable[[DataFrame], DataFrame], *, key: Hashable) -> DataFrame:
-    """`transform(df)`, built once per `key`, frame schema and session and repeated from its noted steps after that.
+    """`transform(df)`, built once per `key`, frame schema and JVM (or Connect session) and repeated from its noted
+    steps after that.
 
     `key` must hold everything the transform's columns depend on besides the frame's schema (its settings);
     the transform may read `columns` and call the methods of STEPS and `transform` only (else UnrecordableStepError)."""
-    session = df.sparkSession
+    owner = _owner(df)
     full_key = (key, df.schema.simpleString(), type(df).__module__)
     with _lock:
         found = _recipes.get(full_key)
         if found is not None:
             _recipes.move_to_end(full_key)
     # A session stopped and started anew (a new JVM for a classic one) builds anew: its old columns are not its own.
-    if found is not None and found[0] is session:
+    if found is not None and found[0] is owner:
         out = df
         for name, args, kwargs in found[1]:
             out = getattr(out, name)(*args, **kwargs)
@@ -81,7 +104,7 @@ def recorded(df: DataFrame, transform: Callable[[DataFrame], DataFrame], *, key:
     if not isinstance(result, _Recording):
         raise UnrecordableStepError("a recorded transform must return the frame it was given, after its steps")
     with _lock:
-        _recipes[full_key] = (session, steps)
+        _recipes[full_key] = (owner, steps)
         _recipes.move_to_end(full_key)
         while len(_recipes) > RECIPES_KEPT:
             _recipes.popitem(last=False)

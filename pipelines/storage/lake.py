@@ -141,8 +141,8 @@ def local_version(cfg: Config, name: str) -> int | None:
     if ref.path is None:
         return None
     try:
-        found = [int(m.group(1)) for entry in os.scandir(Path(ref.path) / "_delta_log")
-                 if (m := _COMMIT_FILE.match(entry.name))]
+        with os.scandir(Path(ref.path) / "_delta_log") as entries:
+            found = [int(m.group(1)) for entry in entries if (m := _COMMIT_FILE.match(entry.name))]
     except (FileNotFoundError, NotADirectoryError):
         return None
     return max(found, default=None)
