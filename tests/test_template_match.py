@@ -5,11 +5,13 @@ the earliest match first), including lines that hold two messages."""
 from __future__ import annotations
 
 import datetime as dt
+from collections import OrderedDict
 from pathlib import Path
 
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
+import pipelines.session.recipes as recipes
 from pipelines.jvm.matcher import template_match
 from pipelines.settings.config import load_config
 from pipelines.silver import parse as parse_module
@@ -43,12 +45,15 @@ def test_the_jvm_matcher_parses_as_the_alternation(spark, monkeypatch):
     ).withColumn("ingested_at", F.lit(dt.datetime(2024, 5, 14, 13)))
     cfg = load_config()
     built = []
+    # Each parse built anew (a recipe noted earlier in the session would repeat the matcher it was built with).
     with monkeypatch.context() as patched:
+        patched.setattr(recipes, "_recipes", OrderedDict())
         patched.setattr(parse_module, "template_match",
                         lambda *args: built.append(template_match(*args)) or built[-1])
         one_by_one = parse_with(bronze, cfg)
     assert built and all(column is not None for column in built)  # the local session runs the JVM matcher
     with monkeypatch.context() as patched:
+        patched.setattr(recipes, "_recipes", OrderedDict())
         patched.setattr(parse_module, "template_match", lambda *args: None)
         alternation = parse_with(bronze, cfg)
     # Collected whole: a filter on the unpinned parse would be pushed through its projections and grow the plan.
