@@ -84,8 +84,8 @@ def sql_command(cfg: Config, conf: Path | None) -> str:
 
 def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
     """Run the pipeline over the landing directory, then say what it found."""
-    from jobs.summary import print_found
-    from pipelines.flow.run import check_inputs, run
+    from pipelines.flow.idle import idle_run, local_session_expected
+    from pipelines.flow.run import RunSummary, check_inputs, run
     from pipelines.flow.stopping import StopRequest
     from pipelines.session.gateway import halt, jvm_started
 
@@ -93,14 +93,23 @@ def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
              "topics": ",".join(args.topic) if args.topic else None}
     cfg = _config(args, landing=args.landing, source=args.source, kafka=kafka)
     check_inputs(cfg)
+    origin = f"Kafka topics {', '.join(cfg.kafka.topics)}" if cfg.source == "kafka" else str(cfg.landing)
+    progress(f"reading {origin}, writing Delta tables under {cfg.lakehouse}")
+    if args.trigger == "available-now" and not args.rebuild and local_session_expected(getattr(args, "remote", None)):
+        started = time.perf_counter()
+        idle = idle_run(cfg, run_ts=dt.datetime.now(dt.timezone.utc))
+        if idle is not None:
+            for line in idle.said:
+                progress(line)
+            progress("nothing is new since the last complete run: Spark was not started")
+            return _finished(RunSummary(quality=idle.quality, seconds={"checks": time.perf_counter() - started}),
+                             cfg, args)
     # From here on SIGINT and SIGTERM ask the run to stop (between micro-batches) instead of ending the process.
     with StopRequest() as stop:
         try:
             started = time.perf_counter()
             spark = _spark(cfg, "rebalance-run", args)
             spark_seconds = time.perf_counter() - started
-            origin = f"Kafka topics {', '.join(cfg.kafka.topics)}" if cfg.source == "kafka" else str(cfg.landing)
-            progress(f"reading {origin}, writing Delta tables under {cfg.lakehouse}")
             summary = run(spark, cfg, trigger=args.trigger, rebuild=args.rebuild, on_progress=progress, stop=stop)
             if summary.stopped_by is not None:
                 return _stopped(summary)
@@ -112,11 +121,18 @@ def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
                       file=sys.stderr)
                 halt(1)
             raise
+    summary.seconds = {"spark start": spark_seconds, **summary.seconds}
+    return _finished(summary, cfg, args)
+
+
+def _finished(summary: Any, cfg: Config, args: argparse.Namespace) -> int:
+    """The end of a run: what it wrote, the quality verdicts, what it found, where its time went."""
+    from jobs.summary import print_found
+
     print(f"run finished: {summary.line()}")
     if summary.quality is not None:
         print(summary.quality.line())
     print_found(summary, sql=sql_command(cfg, getattr(args, "conf", None)))
-    summary.seconds = {"spark start": spark_seconds, **summary.seconds}
     print(summary.time_line())
     return 0
 

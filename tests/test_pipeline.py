@@ -17,7 +17,9 @@ from pyspark.testing import assertDataFrameEqual
 from jobs.cli import main
 from jobs.summary import print_found
 from pipelines.flow.found import Found, from_history
+from pipelines.flow.idle import idle_run
 from pipelines.flow.run import STREAMED, PipelineStateError, run
+from pipelines.state import pending
 from pipelines.storage import commits, inputs, lake
 from pipelines.storage.lake import register_views
 from schemas.tables import TABLES
@@ -32,7 +34,7 @@ def _versions(spark, cfg) -> dict[str, int]:
             for name in TABLES}
 
 
-def test_two_drops_then_a_rerun(spark, workspace):
+def test_two_drops_then_a_rerun(spark, workspace, monkeypatch, capsys):
     cfg = make_config(workspace)
     land(DATA / "landing" / "part1", cfg.landing)
     first = run(spark, cfg)
@@ -110,11 +112,54 @@ def test_two_drops_then_a_rerun(spark, workspace):
         "reconstruct: silver_accounting holds nothing the last run did not read; the stream was not started"}, said
     assert (third.found.rebalances, third.found.incidents, third.found.unread) == ({}, {}, {})
     assert _versions(spark, cfg) == versions
+    _idle_without_spark(cfg, said, monkeypatch, capsys)
 
     register_views(spark, cfg)
     causes = {r["cause"]: r["n"] for r in spark.sql(
         "SELECT cause, count(*) AS n FROM gold_rebalances GROUP BY cause").collect()}
     assert causes == {"membership_change": 2, "session_timeout": 1, "poll_timeout": 1}
+
+
+def _idle_without_spark(cfg, said: list[str], monkeypatch, capsys) -> None:
+    """After a complete run, a run with nothing new is told from files (`pipelines.flow.idle`): it says what the
+    steps of a full run said, and any of the changes a step would act on makes it start Spark."""
+    now = dt.datetime.now(dt.timezone.utc)
+    idle = idle_run(cfg, run_ts=now)
+    assert idle is not None and list(idle.said) == said, (idle, said)
+
+    # The command line ends there, without a session.
+    def no_spark(*args, **kwargs):
+        raise AssertionError("a run with nothing new started Spark")
+
+    monkeypatch.setattr("jobs.commands._spark", no_spark)
+    capsys.readouterr()
+    assert main(["run", "--landing", str(cfg.landing), "--lakehouse", str(cfg.lakehouse)]) == 0
+    out = capsys.readouterr()
+    assert "nothing is new since the last complete run: Spark was not started" in out.err, out
+    assert "run finished: nothing new to process" in out.out and "time: checks " in out.out, out
+
+    # A file landed, a group waiting for the derived refresh, an alert due on the clock, a record gone: each one
+    # leaves the run to Spark, and undone, the run is idle again.
+    landed = cfg.landing / "broker-9" / "server.log"
+    landed.parent.mkdir()
+    landed.write_text("late line\n", encoding="utf-8")
+    assert idle_run(cfg, run_ts=now) is None
+    shutil.rmtree(landed.parent)
+    waiting = pending.mark(cfg, ["orders-app"], batch_id=99)
+    assert waiting is not None and idle_run(cfg, run_ts=now) is None
+    waiting.unlink()
+    alerts_record = cfg.checkpoint_root / "seen" / "alerts.json"
+    kept = alerts_record.read_text(encoding="utf-8")
+    record = json.loads(kept)
+    record["detail"]["stuck_at"] = "2000-01-01T00:00:00"
+    alerts_record.write_text(json.dumps(record), encoding="utf-8")
+    assert idle_run(cfg, run_ts=now) is None
+    alerts_record.write_text(kept, encoding="utf-8")
+    run_record = cfg.checkpoint_root / "seen" / "run.json"
+    run_record.rename(run_record.with_suffix(".kept"))
+    assert idle_run(cfg, run_ts=now) is None
+    run_record.with_suffix(".kept").rename(run_record)
+    assert idle_run(cfg, run_ts=now) == idle
 
 
 def test_lost_checkpoint_is_refused_then_rebuilt_to_the_same_tables(spark, workspace):

@@ -25,6 +25,9 @@ STEP = "alerts"
 # The tables the step writes.
 OWN = ("gold_alerts", "gold_alert_deliveries")
 
+NOTHING_TO_EVALUATE = ("alerts: no table changed since the last evaluation and no group reached the stuck threshold; "
+                       "nothing to evaluate")
+
 _CONTENT = ["rule", "severity", "group_id", "opened_at", "closed_at", "summary", "rebalance_ids", "incident_id"]
 
 
@@ -46,6 +49,27 @@ def _found(quality: DataFrame, input_rules: set[tuple[str, str]]) -> set[tuple[s
     return {(r.table_name, r.rule) for r in rows} & input_rules
 
 
+def _key(cfg: Config) -> str:
+    """What the alerts depend on besides the tables: the settings and the sinks."""
+    return settings_key(alerts=cfg.alerts.model_dump(mode="json"), sinks=sorted(_sinks(cfg)))
+
+
+def _unchanged(seen: Seen | None, key: str, tables: dict[str, int], run_ts: dt.datetime) -> bool:
+    """Whether the last completed evaluation stands: same settings, same table versions, no group stuck since."""
+    return seen is not None and seen.key == key and seen.versions == tables and not _clock_due(seen, run_ts)
+
+
+def nothing_to_evaluate(cfg: Config, *, run_ts: dt.datetime) -> bool:
+    """Whether `run_alerts` would evaluate nothing at `run_ts`, told from the tables' logs alone (no Spark): False
+    also when a table's version cannot be read so (a catalog table)."""
+    tables: dict[str, int] = {}
+    for name in sorted(_inputs()):
+        if (version := lake.local_version(cfg, name)) is None:
+            return False
+        tables[name] = version
+    return _unchanged(last_seen(cfg, STEP), _key(cfg), tables, run_ts)
+
+
 @as_step("alerts")
 def run_alerts(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
                on_progress: Callable[[str], None] | None = None) -> dict[str, int]:
@@ -54,14 +78,12 @@ def run_alerts(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
     reaches the stuck threshold before `run_ts`, every rule would give what it gave then: the step says so and
     reads nothing."""
     settings = cfg.alerts
-    key = settings_key(alerts=settings.model_dump(mode="json"), sinks=sorted(_sinks(cfg)))
+    key = _key(cfg)
     inputs = _inputs()
     before = versions(spark, cfg, inputs)
-    seen = last_seen(cfg, STEP)
-    if seen is not None and seen.key == key and seen.versions == before and not _clock_due(seen, run_ts):
+    if _unchanged(last_seen(cfg, STEP), key, before, run_ts):
         if on_progress is not None:
-            on_progress("alerts: no table changed since the last evaluation and no group reached the stuck "
-                        "threshold; nothing to evaluate")
+            on_progress(NOTHING_TO_EVALUATE)
         return {"new_or_changed": 0}
     quality = lake.read_table(spark, cfg, "gold_quality_results")
     input_rules = {rule for rule, scope in scopes(checks()).items() if scope == "input"}

@@ -92,6 +92,12 @@ def refresh_derived(spark: SparkSession, cfg: Config) -> dict[str, int]:
     return counts
 
 
+def nothing_pending(cfg: Config) -> bool:
+    """Whether `refresh_derived` would refresh nothing, told without Spark: no group recorded as waiting, and a
+    refresh recorded before (without one, whether the hot tables hold rows takes a query)."""
+    return not pending.pending(cfg) and last_seen(cfg, STEP) is not None
+
+
 def _never_refreshed(spark: SparkSession, cfg: Config) -> bool:
     """True when no refresh has been recorded yet and the hot tables hold rows to derive from (an empty lakehouse
     records its first refresh with its first rows)."""

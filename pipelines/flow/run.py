@@ -17,6 +17,7 @@ from pipelines.alerts.loop import Loops, alert_loop, batch_alerts
 from pipelines.alerts.stage import run_alerts
 from pipelines.flow.derived import derived_loop, refresh_derived
 from pipelines.flow.found import Found, from_history
+from pipelines.flow.idle import remember_complete_run
 from pipelines.flow.ingest import make_ingest_batch
 from pipelines.flow.one_stream import OneStream, catch_up, continuous_queries, skip_rebuilt
 from pipelines.flow.reconstruct import make_reconstruct_batch
@@ -256,6 +257,8 @@ def run(
         failed = summary.quality.error() if summary.quality is not None else None
         if failed is not None:
             raise failed
+        if stages == STAGES and not is_connect(spark):
+            remember_complete_run(cfg)  # the next run with nothing new needs no Spark (`pipelines.flow.idle`)
     else:
         queries = continuous_queries(spark, cfg, started, ingest_fn, reconstruct_fn, gated, stop, one_stream=one,
                                      on_progress=on_progress)

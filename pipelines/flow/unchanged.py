@@ -21,7 +21,7 @@ from typing import Any
 
 from pipelines.flow.streams import RECONSTRUCT_QUERY
 from pipelines.settings.config import Config
-from pipelines.state.checkpoints import written_batches
+from pipelines.state.checkpoints import committed_batches, written_batches
 from pipelines.state.seen import Seen, last_seen, remember, settings_key
 from pipelines.storage import inputs, lake
 
@@ -81,9 +81,8 @@ def table_fingerprint(cfg: Config, name: str) -> Fingerprint | None:
 def _checkpoint_state(cfg: Config, query: str) -> dict[str, int]:
     """The last batch of the query checkpoint's offset log and of its commit log (-1: none)."""
     checkpoint = inputs.checkpoint_dir(cfg, query)
-    commits = checkpoint / "commits"
-    committed = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.is_dir() else []
-    return {"offsets": max(written_batches(checkpoint), default=-1), "commits": max(committed, default=-1)}
+    return {"offsets": max(written_batches(checkpoint), default=-1),
+            "commits": max(committed_batches(checkpoint), default=-1)}
 
 
 class StreamCheck:

@@ -185,6 +185,24 @@ def _remembered(seen: Seen | None, key: str, versions: dict[str, int]) -> Qualit
         return None
 
 
+def _key(cfg: Config, table_checks: tuple[TableCheck, ...]) -> str:
+    """What the verdicts depend on besides the tables: the rules, their scopes, the allowed lateness."""
+    return settings_key(rules=sorted(f"{t}.{r}:{s}" for (t, r), s in scopes(table_checks).items()),
+                        allowed_lateness_s=cfg.thresholds.allowed_lateness_s)
+
+
+def unchanged_report(cfg: Config) -> QualityReport | None:
+    """The verdicts the step would reuse without validating (`run_quality`), told from the tables' logs alone
+    (no Spark): None when a table changed, the record is missing, or a table's version cannot be read so."""
+    table_checks = checks()
+    versions: dict[str, int] = {}
+    for name in {c.table for c in table_checks} | {RESULTS}:
+        if (version := lake.local_version(cfg, name)) is None:
+            return None
+        versions[name] = version
+    return _remembered(last_seen(cfg, STEP), _key(cfg, table_checks), versions)
+
+
 @as_step("quality")
 def run_quality(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
                 table_checks: tuple[TableCheck, ...] | None = None,
@@ -192,8 +210,7 @@ def run_quality(spark: SparkSession, cfg: Config, *, run_ts: dt.datetime,
     """Validate every checked table (or reuse the last verdicts when no table changed) and store the results."""
     table_checks = table_checks or checks()
     rules = scopes(table_checks)
-    key = settings_key(rules=sorted(f"{t}.{r}:{s}" for (t, r), s in rules.items()),
-                       allowed_lateness_s=cfg.thresholds.allowed_lateness_s)
+    key = _key(cfg, table_checks)
     versions = {c.table: lake.table_version(spark, cfg, c.table) for c in table_checks}
     seen = last_seen(cfg, STEP)
     stored = lake.table_version(spark, cfg, RESULTS)
