@@ -18,6 +18,8 @@ from pipelines.settings.config import Config, ConfigError, load_config
 if TYPE_CHECKING:  # pyspark is imported by the commands that need it, so that `--help` stays instant
     from pyspark.sql import DataFrame
 
+    from pipelines.flow.run import RunSummary
+
 Progress = Callable[[str], None]
 
 
@@ -125,7 +127,7 @@ def cmd_run(args: argparse.Namespace, *, progress: Progress) -> int:
     return _finished(summary, cfg, args)
 
 
-def _finished(summary: Any, cfg: Config, args: argparse.Namespace) -> int:
+def _finished(summary: RunSummary, cfg: Config, args: argparse.Namespace) -> int:
     """The end of a run: what it wrote, the quality verdicts, what it found, where its time went."""
     from jobs.summary import print_found
 

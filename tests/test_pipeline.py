@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 from io import StringIO
+from pathlib import Path
 
 import pytest
 import yaml
@@ -112,7 +113,7 @@ def test_two_drops_then_a_rerun(spark, workspace, monkeypatch, capsys):
         "reconstruct: silver_accounting holds nothing the last run did not read; the stream was not started"}, said
     assert (third.found.rebalances, third.found.incidents, third.found.unread) == ({}, {}, {})
     assert _versions(spark, cfg) == versions
-    _idle_without_spark(cfg, said, monkeypatch, capsys)
+    _idle_without_spark(spark, cfg, said, monkeypatch, capsys)
 
     register_views(spark, cfg)
     causes = {r["cause"]: r["n"] for r in spark.sql(
@@ -120,7 +121,7 @@ def test_two_drops_then_a_rerun(spark, workspace, monkeypatch, capsys):
     assert causes == {"membership_change": 2, "session_timeout": 1, "poll_timeout": 1}
 
 
-def _idle_without_spark(cfg, said: list[str], monkeypatch, capsys) -> None:
+def _idle_without_spark(spark, cfg, said: list[str], monkeypatch, capsys) -> None:
     """After a complete run, a run with nothing new is told from files (`pipelines.flow.idle`): it says what the
     steps of a full run said, and any of the changes a step would act on makes it start Spark."""
     now = dt.datetime.now(dt.timezone.utc)
@@ -133,8 +134,9 @@ def _idle_without_spark(cfg, said: list[str], monkeypatch, capsys) -> None:
 
     monkeypatch.setattr("jobs.commands._spark", no_spark)
     capsys.readouterr()
-    assert main(["run", "--landing", str(cfg.landing), "--lakehouse", str(cfg.lakehouse)]) == 0
+    code = main(["run", "--landing", str(cfg.landing), "--lakehouse", str(cfg.lakehouse)])
     out = capsys.readouterr()
+    assert code == 0, out
     assert "nothing is new since the last complete run: Spark was not started" in out.err, out
     assert "run finished: nothing new to process" in out.out and "time: checks " in out.out, out
 
@@ -159,7 +161,38 @@ def _idle_without_spark(cfg, said: list[str], monkeypatch, capsys) -> None:
     run_record.rename(run_record.with_suffix(".kept"))
     assert idle_run(cfg, run_ts=now) is None
     run_record.with_suffix(".kept").rename(run_record)
+    # A commit to a table no step's own record covers (as a writer elsewhere would make), a lost checkpoint (setup
+    # refuses it), verdicts that failed (the run must exit 1 again): each one too.
+    log = Path(lake.table(cfg, "gold_rebalance_stats_hourly").path) / "_delta_log"
+    newest = max(log.glob("*.json"))
+    commit = log / f"{int(newest.stem) + 1:020d}.json"
+    shutil.copy(newest, commit)
+    assert idle_run(cfg, run_ts=now) is None
+    commit.unlink()
+    checkpoint = inputs.checkpoint_dir(cfg, inputs.INGEST_QUERY)
+    checkpoint.rename(checkpoint.with_name("kept"))
+    assert idle_run(cfg, run_ts=now) is None
+    checkpoint.with_name("kept").rename(checkpoint)
+    quality_record = cfg.checkpoint_root / "seen" / "quality.json"
+    kept = quality_record.read_text(encoding="utf-8")
+    record = json.loads(kept)
+    record["detail"]["results"][0].update(success=False, scope="pipeline")
+    quality_record.write_text(json.dumps(record), encoding="utf-8")
+    assert idle_run(cfg, run_ts=now) is None
+    quality_record.write_text(kept, encoding="utf-8")
+    # Checkpoints of a release this one cannot continue are refused as setup refuses them, and left as they are.
+    marker = cfg.checkpoint_root / "release.json"
+    kept = marker.read_text(encoding="utf-8")
+    marker.write_text(json.dumps({**json.loads(kept), "checkpoint_layout": 99}), encoding="utf-8")
+    with pytest.raises(PipelineStateError, match="cannot read them"):
+        idle_run(cfg, run_ts=now)
+    assert json.loads(marker.read_text(encoding="utf-8"))["checkpoint_layout"] == 99
+    marker.write_text(kept, encoding="utf-8")
     assert idle_run(cfg, run_ts=now) == idle
+    # Only a run of every step records the tables (this one wrote nothing, and leaves the record as it was).
+    recorded = run_record.read_bytes(), run_record.stat().st_mtime_ns
+    run(spark, cfg, stages=("quality", "alerts"))
+    assert (run_record.read_bytes(), run_record.stat().st_mtime_ns) == recorded
 
 
 def test_lost_checkpoint_is_refused_then_rebuilt_to_the_same_tables(spark, workspace):

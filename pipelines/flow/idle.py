@@ -7,11 +7,13 @@ exist with their declared schemas, the checkpoints fit them) asked Spark, so a r
 JVM and a session (about 3 s of a 4.5 s re-run).
 
 The end of a complete run (every step, nothing stopped or failed) now records every table's version. A later run
-whose tables are all at those versions needs no setup: a table created, dropped or changed in schema since would
-have another version (or none). When, besides, every step's own check says it has nothing to do, the run ends there,
-saying what each step would have said, and Spark is never started. Any doubt (no record, another release or
-lakehouse, a catalog table, Spark Connect, Databricks, a landing file added, a group waiting, an alert due on the
-clock, a quality rule failing) leaves the run to start Spark as before.
+whose tables are all at those versions needs no setup: a table dropped, or changed in schema after the record, has
+another version (or none), and a column this code declares since changes the record's key. When, besides, every
+step's own check says it has nothing to do, the run ends there, saying what each step would have said, writing
+nothing, and Spark is never started. Any doubt (no record, another release or lakehouse, a catalog table, Spark
+Connect, Databricks, Kafka or Auto Loader, a landing file added, a group waiting, an alert due on the clock, a
+quality rule failing) leaves the run to start Spark as before. What only a session start would show (a missing
+Java, jars that cannot be fetched) shows at the next run with something to do.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from dataclasses import dataclass
 from pipelines.alerts.stage import NOTHING_TO_EVALUATE, nothing_to_evaluate
 from pipelines.flow.derived import nothing_pending
 from pipelines.flow.streams import RECONSTRUCT_QUERY
-from pipelines.flow.unchanged import StreamCheck, landing_fingerprint, table_fingerprint
+from pipelines.flow.unchanged import StreamCheck, landing_fingerprint, landing_listable, table_fingerprint
 from pipelines.quality.stage import QualityReport, unchanged_report
+from pipelines.session.versions import check_spark
 from pipelines.settings.config import Config
 from pipelines.state import rebuilt
-from pipelines.state.release import check_release
+from pipelines.state.release import refuse_incompatible
 from pipelines.state.seen import Seen, last_seen, remember, settings_key
 from pipelines.storage import inputs, lake
 from schemas.tables import TABLES
@@ -74,13 +77,15 @@ def local_session_expected(remote: str | None) -> bool:
 
 def idle_run(cfg: Config, *, run_ts: dt.datetime) -> IdleRun | None:
     """The run of every step of `cfg` with nothing to do, told without Spark; None when any step may have work.
-    Only for available-now runs of every step on a local session (`local_session_expected`)."""
-    if cfg.uses_catalog:
+    Only for available-now runs of every step on a local session (`local_session_expected`). Raises what setup
+    would raise on a lakehouse it was last right about: an unsupported pyspark, checkpoints of another release."""
+    if cfg.uses_catalog or not landing_listable(cfg):
         return None
     seen = last_seen(cfg, STEP)
     if seen is None or seen.key != _key(cfg) or seen.versions != _versions(cfg):
         return None
-    check_release(cfg)  # a lakehouse another release cannot continue is refused here as in setup
+    check_spark()
+    refuse_incompatible(cfg)
     said: list[str] = []
     checks: list[Callable[[], bool]] = [
         lambda: not rebuilt.recorded(cfg) and StreamCheck(

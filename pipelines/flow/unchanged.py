@@ -35,7 +35,7 @@ def landing_fingerprint(cfg: Config) -> Fingerprint | None:
     landing, size and modification time, as a count and a digest. None for a source this cannot vouch for (Auto
     Loader and Kafka keep their own state). Where Spark's rules are in doubt a file counts: a file counted that Spark
     never reads can only make a stream start for nothing."""
-    if cfg.source != "files" or cfg.source_format != "text":
+    if not landing_listable(cfg):
         return None
     entries: list[str] = []
     seen_folders: set[tuple[int, int]] = set()
@@ -60,6 +60,12 @@ def landing_fingerprint(cfg: Config) -> Fingerprint | None:
     # A file name need not be UTF-8: its bytes are kept as they are.
     digest = hashlib.sha256("\n".join(entries).encode("utf-8", "surrogateescape")).hexdigest()
     return {"landing": str(cfg.landing.resolve()), "files": len(entries), "digest": digest}
+
+
+def landing_listable(cfg: Config) -> bool:
+    """Whether the source is files Spark's text source reads from the landing (not Auto Loader, not Kafka), whose
+    fingerprint `landing_fingerprint` can take."""
+    return cfg.source == "files" and cfg.source_format == "text"
 
 
 def _read_by_spark(name: str, *, top: bool) -> bool:

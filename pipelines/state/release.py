@@ -16,6 +16,7 @@ ids.
 from __future__ import annotations
 
 import json
+import os
 from importlib import metadata
 
 from pipelines.bronze.lines import LineIds
@@ -40,6 +41,20 @@ def this_release() -> str:
 def check_release(cfg: Config) -> LineIds:
     """Stop, naming both releases, when the checkpoints were written by a release whose layout this one cannot
     continue; record this release in the checkpoint root otherwise, and return the lakehouse's line-id scheme."""
+    line_ids = refuse_incompatible(cfg)
+    root = cfg.checkpoint_root
+    root.mkdir(parents=True, exist_ok=True)
+    marker, partial = root / MARKER, root / f"{MARKER}.{os.getpid()}.tmp"
+    # Whole, then renamed: a run stopped mid-write must not leave a marker every later run fails to read.
+    partial.write_text(json.dumps({"release": this_release(), "checkpoint_layout": CHECKPOINT_LAYOUT,
+                                   "line_ids": line_ids}) + "\n", encoding="utf-8")
+    partial.replace(marker)
+    return line_ids
+
+
+def refuse_incompatible(cfg: Config) -> LineIds:
+    """`check_release` without recording anything: stop when this release cannot continue the checkpoints; return
+    the lakehouse's line-id scheme."""
     root = cfg.checkpoint_root
     marker = root / MARKER
     line_ids: LineIds
@@ -59,7 +74,4 @@ def check_release(cfg: Config) -> LineIds:
             + ("is older and cannot read them; upgrade" if newer else "cannot continue them")
             + "; or run `rebalance run --rebuild` to rebuild every table from the landing files"
         )
-    root.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps({"release": this_release(), "checkpoint_layout": CHECKPOINT_LAYOUT,
-                                  "line_ids": line_ids}) + "\n", encoding="utf-8")
     return line_ids

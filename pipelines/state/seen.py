@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,7 @@ def remember(cfg: Config, step: str, seen: Seen) -> None:
     """Store the step's record (written whole, then renamed: a crash leaves the old record or the new one)."""
     path = _path(cfg, step)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".tmp")
+    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # two runs at once each write their own
     partial.write_text(json.dumps({"key": seen.key, "versions": seen.versions, "detail": seen.detail},
                                   sort_keys=True, default=str) + "\n", encoding="utf-8")
     partial.replace(path)
