@@ -213,19 +213,30 @@ def test_lost_checkpoint_is_refused_then_rebuilt_to_the_same_tables(spark, works
 def test_the_landing_stream_reads_every_visible_file_at_any_depth_as_the_batch_oracle_lists_them(spark, workspace):
     cfg = make_config(workspace)
     broker_log = DATA / "landing" / "part1" / "broker-1" / "server.log.2026-11-20-08"
+    # Below the landing's own entries (globbed as `[!._]*`), Spark's file listing leaves out names starting with `.`,
+    # and with `_` unless they hold `=` (or name a `_metadata` folder), and files still being copied (`._COPYING_`, at
+    # any depth); it follows a linked folder and names its files through the link.
     placed = {"server.log": True, "broker-2/.server.log.partial": False, "broker-2/_server.log": False,
               "_staging/server.log": False, ".tmp/server.log": False, "broker-3/rotated/server.log": True,
-              "broker-3/_old/server.log": False}
+              "broker-3/_old/server.log": False, "broker-4/_day=20/server.log": True,
+              "broker-4/_metadata.log": False, "broker-4/server.log._COPYING_": False,
+              "broker-4/_metadata/server.log": True, "broker-4/_x=1.log": True, "top.log._COPYING_": False,
+              "broker-6._COPYING_/server.log": True, "outside/server.log": False}
     for relative in placed:
         (cfg.landing / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(broker_log, cfg.landing / relative)
+    shutil.move(cfg.landing / "outside", workspace / "outside")
+    (cfg.landing / "broker-5").symlink_to(workspace / "outside", target_is_directory=True)
+    placed["broker-5/server.log"] = True
     run(spark, cfg, stages=("ingest",))
     files = lake.read_table(spark, cfg, "bronze_files").select("source_file", "instance").collect()
     # A file's instance is the folder it sits in; one directly in the landing directory takes the landing's name.
-    assert sorted(r.instance for r in files) == sorted([cfg.landing.name, "rotated"])
+    assert sorted(r.instance for r in files) == sorted(
+        [cfg.landing.name, "rotated", "_day=20", "_metadata", "broker-4", "broker-5", "broker-6._COPYING_"])
     read = sorted(r.source_file.removeprefix("file:") for r in files)
-    assert read == [str((cfg.landing / p).resolve()) for p, visible in sorted(placed.items()) if visible]
-    assert [str(p.resolve()) for p in inputs.landing_files(cfg)] == read
+    landing = cfg.landing.resolve()
+    assert read == sorted(str(landing / p) for p, visible in placed.items() if visible)
+    assert sorted(str(p) for p in inputs.landing_files(cfg)) == read
 
 
 # A layout that prints the time after the message: no built-in layout and no general path reads its time, so only the

@@ -52,12 +52,15 @@ def test_the_same_files_and_checkpoint_need_no_stream(tmp_path):
 
 def test_the_landing_is_listed_as_spark_lists_it(tmp_path):
     cfg = _after_a_run(tmp_path)
-    # Spark reads these below the landing's own entries (partition-like and metadata names, a copy in progress by
-    # Hadoop's naming): each one makes the stream start.
-    for name in ("app-1/_p=1/app.log", "app-1/_metadata.log", "app-1/app.log._COPYING_"):
+    # Spark reads these below the landing's own entries (a partition-like name, a file in a metadata folder): each one
+    # makes the stream start. It leaves out a metadata-like file name and a copy in progress by Hadoop's naming.
+    for name in ("app-1/_p=1/app.log", "app-1/_metadata/app.log", "app-1/_x=1.log"):
         _file(cfg.landing, name)
         assert not _landing(cfg).unchanged(), name
         _landing(cfg).all_read()
+    for name in ("app-1/_metadata.log", "app-1/app.log._COPYING_", "app.log._COPYING_"):
+        _file(cfg.landing, name)
+        assert _landing(cfg).unchanged(), name
     # A linked folder is read through its link; a link to a folder already listed is listed once.
     elsewhere = tmp_path / "elsewhere"
     _file(elsewhere, "broker-9/server.log")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from pipelines.flow.streams import RECONSTRUCT_QUERY
@@ -31,50 +30,28 @@ _SOURCES = {inputs.INGEST_QUERY: "the landing", RECONSTRUCT_QUERY: "silver_accou
 
 
 def landing_fingerprint(cfg: Config) -> Fingerprint | None:
-    """The landing's files as Spark's text file source reads them (`read_landing`): each one's path below the
+    """The landing's files as the landing stream reads them (`inputs.landing_files`): each one's path below the
     landing, size and modification time, as a count and a digest. None for a source this cannot vouch for (Auto
-    Loader and Kafka keep their own state). Where Spark's rules are in doubt a file counts: a file counted that Spark
-    never reads can only make a stream start for nothing."""
+    Loader and Kafka keep their own state)."""
     if not landing_listable(cfg):
         return None
+    landing = cfg.landing.resolve()
     entries: list[str] = []
-    seen_folders: set[tuple[int, int]] = set()
-    # Hadoop's local file system lists a linked folder like any other: followed, each real folder once.
-    for folder, dirs, files in os.walk(cfg.landing, followlinks=True):
-        info = os.stat(folder)
-        if (info.st_dev, info.st_ino) in seen_folders:
-            dirs[:] = []
+    for path in inputs.landing_files(cfg):
+        try:
+            stat = os.stat(path)
+        except OSError:  # removed while listed, or a dangling link: Spark would not read it either
             continue
-        seen_folders.add((info.st_dev, info.st_ino))
-        top = Path(folder) == cfg.landing
-        dirs[:] = [d for d in dirs if _read_by_spark(d, top=top)]
-        relative = Path(folder).relative_to(cfg.landing).as_posix()
-        for name in files:
-            if _read_by_spark(name, top=top):
-                try:
-                    stat = os.stat(Path(folder) / name)
-                except OSError:  # removed while listed, or a dangling link: Spark would not read it either
-                    continue
-                entries.append(f"{relative}/{name}\t{stat.st_size}\t{stat.st_mtime_ns}")
-    entries.sort()
+        entries.append(f"{path.relative_to(landing).as_posix()}\t{stat.st_size}\t{stat.st_mtime_ns}")
     # A file name need not be UTF-8: its bytes are kept as they are.
     digest = hashlib.sha256("\n".join(entries).encode("utf-8", "surrogateescape")).hexdigest()
-    return {"landing": str(cfg.landing.resolve()), "files": len(entries), "digest": digest}
+    return {"landing": str(landing), "files": len(entries), "digest": digest}
 
 
 def landing_listable(cfg: Config) -> bool:
     """Whether the source is files Spark's text source reads from the landing (not Auto Loader, not Kafka), whose
     fingerprint `landing_fingerprint` can take."""
     return cfg.source == "files" and cfg.source_format == "text"
-
-
-def _read_by_spark(name: str, *, top: bool) -> bool:
-    """Whether Spark's file listing keeps an entry of this name: the landing's own entries are globbed as `[!._]*`;
-    below them Spark leaves out names starting with `.`, and with `_` unless they hold `=` or start with
-    `_metadata` or `_common_metadata` (its `._COPYING_` rule is not applied here: such a file counts)."""
-    if top or name.startswith("."):
-        return not name.startswith((".", "_"))
-    return not name.startswith("_") or "=" in name or name.startswith(("_metadata", "_common_metadata"))
 
 
 def table_fingerprint(cfg: Config, name: str) -> Fingerprint | None:

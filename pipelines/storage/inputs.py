@@ -4,6 +4,7 @@ as a batch, and where each streaming query keeps its checkpoint."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -80,16 +81,46 @@ def read_source(spark: SparkSession, cfg: Config) -> DataFrame:
 def read_files(spark: SparkSession, paths: list[Path]) -> DataFrame:
     """A batch read of the lines of the given files, with the same columns the landing stream has, and a torn-line
     row for each damaged gzip file (as the ingest batch adds)."""
-    resolved = [p.resolve() for p in paths]
+    # Absolute, not resolved: a file in a linked folder keeps the name the landing stream gives it.
+    resolved = [Path(os.path.abspath(p)) for p in paths]
     raw = spark.read.format("text").option("ignoreCorruptFiles", "true").load([str(p) for p in resolved])
     return with_torn_rows(spark, raw.select("value", "_metadata"), damaged_gzips([p.as_uri() for p in resolved]))
 
 
 def landing_files(cfg: Config) -> list[Path]:
-    """Every file under the landing directory that the landing stream reads: at any depth, unless a name on its path
-    below the landing directory starts with `.` or `_` (files being copied in)."""
-    return sorted(p for p in cfg.landing.rglob("*") if p.is_file()
-                  and not any(part.startswith((".", "_")) for part in p.relative_to(cfg.landing).parts))
+    """Every file under the landing directory that the landing stream reads, named as the stream names it (below the
+    resolved landing directory, linked folders followed and not resolved), sorted. `_listed` says which names."""
+    landing = cfg.landing.resolve()
+    found: list[Path] = []
+    folders_seen: set[tuple[int, int]] = set()
+    # Hadoop's local file system lists a linked folder like any other: followed, each real folder once.
+    for folder, dirs, files in os.walk(landing, followlinks=True):
+        info = os.stat(folder)
+        if (info.st_dev, info.st_ino) in folders_seen:
+            dirs[:] = []
+            continue
+        folders_seen.add((info.st_dev, info.st_ino))
+        top = folder == str(landing)
+        dirs[:] = [d for d in dirs if _listed(d, top=top, folder=True)]
+        # A dangling link is no file to read.
+        found += [path for name in files if _listed(name, top=top, folder=False)
+                  and os.path.isfile(path := Path(folder, name))]
+    return sorted(found)
+
+
+def _listed(name: str, *, top: bool, folder: bool) -> bool:
+    """Whether the landing stream reads below an entry of this name. The landing's own entries are globbed as
+    `[!._]*` (`read_landing`); below them Spark's file listing leaves out names starting with `.`, and with `_` unless
+    they hold `=` (or, for a folder, start with `_metadata` or `_common_metadata`), and names ending `._COPYING_`
+    (a file still being copied, at any depth). Checked against a real stream in tests/test_pipeline.py."""
+    if name.startswith(".") or (top and name.startswith("_")):
+        return False
+    if folder and top:
+        return True
+    hidden = name.startswith("_") and "=" not in name
+    if folder and name.startswith(("_metadata", "_common_metadata")):
+        hidden = False
+    return not hidden and not name.endswith("._COPYING_")
 
 
 def landing_batch_files(cfg: Config, batch_id: int) -> list[str] | None:
