@@ -29,7 +29,8 @@ def read_landing(spark: SparkSession, cfg: Config) -> DataFrame:
 
     Locally this is Spark's text file source; on Databricks, Auto Loader (`source_format: cloudFiles`). Locally every
     file under the landing directory is read, at any depth, unless a name on its path below the landing directory
-    starts with `.` or `_` (files being copied in); a file's instance is the folder it sits in.
+    starts with `.` or `_` (files being copied in; `landing_files` gives Spark's exact rule); a file's instance is the
+    folder it sits in.
     """
     reader: DataStreamReader = spark.readStream
     if cfg.source_format == "cloudFiles":
