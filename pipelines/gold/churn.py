@@ -13,7 +13,9 @@ lists (and a null `kept`).
 
 from __future__ import annotations
 
+import functools
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +55,7 @@ _COUNT = re.compile(r"(?:of|all|revoking) (\d+)(?: of \d+)? partition\(s\)")
 # A failed commit belongs to a member's cycle from this long before its first line (the commit a member attempts as
 # the rebalance begins fails as or just before it logs the loss) to TAIL_S after its last.
 RISK_S = window("churn_risk_s")
+_BEFORE, _AFTER = pd.Timedelta(seconds=RISK_S), pd.Timedelta(seconds=TAIL_S)
 _COMMIT_FAILED = "client_commit_failed"
 
 
@@ -155,9 +158,9 @@ def cycles(events: list[TimelineEvent]) -> list[_Cycle]:
                                             or str(event.get("template_id") or "").startswith(_TASK_WORDINGS)):
             continue
         kind = _MOVES.get(kind_name) or _STREAMS_MOVES.get(kind_name)
-        member, client, member_id = _member_key(event)
         if kind is None:
             continue
+        member, client, member_id = _member_key(event)
         ts = event["event_ts"]
         cycle = open_cycles.get(member)
         if cycle is None:
@@ -211,7 +214,13 @@ def _commit_failures(events: Iterable[TimelineEvent]) -> dict[str, list[Timeline
     for event in events:
         if event.get("event_type") == _COMMIT_FAILED:
             failures.setdefault(_member_key(event)[0], []).append(event)
+    for found in failures.values():
+        found.sort(key=_at)  # stable: events of one instant keep their order
     return failures
+
+
+def _at(event: TimelineEvent) -> Any:
+    return event["event_ts"]
 
 
 def _risk(cycle: _Cycle, failures: list[TimelineEvent], since: pd.Timestamp | None,
@@ -220,8 +229,11 @@ def _risk(cycle: _Cycle, failures: list[TimelineEvent], since: pd.Timestamp | No
     after its last (within its neighbour cycles), and the partitions whose records the next owner may process again:
     those lost (never committed after their last poll), and those given away after a failed commit (the ones a
     failure names, else all it revoked)."""
-    start, end = cycle.first_at - pd.Timedelta(seconds=RISK_S), cycle.last_at + pd.Timedelta(seconds=TAIL_S)
-    near = [f for f in failures if start <= f["event_ts"] <= end and (since is None or f["event_ts"] > since)
+    # The failures are in time order: only those between the window's ends are looked at (a long history holds
+    # thousands of cycles, each of which scanned all its member's failures).
+    first = bisect_left(failures, cycle.first_at - _BEFORE, key=_at)
+    last = bisect_right(failures, cycle.last_at + _AFTER, key=_at)
+    near = [f for f in failures[first:last] if (since is None or f["event_ts"] > since)
             and (until is None or f["event_ts"] < until)]
     lost, revoked = cycle.moved.get("lost", set()), cycle.moved.get("revoked", set())
     named = {p for f in near for p in partition_list(f.get("partitions")) or ()}
@@ -288,6 +300,7 @@ def _listed(cycle: _Cycle, kind: str) -> list[str] | None:
     return None if moved is None else sorted(moved, key=_partition_order)
 
 
+@functools.lru_cache(maxsize=4096)  # a group's partitions are few and named in every cycle's lists
 def _partition_order(name: str) -> tuple[str, int, str]:
     """Topic, then partition number (`t-10` after `t-9`)."""
     topic, _, number = name.rpartition("-")
