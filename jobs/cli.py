@@ -122,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_storage(run)
     run.add_argument("--landing", type=Path, help="landing directory: <landing>/<instance>/<file>")
     run.add_argument("--trigger", choices=["available-now", "continuous"], default="available-now",
-                     help="available-now: process what is new and stop (default); continuous: keep running as "
+                     help="available-now: process what is new and stop (default; with nothing new since the "
+                          "last complete run, it says so without starting Spark); continuous: keep running as "
                           "one stream (each ingest batch rebuilds its groups and evaluates their alerts), with all "
                           "alerts also every alerts.evaluate_every_s seconds, until Ctrl-C or SIGTERM (the batch "
                           "under way finishes, up to 20 s; exit 0)")
