@@ -221,18 +221,23 @@ def test_the_landing_stream_reads_every_visible_file_at_any_depth_as_the_batch_o
               "broker-3/_old/server.log": False, "broker-4/_day=20/server.log": True,
               "broker-4/_metadata.log": False, "broker-4/server.log._COPYING_": False,
               "broker-4/_metadata/server.log": True, "broker-4/_x=1.log": True, "top.log._COPYING_": False,
-              "broker-6._COPYING_/server.log": True, "outside/server.log": False}
+              "broker-6._COPYING_/server.log": True, "broker-7/_metadata._COPYING_/server.log": True,
+              "broker-7/café.log": True, "outside/server.log": False}
     for relative in placed:
         (cfg.landing / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(broker_log, cfg.landing / relative)
+    # A folder linked twice is read under both names; a name that is not UTF-8 is not read at all.
     shutil.move(cfg.landing / "outside", workspace / "outside")
     (cfg.landing / "broker-5").symlink_to(workspace / "outside", target_is_directory=True)
-    placed["broker-5/server.log"] = True
+    (cfg.landing / "broker-8").symlink_to(workspace / "outside", target_is_directory=True)
+    placed.update({"broker-5/server.log": True, "broker-8/server.log": True})
+    shutil.copyfile(broker_log, cfg.landing / "broker-7" / b"caf\xe9.log".decode("utf-8", "surrogateescape"))
     run(spark, cfg, stages=("ingest",))
     files = lake.read_table(spark, cfg, "bronze_files").select("source_file", "instance").collect()
     # A file's instance is the folder it sits in; one directly in the landing directory takes the landing's name.
     assert sorted(r.instance for r in files) == sorted(
-        [cfg.landing.name, "rotated", "_day=20", "_metadata", "broker-4", "broker-5", "broker-6._COPYING_"])
+        [cfg.landing.name, "rotated", "_day=20", "_metadata", "broker-4", "broker-5", "broker-6._COPYING_",
+         "_metadata._COPYING_", "broker-7", "broker-8"])
     read = sorted(r.source_file.removeprefix("file:") for r in files)
     landing = cfg.landing.resolve()
     assert read == sorted(str(landing / p) for p, visible in placed.items() if visible)

@@ -61,7 +61,7 @@ def test_the_landing_is_listed_as_spark_lists_it(tmp_path):
     for name in ("app-1/_metadata.log", "app-1/app.log._COPYING_", "app.log._COPYING_"):
         _file(cfg.landing, name)
         assert _landing(cfg).unchanged(), name
-    # A linked folder is read through its link; a link to a folder already listed is listed once.
+    # A linked folder is read through its link, and a second link to it again; a link back up is not followed.
     elsewhere = tmp_path / "elsewhere"
     _file(elsewhere, "broker-9/server.log")
     (cfg.landing / "linked").symlink_to(elsewhere / "broker-9", target_is_directory=True)
@@ -70,9 +70,12 @@ def test_the_landing_is_listed_as_spark_lists_it(tmp_path):
     (elsewhere / "broker-9" / "loop").symlink_to(elsewhere / "broker-9", target_is_directory=True)
     _file(elsewhere, "broker-9/server.log.1")
     assert landing_fingerprint(cfg)["files"] == 7
-    # A file name that is not UTF-8 is listed by its bytes.
+    (cfg.landing / "again").symlink_to(elsewhere / "broker-9", target_is_directory=True)
+    assert landing_fingerprint(cfg)["files"] == 9
+    # A file name that is not UTF-8 reaches the JVM mangled and is not read: it changes nothing.
+    before = landing_fingerprint(cfg)
     (cfg.landing / "app-1" / b"caf\xe9.log".decode("utf-8", "surrogateescape")).write_text("line\n")
-    assert landing_fingerprint(cfg)["files"] == 8
+    assert landing_fingerprint(cfg) == before
 
 
 def test_a_file_that_grew_starts_the_stream(tmp_path):

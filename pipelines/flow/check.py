@@ -203,7 +203,7 @@ def check_landing(spark: SparkSession, cfg: Config, *, progress: Progress | None
         if problem is not None:
             problems[str(path)] = problem
         if problem is None or not problem.startswith(("cannot be read", "named .gz")):
-            readable.append(path.resolve())
+            readable.append(inputs.absolute(path))
     if readable:
         size_mb = sum(p.stat().st_size for p in readable) / 1_000_000
         say(f"parsing {len(readable)} files ({size_mb:.0f} MB) under {landing} (nothing is written)")

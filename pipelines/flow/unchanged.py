@@ -14,6 +14,7 @@ renamed, a commit to the table) starts the stream as before.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Callable
 from typing import Any
@@ -36,15 +37,14 @@ def landing_fingerprint(cfg: Config) -> Fingerprint | None:
     if not landing_listable(cfg):
         return None
     landing = cfg.landing.resolve()
-    entries: list[str] = []
-    for path in inputs.landing_files(cfg):
-        try:
+    entries: list[tuple[str, int, int]] = []
+    try:
+        for path in inputs.landing_files(cfg):
             stat = os.stat(path)
-        except OSError:  # removed while listed, or a dangling link: Spark would not read it either
-            continue
-        entries.append(f"{path.relative_to(landing).as_posix()}\t{stat.st_size}\t{stat.st_mtime_ns}")
-    # A file name need not be UTF-8: its bytes are kept as they are.
-    digest = hashlib.sha256("\n".join(entries).encode("utf-8", "surrogateescape")).hexdigest()
+            entries.append((path.relative_to(landing).as_posix(), stat.st_size, stat.st_mtime_ns))
+    except OSError:  # a folder that cannot be listed, a file removed while listed: the stream starts and tells
+        return None
+    digest = hashlib.sha256(json.dumps(entries).encode("utf-8")).hexdigest()
     return {"landing": str(landing), "files": len(entries), "digest": digest}
 
 

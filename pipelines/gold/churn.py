@@ -18,6 +18,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import pandas as pd
@@ -31,14 +32,10 @@ __all__ = ["Starts", "attribute", "churn_rows", "cycles", "logged_count", "parti
 
 # The event types that move partitions, by what they do. Streams' own lines stand in for a member only when its
 # embedded consumer's lines (the client_partitions_* ones) are absent from its process: both describe the same move.
-_MOVES = {
-    "client_partitions_revoked": "revoked", "client_partitions_assigned": "assigned",
-    "client_partitions_lost": "lost",
-}
-_STREAMS_MOVES = {
-    "streams_partitions_revoked": "revoked", "streams_partitions_assigned": "assigned",
-    "streams_partitions_lost": "lost",
-}
+_MOVES = {"client_partitions_revoked": "revoked", "client_partitions_assigned": "assigned",
+          "client_partitions_lost": "lost"}
+_STREAMS_MOVES = {"streams_partitions_revoked": "revoked", "streams_partitions_assigned": "assigned",
+                  "streams_partitions_lost": "lost"}
 # A Streams-protocol member (KIP-1071, 4.2+) prints tasks, and its whole target assignment rather than what moved:
 # not partitions, so not counted here yet.
 _TASK_WORDINGS = "s_kip1071_"
@@ -55,7 +52,7 @@ _COUNT = re.compile(r"(?:of|all|revoking) (\d+)(?: of \d+)? partition\(s\)")
 # A failed commit belongs to a member's cycle from this long before its first line (the commit a member attempts as
 # the rebalance begins fails as or just before it logs the loss) to TAIL_S after its last.
 RISK_S = window("churn_risk_s")
-_BEFORE, _AFTER = pd.Timedelta(seconds=RISK_S), pd.Timedelta(seconds=TAIL_S)
+_BEFORE, _AFTER, _AT = pd.Timedelta(seconds=RISK_S), pd.Timedelta(seconds=TAIL_S), itemgetter("event_ts")
 _COMMIT_FAILED = "client_commit_failed"
 
 
@@ -215,12 +212,8 @@ def _commit_failures(events: Iterable[TimelineEvent]) -> dict[str, list[Timeline
         if event.get("event_type") == _COMMIT_FAILED:
             failures.setdefault(_member_key(event)[0], []).append(event)
     for found in failures.values():
-        found.sort(key=_at)  # stable: events of one instant keep their order
+        found.sort(key=_AT)  # stable: events of one instant keep their order
     return failures
-
-
-def _at(event: TimelineEvent) -> Any:
-    return event["event_ts"]
 
 
 def _risk(cycle: _Cycle, failures: list[TimelineEvent], since: pd.Timestamp | None,
@@ -229,10 +222,9 @@ def _risk(cycle: _Cycle, failures: list[TimelineEvent], since: pd.Timestamp | No
     after its last (within its neighbour cycles), and the partitions whose records the next owner may process again:
     those lost (never committed after their last poll), and those given away after a failed commit (the ones a
     failure names, else all it revoked)."""
-    # The failures are in time order: only those between the window's ends are looked at (a long history holds
-    # thousands of cycles, each of which scanned all its member's failures).
-    first = bisect_left(failures, cycle.first_at - _BEFORE, key=_at)
-    last = bisect_right(failures, cycle.last_at + _AFTER, key=_at)
+    # In time order: only the window's failures are read (a long history's thousands of cycles each read them all).
+    first = bisect_left(failures, cycle.first_at - _BEFORE, key=_AT)
+    last = bisect_right(failures, cycle.last_at + _AFTER, key=_AT)
     near = [f for f in failures[first:last] if (since is None or f["event_ts"] > since)
             and (until is None or f["event_ts"] < until)]
     lost, revoked = cycle.moved.get("lost", set()), cycle.moved.get("revoked", set())

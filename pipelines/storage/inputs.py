@@ -28,9 +28,9 @@ def read_landing(spark: SparkSession, cfg: Config) -> DataFrame:
     """Stream the lines of closed files under `<landing>/<instance>/<file>` with their file metadata.
 
     Locally this is Spark's text file source; on Databricks, Auto Loader (`source_format: cloudFiles`). Locally every
-    file under the landing directory is read, at any depth, unless a name on its path below the landing directory
-    starts with `.` or `_` (files being copied in; `landing_files` gives Spark's exact rule); a file's instance is the
-    folder it sits in.
+    file under the landing directory is read, at any depth, except names starting with `.` or `_` (files being copied
+    in; below the landing's own entries an `_` name holding `=` is read: `landing_files` lists exactly what Spark
+    reads); a file's instance is the folder it sits in.
     """
     reader: DataStreamReader = spark.readStream
     if cfg.source_format == "cloudFiles":
@@ -79,49 +79,83 @@ def read_source(spark: SparkSession, cfg: Config) -> DataFrame:
     return read_kafka(spark, cfg) if cfg.source == "kafka" else read_landing(spark, cfg)
 
 
+def absolute(path: Path) -> Path:
+    """The path made absolute as the landing stream names a file: through a linked folder, not resolved (`..` is
+    resolved, since it means the parent of a link's target)."""
+    return path.resolve() if ".." in path.parts else Path(os.path.abspath(path))
+
+
 def read_files(spark: SparkSession, paths: list[Path]) -> DataFrame:
     """A batch read of the lines of the given files, with the same columns the landing stream has, and a torn-line
     row for each damaged gzip file (as the ingest batch adds)."""
-    # Absolute, not resolved: a file in a linked folder keeps the name the landing stream gives it.
-    resolved = [Path(os.path.abspath(p)) for p in paths]
+    resolved = [absolute(p) for p in paths]
     raw = spark.read.format("text").option("ignoreCorruptFiles", "true").load([str(p) for p in resolved])
     return with_torn_rows(spark, raw.select("value", "_metadata"), damaged_gzips([p.as_uri() for p in resolved]))
 
 
 def landing_files(cfg: Config) -> list[Path]:
     """Every file under the landing directory that the landing stream reads, named as the stream names it (below the
-    resolved landing directory, linked folders followed and not resolved), sorted. `_listed` says which names."""
-    landing = cfg.landing.resolve()
+    resolved landing directory, through any linked folder), sorted. A folder that cannot be listed raises, as it
+    fails the stream's listing."""
     found: list[Path] = []
-    folders_seen: set[tuple[int, int]] = set()
-    # Hadoop's local file system lists a linked folder like any other: followed, each real folder once.
-    for folder, dirs, files in os.walk(landing, followlinks=True):
-        info = os.stat(folder)
-        if (info.st_dev, info.st_ino) in folders_seen:
-            dirs[:] = []
-            continue
-        folders_seen.add((info.st_dev, info.st_ino))
-        top = folder == str(landing)
-        dirs[:] = [d for d in dirs if _listed(d, top=top, folder=True)]
-        # A dangling link is no file to read.
-        found += [path for name in files if _listed(name, top=top, folder=False)
-                  and os.path.isfile(path := Path(folder, name))]
+    _list_folder(cfg.landing.resolve(), frozenset(), top=True, found=found)
     return sorted(found)
 
 
-def _listed(name: str, *, top: bool, folder: bool) -> bool:
-    """Whether the landing stream reads below an entry of this name. The landing's own entries are globbed as
-    `[!._]*` (`read_landing`); below them Spark's file listing leaves out names starting with `.`, and with `_` unless
-    they hold `=` (or, for a folder, start with `_metadata` or `_common_metadata`), and names ending `._COPYING_`
-    (a file still being copied, at any depth). Checked against a real stream in tests/test_pipeline.py."""
-    if name.startswith(".") or (top and name.startswith("_")):
+def _list_folder(folder: Path, above: frozenset[tuple[int, int]], *, top: bool, found: list[Path]) -> None:
+    # Hadoop's local file system follows a linked folder like any other and names its files through the link, so
+    # a folder linked twice is listed under both names. Only a link back to a folder above is not followed (Spark
+    # would follow it until the system refuses the path).
+    info = os.stat(folder)
+    above = above | {(info.st_dev, info.st_ino)}
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if not _decodable(entry.name):
+                continue
+            if entry.is_dir():
+                if _listed(entry.name, top=top, folder=True) and _real_id(entry) not in above:
+                    _list_folder(Path(entry.path), above, top=False, found=found)
+            elif entry.is_file() and _listed(entry.name, top=top, folder=False):  # a dangling link is no file
+                found.append(Path(entry.path))
+
+
+def _real_id(entry: os.DirEntry[str]) -> tuple[int, int]:
+    info = entry.stat()  # through a link
+    return info.st_dev, info.st_ino
+
+
+def _decodable(name: str) -> bool:
+    """Whether the JVM can name the entry: a name whose bytes are not UTF-8 reaches it mangled, and its listing
+    leaves the entry out."""
+    try:
+        os.fsencode(name).decode("utf-8")
+    except UnicodeDecodeError:
         return False
-    if folder and top:
-        return True
-    hidden = name.startswith("_") and "=" not in name
-    if folder and name.startswith(("_metadata", "_common_metadata")):
-        hidden = False
-    return not hidden and not name.endswith("._COPYING_")
+    return True
+
+
+def _listed(name: str, *, top: bool, folder: bool) -> bool:
+    """Whether the landing stream reads an entry of this name (a folder: reads below it). The landing's own entries
+    are globbed as `[!._]*` (`read_landing`), and a folder among them is listed whatever its name; every other entry
+    passes Spark's listing filter (`_spark_skips`), and a file also its test of a data file (`_data_file`). Checked
+    against a real stream in tests/test_pipeline.py."""
+    if top and name.startswith((".", "_")):
+        return False
+    if folder:
+        return top or not _spark_skips(name)
+    return not _spark_skips(name) and _data_file(name)
+
+
+def _spark_skips(name: str) -> bool:
+    """Spark's file listing filter: `_` names without `=`, `.` names and files being copied (`._COPYING_`) are left
+    out, except names starting with `_metadata` or `_common_metadata`."""
+    excluded = (name.startswith("_") and "=" not in name) or name.startswith(".") or name.endswith("._COPYING_")
+    return excluded and not name.startswith(("_metadata", "_common_metadata"))
+
+
+def _data_file(name: str) -> bool:
+    """Spark's test of a listed file as data: not a `_` name without `=`, not a `.` name."""
+    return not ((name.startswith("_") and "=" not in name) or name.startswith("."))
 
 
 def landing_batch_files(cfg: Config, batch_id: int) -> list[str] | None:
