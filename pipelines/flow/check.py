@@ -9,6 +9,7 @@ from the rule book (pipelines/flow/check_reach.py)."""
 from __future__ import annotations
 
 import gzip
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -194,9 +195,12 @@ def check_landing(spark: SparkSession, cfg: Config, *, progress: Progress | None
     if not landing.is_dir():
         report["problems"].append({"file": str(landing), "problem": "no such directory: nothing to check"})
         return report
-    files = inputs.landing_files(cfg)
+    listing = inputs.list_landing(cfg)
+    files = listing.files
     report["files"] = len(files)
-    problems: dict[str, str] = {}
+    problems: dict[str, str] = {
+        os.fsencode(p).decode("utf-8", "backslashreplace"): "its name is not UTF-8: Spark cannot name it, so no run "
+        "reads it (rename it)" for p in listing.unnamed}
     readable = []
     for path in files:
         problem = screen_file(path)

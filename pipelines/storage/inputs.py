@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -93,16 +94,30 @@ def read_files(spark: SparkSession, paths: list[Path]) -> DataFrame:
     return with_torn_rows(spark, raw.select("value", "_metadata"), damaged_gzips([p.as_uri() for p in resolved]))
 
 
+@dataclass(frozen=True)
+class LandingListing:
+    """The landing as the stream lists it: the files it reads, and the entries it can never read because their
+    names are not UTF-8 (the JVM gets them mangled and its listing leaves them out), both sorted."""
+
+    files: list[Path]
+    unnamed: list[Path]
+
+
 def landing_files(cfg: Config) -> list[Path]:
     """Every file under the landing directory that the landing stream reads, named as the stream names it (below the
     resolved landing directory, through any linked folder), sorted. A folder that cannot be listed raises, as it
     fails the stream's listing."""
-    found: list[Path] = []
-    _list_folder(cfg.landing.resolve(), frozenset(), top=True, found=found)
-    return sorted(found)
+    return list_landing(cfg).files
 
 
-def _list_folder(folder: Path, above: frozenset[tuple[int, int]], *, top: bool, found: list[Path]) -> None:
+def list_landing(cfg: Config) -> LandingListing:
+    """The landing's files the stream reads and the entries it cannot name (`LandingListing`)."""
+    listing = LandingListing([], [])
+    _list_folder(cfg.landing.resolve(), frozenset(), top=True, listing=listing)
+    return LandingListing(sorted(listing.files), sorted(listing.unnamed))
+
+
+def _list_folder(folder: Path, above: frozenset[tuple[int, int]], *, top: bool, listing: LandingListing) -> None:
     # Hadoop's local file system follows a linked folder like any other and names its files through the link, so
     # a folder linked twice is listed under both names. Only a link back to a folder above is not followed (Spark
     # would follow it until the system refuses the path).
@@ -111,12 +126,13 @@ def _list_folder(folder: Path, above: frozenset[tuple[int, int]], *, top: bool, 
     with os.scandir(folder) as entries:
         for entry in entries:
             if not _decodable(entry.name):
-                continue
-            if entry.is_dir():
+                if _listed(entry.name, top=top, folder=entry.is_dir()):
+                    listing.unnamed.append(Path(entry.path))
+            elif entry.is_dir():
                 if _listed(entry.name, top=top, folder=True) and _real_id(entry) not in above:
-                    _list_folder(Path(entry.path), above, top=False, found=found)
+                    _list_folder(Path(entry.path), above, top=False, listing=listing)
             elif entry.is_file() and _listed(entry.name, top=top, folder=False):  # a dangling link is no file
-                found.append(Path(entry.path))
+                listing.files.append(Path(entry.path))
 
 
 def _real_id(entry: os.DirEntry[str]) -> tuple[int, int]:
