@@ -72,10 +72,18 @@ def test_the_landing_is_listed_as_spark_lists_it(tmp_path):
     assert landing_fingerprint(cfg)["files"] == 7
     (cfg.landing / "again").symlink_to(elsewhere / "broker-9", target_is_directory=True)
     assert landing_fingerprint(cfg)["files"] == 9
-    # A file name that is not UTF-8 reaches the JVM mangled and is not read: it changes nothing.
+    # A file name that is not UTF-8 reaches the JVM mangled and is not read: it changes nothing, and the listing
+    # names it as unreadable (`rebalance check` says so).
     before = landing_fingerprint(cfg)
-    (cfg.landing / "app-1" / b"caf\xe9.log".decode("utf-8", "surrogateescape")).write_text("line\n")
+    unnamed = cfg.landing / "app-1" / b"caf\xe9.log".decode("utf-8", "surrogateescape")
+    unnamed.write_text("line\n")
     assert landing_fingerprint(cfg) == before
+    # Links that lead nowhere (dangling, to themselves, through a file) are passed over, as Hadoop's listing does.
+    (cfg.landing / "app-1" / "self").symlink_to("self")
+    (cfg.landing / "app-1" / "through").symlink_to(cfg.landing / "app-1" / "app.log" / "x")
+    (cfg.landing / "app-1" / b"gone\xe9".decode("utf-8", "surrogateescape")).symlink_to(tmp_path / "nowhere")
+    assert landing_fingerprint(cfg) == before
+    assert inputs.list_landing(cfg).unnamed == [unnamed]
 
 
 def test_a_file_that_grew_starts_the_stream(tmp_path):

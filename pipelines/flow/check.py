@@ -186,21 +186,26 @@ def _read(spark: SparkSession, paths: list[Path], problems: dict[str, str]) -> D
     return with_torn_rows(spark, raw.select("value", "_metadata"), damaged)
 
 
+# What a name the JVM cannot read is told.
+NOT_UTF8 = "its name is not UTF-8: Spark cannot name it"
+
+
 def check_landing(spark: SparkSession, cfg: Config, *, progress: Progress | None = None) -> dict[str, Any]:
     """What a run would read from `cfg.landing`: per instance folder, per group, and one line per file it cannot
     read as a log. Writes nothing."""
     say = progress or (lambda _m: None)
-    landing = cfg.landing
-    report: dict[str, Any] = {"landing": str(landing), "files": 0, "problems": [], "instances": [], "groups": []}
+    landing, shown = cfg.landing, _shown(str(cfg.landing))
+    report: dict[str, Any] = {"landing": shown, "files": 0, "problems": [], "instances": [], "groups": []}
     if not landing.is_dir():
-        report["problems"].append({"file": str(landing), "problem": "no such directory: nothing to check"})
+        report["problems"].append({"file": shown, "problem": "no such directory: nothing to check"})
+        return report
+    if not inputs.nameable(landing.resolve()):
+        report["problems"].append({"file": shown, "problem": f"{NOT_UTF8}: nothing under it can be read"})
         return report
     listing = inputs.list_landing(cfg)
     files = listing.files
     report["files"] = len(files)
-    problems: dict[str, str] = {
-        os.fsencode(p).decode("utf-8", "backslashreplace"): "its name is not UTF-8: Spark cannot name it, so no run "
-        "reads it (rename it)" for p in listing.unnamed}
+    problems: dict[str, str] = {str(p): f"{NOT_UTF8}, so no run reads it (rename it)" for p in listing.unnamed}
     readable = []
     for path in files:
         problem = screen_file(path)
@@ -214,7 +219,7 @@ def check_landing(spark: SparkSession, cfg: Config, *, progress: Progress | None
         # As an ingest batch of this size would run (pipelines/flow/ingest.py): compiled code from compiled_from_mb on.
         with compiled_code(spark, size_mb >= cfg.spark.compiled_from_mb):
             report.update(_summaries(spark, cfg, readable, problems, say))
-    report["problems"] = [{"file": _local(f), "problem": p} for f, p in sorted(problems.items())]
+    report["problems"] = [{"file": _shown(_local(f)), "problem": p} for f, p in sorted(problems.items())]
     return report
 
 
@@ -238,6 +243,11 @@ def _summaries(spark: SparkSession, cfg: Config, readable: list[Path], problems:
         d["unknown_shapes"] = shapes.get(d["instance"], {"shapes": 0, "top": []})
         d["clock_offset"] = offsets.get(d["instance"])
     return {"instances": instances, "groups": groups}
+
+
+def _shown(path: str) -> str:
+    """A path as the report shows it: bytes that are not UTF-8 as escapes."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _local(path: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,26 +126,34 @@ def _list_folder(folder: Path, above: frozenset[tuple[int, int]], *, top: bool, 
     above = above | {(info.st_dev, info.st_ino)}
     with os.scandir(folder) as entries:
         for entry in entries:
-            if not _decodable(entry.name):
-                if _listed(entry.name, top=top, folder=entry.is_dir()):
-                    listing.unnamed.append(Path(entry.path))
-            elif entry.is_dir():
-                if _listed(entry.name, top=top, folder=True) and _real_id(entry) not in above:
-                    _list_folder(Path(entry.path), above, top=False, listing=listing)
-            elif entry.is_file() and _listed(entry.name, top=top, folder=False):  # a dangling link is no file
+            kind, real = _kind(entry)
+            if kind is None or not _listed(entry.name, top=top, folder=kind == "folder"):
+                continue
+            if not nameable(entry.name):
+                listing.unnamed.append(Path(entry.path))
+            elif kind == "file":
                 listing.files.append(Path(entry.path))
+            elif real not in above:
+                _list_folder(Path(entry.path), above, top=False, listing=listing)
 
 
-def _real_id(entry: os.DirEntry[str]) -> tuple[int, int]:
-    info = entry.stat()  # through a link
-    return info.st_dev, info.st_ino
-
-
-def _decodable(name: str) -> bool:
-    """Whether the JVM can name the entry: a name whose bytes are not UTF-8 reaches it mangled, and its listing
-    leaves the entry out."""
+def _kind(entry: os.DirEntry[str]) -> tuple[str | None, tuple[int, int]]:
+    """Whether an entry is a folder or a file through any link, with the real folder's id; None for what is neither
+    or cannot be followed (a dangling link, a link to itself, one through a file), which Hadoop's listing passes
+    over."""
     try:
-        os.fsencode(name).decode("utf-8")
+        info = entry.stat()  # through a link
+    except OSError:
+        return None, (0, 0)
+    kind = "folder" if stat.S_ISDIR(info.st_mode) else "file" if stat.S_ISREG(info.st_mode) else None
+    return kind, (info.st_dev, info.st_ino)
+
+
+def nameable(path: str | Path) -> bool:
+    """Whether the JVM can name a file or folder: a name whose bytes are not UTF-8 reaches it mangled, and its
+    listing leaves the entry out."""
+    try:
+        os.fsencode(path).decode("utf-8")
     except UnicodeDecodeError:
         return False
     return True
