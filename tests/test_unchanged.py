@@ -77,13 +77,17 @@ def test_the_landing_is_listed_as_spark_lists_it(tmp_path):
     before = landing_fingerprint(cfg)
     unnamed = cfg.landing / "app-1" / b"caf\xe9.log".decode("utf-8", "surrogateescape")
     unnamed.write_text("line\n")
-    assert landing_fingerprint(cfg) == before
+    assert {**landing_fingerprint(cfg), "unnamed": 0} == before
     # Links that lead nowhere (dangling, to themselves, through a file) are passed over, as Hadoop's listing does.
     (cfg.landing / "app-1" / "self").symlink_to("self")
     (cfg.landing / "app-1" / "through").symlink_to(cfg.landing / "app-1" / "app.log" / "x")
     (cfg.landing / "app-1" / b"gone\xe9".decode("utf-8", "surrogateescape")).symlink_to(tmp_path / "nowhere")
-    assert landing_fingerprint(cfg) == before
+    assert {**landing_fingerprint(cfg), "unnamed": 0} == before
     assert inputs.list_landing(cfg).unnamed == [unnamed]
+    said: list[str] = []
+    _landing(cfg).unchanged(said.append)
+    assert said[0] == ("ingest: 1 landed file(s) or folder(s) have names that are not UTF-8, which Spark cannot "
+                       "read; `rebalance check` lists them (rename them)"), said
 
 
 def test_a_file_that_grew_starts_the_stream(tmp_path):

@@ -39,13 +39,14 @@ def landing_fingerprint(cfg: Config) -> Fingerprint | None:
     landing = cfg.landing.resolve()
     entries: list[tuple[str, int, int]] = []
     try:
-        for path in inputs.landing_files(cfg):
+        listing = inputs.list_landing(cfg)
+        for path in listing.files:
             stat = os.stat(path)
             entries.append((path.relative_to(landing).as_posix(), stat.st_size, stat.st_mtime_ns))
     except OSError:  # a folder that cannot be listed, a file removed while listed: the stream starts and tells
         return None
     digest = hashlib.sha256(json.dumps(entries).encode("utf-8")).hexdigest()
-    return {"landing": str(landing), "files": len(entries), "digest": digest}
+    return {"landing": str(landing), "files": len(entries), "digest": digest, "unnamed": len(listing.unnamed)}
 
 
 def landing_listable(cfg: Config) -> bool:
@@ -82,6 +83,9 @@ class StreamCheck:
         this very fingerprint, and its checkpoint has not moved since."""
         if self.fingerprint is None:
             return False
+        if on_progress is not None and self.fingerprint.get("unnamed"):
+            on_progress(f"{self.query}: {self.fingerprint['unnamed']} landed file(s) or folder(s) have names that are "
+                        "not UTF-8, which Spark cannot read; `rebalance check` lists them (rename them)")
         seen = last_seen(self.cfg, self.step)
         state = _checkpoint_state(self.cfg, self.query)
         if seen is None or seen.key != self.key or seen.versions != state or state["offsets"] != state["commits"] \
