@@ -62,12 +62,8 @@ def _unchanged(seen: Seen | None, key: str, tables: dict[str, int], run_ts: dt.d
 def nothing_to_evaluate(cfg: Config, *, run_ts: dt.datetime) -> bool:
     """Whether `run_alerts` would evaluate nothing at `run_ts`, told from the tables' logs alone (no Spark): False
     also when a table's version cannot be read so (a catalog table)."""
-    tables: dict[str, int] = {}
-    for name in sorted(_inputs()):
-        if (version := lake.local_version(cfg, name)) is None:
-            return False
-        tables[name] = version
-    return _unchanged(last_seen(cfg, STEP), _key(cfg), tables, run_ts)
+    tables = lake.local_versions(cfg, _inputs())
+    return tables is not None and _unchanged(last_seen(cfg, STEP), _key(cfg), tables, run_ts)
 
 
 @as_step("alerts")

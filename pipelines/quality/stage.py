@@ -195,12 +195,8 @@ def unchanged_report(cfg: Config) -> QualityReport | None:
     """The verdicts the step would reuse without validating (`run_quality`), told from the tables' logs alone
     (no Spark): None when a table changed, the record is missing, or a table's version cannot be read so."""
     table_checks = checks()
-    versions: dict[str, int] = {}
-    for name in {c.table for c in table_checks} | {RESULTS}:
-        if (version := lake.local_version(cfg, name)) is None:
-            return None
-        versions[name] = version
-    return _remembered(last_seen(cfg, STEP), _key(cfg, table_checks), versions)
+    versions = lake.local_versions(cfg, {c.table for c in table_checks} | {RESULTS})
+    return None if versions is None else _remembered(last_seen(cfg, STEP), _key(cfg, table_checks), versions)
 
 
 @as_step("quality")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -146,6 +147,17 @@ def local_version(cfg: Config, name: str) -> int | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     return max(found, default=None)
+
+
+def local_versions(cfg: Config, names: Iterable[str]) -> dict[str, int] | None:
+    """`local_version` of each named table; None when any one has none to read (the caller then asks Spark, or
+    does the work)."""
+    found: dict[str, int] = {}
+    for name in sorted(names):
+        if (version := local_version(cfg, name)) is None:
+            return None
+        found[name] = version
+    return found
 
 
 def read_table_stream(spark: SparkSession, cfg: Config, name: str) -> DataFrame:
