@@ -28,6 +28,7 @@ from functools import partial
 from pathlib import Path
 
 from bench.accuracy import mismatch_table
+from bench.dataset import landing_files
 
 LOST_RATE = 0.01
 DUPLICATED_RATE = 0.003
@@ -106,7 +107,7 @@ def _write(path: Path, lines: list[str]) -> None:
 
 
 def _files(landing: Path) -> list[Path]:
-    return sorted(p for p in landing.glob("*/*") if p.is_file() and not p.name.startswith((".", "_")))
+    return list(landing_files(landing))
 
 
 def choose_targets(landing: Path, groups: list[str], seed: int) -> Targets:

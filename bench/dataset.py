@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipelines.storage.inputs import listing_of
 from simulator import simulate
 
 
@@ -31,8 +32,10 @@ class Dataset:
 
 
 def landing_files(landing: Path) -> tuple[Path, ...]:
-    """The files the pipeline reads: `<landing>/<instance>/<file>`, hidden names excluded as Spark does."""
-    return tuple(sorted(p for p in landing.glob("*/*") if p.is_file() and not p.name.startswith((".", "_"))))
+    """The files the pipeline reads, listed by the pipeline's own listing (`pipelines.storage.inputs`), named below
+    `landing` as given."""
+    root = landing.resolve()
+    return tuple(landing / path.relative_to(root) for path in listing_of(landing).files)
 
 
 def lines_in(files: Iterable[Path]) -> int:

@@ -90,6 +90,20 @@ def test_the_landing_is_listed_as_spark_lists_it(tmp_path):
                        "read; `rebalance check` lists them (rename them)"), said
 
 
+def test_a_landing_nested_deeper_than_the_recursion_limit_is_listed(tmp_path):
+    import sys
+
+    cfg = make_config(tmp_path)
+    depth = sys.getrecursionlimit() + 200
+    deep = cfg.landing
+    for _ in range(depth):  # level by level: pathlib's own `parents=True` recurses
+        deep = deep / "d"
+        deep.mkdir(parents=deep.parent == cfg.landing)
+    (deep / "app.log").write_text("line\n")
+    _file(cfg.landing, "app-1/app.log")
+    assert inputs.landing_files(cfg) == [cfg.landing / "app-1" / "app.log", deep / "app.log"]
+
+
 def test_a_file_that_grew_starts_the_stream(tmp_path):
     cfg = _after_a_run(tmp_path)
     with (cfg.landing / "app-1" / "app.log").open("a") as log:

@@ -113,28 +113,34 @@ def landing_files(cfg: Config) -> list[Path]:
 
 def list_landing(cfg: Config) -> LandingListing:
     """The landing's files the stream reads and the entries it cannot name (`LandingListing`)."""
-    listing = LandingListing([], [])
-    _list_folder(cfg.landing.resolve(), frozenset(), top=True, listing=listing)
-    return LandingListing(sorted(listing.files), sorted(listing.unnamed))
+    return listing_of(cfg.landing)
 
 
-def _list_folder(folder: Path, above: frozenset[tuple[int, int]], *, top: bool, listing: LandingListing) -> None:
+def listing_of(landing: Path) -> LandingListing:
+    """`list_landing` of a landing folder given by its path (the benchmark's datasets)."""
+    files: list[Path] = []
+    unnamed: list[Path] = []
     # Hadoop's local file system follows a linked folder like any other and names its files through the link, so
     # a folder linked twice is listed under both names. Only a link back to a folder above is not followed (Spark
-    # would follow it until the system refuses the path).
-    info = os.stat(folder)
-    above = above | {(info.st_dev, info.st_ino)}
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            kind, real = _kind(entry)
-            if kind is None or not _listed(entry.name, top=top, folder=kind == "folder"):
-                continue
-            if not nameable(entry.name):
-                listing.unnamed.append(Path(entry.path))
-            elif kind == "file":
-                listing.files.append(Path(entry.path))
-            elif real not in above:
-                _list_folder(Path(entry.path), above, top=False, listing=listing)
+    # would follow it until the system refuses the path). A stack of folders to list, not recursion: a landing
+    # nested deeper than Python's recursion limit is still listed.
+    folders: list[tuple[Path, frozenset[tuple[int, int]], bool]] = [(landing.resolve(), frozenset(), True)]
+    while folders:
+        folder, above, top = folders.pop()
+        info = os.stat(folder)
+        above = above | {(info.st_dev, info.st_ino)}
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                kind, real = _kind(entry)
+                if kind is None or not _listed(entry.name, top=top, folder=kind == "folder"):
+                    continue
+                if not nameable(entry.name):
+                    unnamed.append(Path(entry.path))
+                elif kind == "file":
+                    files.append(Path(entry.path))
+                elif real not in above:
+                    folders.append((Path(entry.path), above, False))
+    return LandingListing(sorted(files), sorted(unnamed))
 
 
 def _kind(entry: os.DirEntry[str]) -> tuple[str | None, tuple[int, int]]:
