@@ -95,13 +95,21 @@ def test_a_landing_nested_deeper_than_the_recursion_limit_is_listed(tmp_path):
 
     cfg = make_config(tmp_path)
     depth = sys.getrecursionlimit() + 200
-    deep = cfg.landing
-    for _ in range(depth):  # level by level: pathlib's own `parents=True` recurses
-        deep = deep / "d"
-        deep.mkdir(parents=deep.parent == cfg.landing)
-    (deep / "app.log").write_text("line\n")
-    _file(cfg.landing, "app-1/app.log")
-    assert inputs.landing_files(cfg) == [cfg.landing / "app-1" / "app.log", deep / "app.log"]
+    levels = [cfg.landing]
+    try:
+        for _ in range(depth):  # level by level: pathlib's `parents=True` recurses
+            levels.append(levels[-1] / "d")
+            levels[-1].mkdir(parents=len(levels) == 2)
+        deep = levels[-1]
+        (deep / "app.log").write_text("line\n")
+        _file(cfg.landing, "app-1/app.log")
+        assert inputs.landing_files(cfg) == [cfg.landing / "app-1" / "app.log", deep / "app.log"]
+    finally:
+        # Removed here, deepest first: pytest's clean-up of old temporary folders recurses too, and would fail on it.
+        (levels[-1] / "app.log").unlink(missing_ok=True)
+        for level in reversed(levels[1:]):
+            if level.is_dir():
+                level.rmdir()
 
 
 def test_a_file_that_grew_starts_the_stream(tmp_path):
