@@ -7,6 +7,7 @@ import threading
 import time
 
 from pipelines.flow import one_stream
+from pipelines.flow.landing_names import unreadable_line
 from pipelines.flow.run import run
 from pipelines.flow.stopping import StopRequest
 from pipelines.state import rebuilt
@@ -87,9 +88,13 @@ def test_a_long_continuous_run_moves_the_reconstruct_checkpoint_up_between_batch
         while time.monotonic() < deadline and not failure and not moved_past(0):
             time.sleep(0.5)
         land(DATA / "landing" / "part2", cfg.landing)
-        while time.monotonic() < deadline and not failure and not moved_past(1):
+        # A file no run can read, landed while the run goes on: the run says so on the derived refresh's clock.
+        unnamed = next(cfg.landing.iterdir()) / b"server.log.caf\xe9".decode("utf-8", "surrogateescape")
+        unnamed.write_text("line\n")
+        while time.monotonic() < deadline and not failure and not (moved_past(1) and unreadable_line(1) in said):
             time.sleep(0.5)
         assert failure == [] and moved_past(1), f"the checkpoint did not move past both in 240 s: {failure}, {said}"
+        assert said.count(unreadable_line(1)) == 1, said
     assert rebuilt.recorded(cfg) == ()
     assert _ingested(spark, cfg) == [0, 1]
     assert (cfg.checkpoint_root / "reconstruct" / "commits" / "1").exists()

@@ -112,6 +112,37 @@ def test_a_landing_nested_deeper_than_the_recursion_limit_is_listed(tmp_path):
                 level.rmdir()
 
 
+def test_a_continuous_run_says_unreadable_names_when_their_number_changes(tmp_path):
+    from pipelines.flow.landing_names import NameWatch, name_loop, unreadable_line
+
+    cfg = _after_a_run(tmp_path)
+    said: list[str] = []
+    watch = NameWatch(cfg, said.append)
+    watch()
+    assert said == []
+    bad = [cfg.landing / "app-1" / b"caf\xe9-{n}.log".decode("utf-8", "surrogateescape").format(n=n) for n in (1, 2)]
+    bad[0].write_text("line\n")
+    watch(), watch()
+    assert said == [unreadable_line(1)]
+    bad[1].write_text("line\n")
+    watch()
+    assert said == [unreadable_line(1), unreadable_line(2)]
+    for path in bad:
+        path.unlink()
+    watch()
+    bad[0].write_text("line\n")
+    watch()
+    assert said == [unreadable_line(1), unreadable_line(2), unreadable_line(1)]
+    # The line the available-now run says from the fingerprint is the same one.
+    lines: list[str] = []
+    _landing(cfg).unchanged(lines.append)
+    assert lines[0] == unreadable_line(1)
+    assert name_loop(cfg, on_progress=said.append) is not None
+    kafka = make_config(tmp_path / "kafka", source="kafka",
+                        kafka={"bootstrap_servers": "localhost:9092", "topics": ["logs"]})
+    assert name_loop(kafka, on_progress=said.append) is None
+
+
 def test_a_file_that_grew_starts_the_stream(tmp_path):
     cfg = _after_a_run(tmp_path)
     with (cfg.landing / "app-1" / "app.log").open("a") as log:

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 
 from pipelines.alerts.stage import NOTHING_TO_EVALUATE, nothing_to_evaluate
 from pipelines.flow.derived import nothing_pending
+from pipelines.flow.landing_names import landing_listable
 from pipelines.flow.streams import RECONSTRUCT_QUERY
-from pipelines.flow.unchanged import StreamCheck, landing_fingerprint, landing_listable, table_fingerprint
+from pipelines.flow.unchanged import StreamCheck, landing_fingerprint, table_fingerprint
 from pipelines.quality.stage import QualityReport, unchanged_report
 from pipelines.session.remote import REMOTE_ENV
 from pipelines.session.spark import on_databricks

@@ -19,6 +19,7 @@ from pipelines.flow.derived import derived_loop, refresh_derived
 from pipelines.flow.found import Found, from_history
 from pipelines.flow.idle import remember_complete_run
 from pipelines.flow.ingest import make_ingest_batch
+from pipelines.flow.landing_names import name_loop
 from pipelines.flow.one_stream import OneStream, catch_up, continuous_queries, skip_rebuilt
 from pipelines.flow.reconstruct import make_reconstruct_batch
 from pipelines.flow.stopping import FINISH_S, StopRequest, end_requested, requested, wait_for
@@ -206,7 +207,9 @@ def run(
         if trigger != "available-now" and started == ["ingest", "reconstruct"] and not is_connect(spark) else None
     derived = derived_loop(spark, cfg, on_rows=summary.add, poke=alerts, on_progress=on_progress, one_stream=one) \
         if trigger != "available-now" and "reconstruct" in stages else None
-    loop = Loops(alerts, derived) or None
+    names = name_loop(cfg, on_progress=on_progress) if trigger != "available-now" and "ingest" in stages \
+        and not is_connect(spark) else None  # through Spark Connect the landing may be the server's alone
+    loop = Loops(alerts, derived, names) or None
     if requested(stop):
         return stopped([])
     if trigger == "available-now":

@@ -19,6 +19,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from pipelines.flow.landing_names import landing_listable, unreadable_line
 from pipelines.flow.streams import RECONSTRUCT_QUERY
 from pipelines.settings.config import Config
 from pipelines.state.checkpoints import committed_batches, written_batches
@@ -47,12 +48,6 @@ def landing_fingerprint(cfg: Config) -> Fingerprint | None:
         return None
     digest = hashlib.sha256(json.dumps(entries).encode("utf-8")).hexdigest()
     return {"landing": str(landing), "files": len(entries), "digest": digest, "unnamed": len(listing.unnamed)}
-
-
-def landing_listable(cfg: Config) -> bool:
-    """Whether the source is files Spark's text source reads from the landing (not Auto Loader, not Kafka), whose
-    fingerprint `landing_fingerprint` can take."""
-    return cfg.source == "files" and cfg.source_format == "text"
 
 
 def table_fingerprint(cfg: Config, name: str) -> Fingerprint | None:
@@ -84,8 +79,7 @@ class StreamCheck:
         if self.fingerprint is None:
             return False
         if on_progress is not None and self.fingerprint.get("unnamed"):
-            on_progress(f"{self.query}: {self.fingerprint['unnamed']} landed file(s) or folder(s) have names that are "
-                        "not UTF-8, which Spark cannot read; `rebalance check` lists them (rename them)")
+            on_progress(unreadable_line(self.fingerprint["unnamed"]))
         seen = last_seen(self.cfg, self.step)
         state = _checkpoint_state(self.cfg, self.query)
         if seen is None or seen.key != self.key or seen.versions != state or state["offsets"] != state["commits"] \
