@@ -61,3 +61,18 @@ def test_cli_usage_error_exits_2(capsys):
 def test_storage_locations_are_paths_not_urls():
     with pytest.raises(ConfigError, match=r"landing: 's3://bucket/logs' is a URL; give a path.*\/Volumes\/"):
         load_config(None, {"landing": "s3://bucket/logs"})
+
+
+def test_a_storage_path_that_is_not_utf8_is_refused_in_one_line(tmp_path, capsys):
+    """The JVM takes paths as UTF-8: a folder name with other bytes used to fail the run deep in the Spark gateway
+    (a page of tracebacks, then `Py4JError`); the configuration refuses it, showing the bytes as escapes."""
+    import os
+
+    landing = tmp_path / os.fsdecode(b"land\xe9")
+    landing.mkdir()
+    for key in ("landing", "lakehouse", "checkpoints"):
+        with pytest.raises(ConfigError, match=rf"{key}: '.*land\\xe9' is not UTF-8.*rename the folder"):
+            load_config(None, {key: landing})
+    assert main(["run", "--landing", str(landing), "--lakehouse", str(tmp_path / "lh")]) == 2
+    err = capsys.readouterr().err
+    assert "land\\xe9' is not UTF-8" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -171,6 +172,20 @@ class Config(_Frozen):
                 f"'{value}' is a URL; give a path: a local directory, or on Databricks a Unity Catalog volume "
                 "such as /Volumes/<catalog>/<schema>/<volume>/landing"
             )
+        return value
+
+    @field_validator("landing", "lakehouse", "checkpoints", mode="after")
+    @classmethod
+    def _utf8_path(cls, value: Path | None) -> Path | None:
+        # The JVM takes paths as UTF-8: a name with other bytes reaches it mangled, and the first call that carries
+        # it fails deep in the Spark gateway.
+        if value is not None:
+            try:
+                str(value).encode("utf-8")
+            except UnicodeEncodeError:
+                shown = os.fsencode(value).decode("utf-8", "backslashreplace")
+                raise ValueError(f"'{shown}' is not UTF-8 (a folder's name holds other bytes), which Spark cannot "
+                                 "use; rename the folder or give another path") from None
         return value
 
     @model_validator(mode="after")
