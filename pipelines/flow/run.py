@@ -186,9 +186,6 @@ def run(
     # and refreshes the derived tables on a clock of their own.
     alerts = alert_loop(spark, cfg, on_progress=on_progress) if trigger != "available-now" and "alerts" in stages \
         else None
-    def reconstructed(query: str, counts: dict[str, int]) -> None:
-        summary.record(query, counts)
-
     # Through Spark Connect the batches run in the server: what they find is read back from the commits instead.
     found = None if is_connect(spark) else summary.found
     # A requested stop holds a micro-batch at its entry (a local session's: a Connect server runs them elsewhere).
@@ -196,7 +193,7 @@ def run(
     ingest_fn = make_ingest_batch(cfg, line_ids=line_ids, on_progress=on_progress, on_batch=summary.record,
                                   found=found)
     reconstruct_fn = skip_rebuilt(cfg, make_reconstruct_batch(
-        cfg, on_progress=on_progress, on_batch=reconstructed, found=found,
+        cfg, on_progress=on_progress, on_batch=summary.record, found=found,
         # A continuous run's alerts of a batch's groups come from the batch itself.
         # (Not through Spark Connect: the batch runs in the server, the loop and its lock here.)
         on_hot=batch_alerts(spark, cfg, alerts, on_progress=on_progress)
