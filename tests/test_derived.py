@@ -102,21 +102,41 @@ def _refreshed(spark, cfg) -> bool:
 
 def test_a_continuous_run_compacts_the_small_files_its_batches_leave_and_no_row_changes(spark, tmp_path):
     """Every `compact_every_s`, the derived turn bin-packs the tables holding `compact_min_files` files or more
-    (Delta OPTIMIZE beside the streams); the tables still equal the batch oracle afterwards."""
+    (Delta OPTIMIZE beside the streams), then deletes the files replaced before the table's retention (VACUUM LITE);
+    the tables still equal the batch oracle afterwards."""
+    from pipelines.storage import writes
     from tests.test_survival import _same_as_oracle
 
     cfg = make_config(tmp_path, derived_every_s=1, compact_every_s=1, compact_min_files=2)
+    lake.ensure_tables(spark, cfg)
+    # A retention of nothing on one table that no query of the run reads back, so that its VACUUM deletes at once.
+    lines = lake.table(cfg, "bronze_log_lines")
+    spark.sql(f"ALTER TABLE {lines.sql_name} SET TBLPROPERTIES "
+              "('delta.deletedFileRetentionDuration' = 'interval 0 hours')")
     land(DATA / "landing" / "part1", cfg.landing)
-    with continuous_run(spark, cfg) as failure:
+    said: list[str] = []
+    with continuous_run(spark, cfg, on_progress=said.append) as failure:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and not failure and not _refreshed(spark, cfg):
             time.sleep(0.5)
         land(DATA / "landing" / "part2", cfg.landing)  # a second ingest batch: a second file in every bronze table
-        while time.monotonic() < deadline and not failure and not _optimized(spark, cfg, "bronze_log_lines"):
+        while time.monotonic() < deadline and not failure and not (
+                _optimized(spark, cfg, "bronze_log_lines") and _vacuumed_after_compaction(said)):
             time.sleep(0.5)
         assert failure == [] and _optimized(spark, cfg, "bronze_log_lines"), f"no compaction in 240 s: {failure}"
+        assert _vacuumed_after_compaction(said), said
+    # The files the compaction replaced are gone from the folder: only the current snapshot's are left.
+    detail = writes.with_conflict_retries("detail", lambda: spark.sql(f"DESCRIBE DETAIL {lines.sql_name}").first())
+    assert detail is not None
+    on_disk = [p for p in (cfg.lakehouse / "bronze_log_lines").rglob("*.parquet") if "_delta_log" not in p.parts]
+    assert len(on_disk) == detail["numFiles"], (on_disk, detail["numFiles"])
     run(spark, cfg)  # whatever the continuous run had not refreshed yet
     _same_as_oracle(spark, cfg)
+
+
+def _vacuumed_after_compaction(said: list[str]) -> bool:
+    compacted = [i for i, line in enumerate(said) if line.startswith("compacted ") and "bronze_log_lines" in line]
+    return bool(compacted) and any(line.startswith("vacuumed ") for line in said[compacted[0]:])
 
 
 def _optimized(spark, cfg, name: str) -> bool:

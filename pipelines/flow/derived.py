@@ -133,7 +133,9 @@ def derived_loop(spark: SparkSession, cfg: Config, *, on_rows: Callable[[dict[st
     """The derived refresh of a continuous run as a loop (not started): every `derived_every_s`, the groups the hot
     path rebuilt since the last refresh. The rows written go to `on_rows`; `poke` (the alerts) is poked after a
     refresh that wrote rows, for the estate incidents. Every `compact_every_s`, the turn first compacts the tables
-    that hold `compact_min_files` files or more (`pipelines.storage.maintenance`). In a one-stream run the turn
+    that hold `compact_min_files` files or more (`pipelines.storage.maintenance`), then, beside the stream, deletes
+    the files those compactions and the hot tables' MERGEs replaced once they are older than each table's retention
+    (`maintenance.vacuum`). In a one-stream run the turn
     first moves the reconstruct checkpoint (`OneStream.advance`) when it is due or a compaction follows, and holds
     the stream between two batches until the compaction is done: the compaction replaces the files of versions the
     checkpoint must have passed."""
@@ -150,7 +152,11 @@ def derived_loop(spark: SparkSession, cfg: Config, *, on_rows: Callable[[dict[st
             if compact:
                 compacted_at[0] = time.monotonic()
                 with step(spark, "compact"):
-                    maintenance.compact(spark, cfg, min_files=cfg.compact_min_files, on_progress=on_progress)
+                    compacted = maintenance.compact(spark, cfg, min_files=cfg.compact_min_files,
+                                                    on_progress=on_progress)
+        if compact:  # beside the stream: a VACUUM LITE deletes only files the log says were replaced
+            with step(spark, "vacuum"):
+                maintenance.vacuum(spark, cfg, sorted({*compacted, *HOT}), on_progress=on_progress)
         started = time.monotonic()
         try:
             counts = refresh_derived(spark, cfg)

@@ -153,7 +153,8 @@ class Config(_Frozen):
     compact_every_s: float | None = Field(
         default=900, gt=0,
         description="a continuous run compacts (Delta OPTIMIZE) the tables holding compact_min_files small files or "
-        "more this often, beside the streams; null: never (a Databricks job's tables have Databricks' own)",
+        "more this often, beside the streams, then vacuums the files replaced before each table's retention; null: "
+        "never (a Databricks job's tables have Databricks' own)",
     )
     compact_min_files: int = Field(default=50, ge=2, description="the files a table holds before it is compacted")
     source: Literal["files", "kafka"] = Field(default="files", description="landing files, or Kafka topics")
