@@ -63,7 +63,7 @@ def test_storage_locations_are_paths_not_urls():
         load_config(None, {"landing": "s3://bucket/logs"})
 
 
-def test_a_storage_path_that_is_not_utf8_is_refused_in_one_line(tmp_path, capsys):
+def test_a_storage_path_that_is_not_utf8_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
     """The JVM takes paths as UTF-8: a folder name with other bytes used to fail the run deep in the Spark gateway
     (a page of tracebacks, then `Py4JError`); the configuration refuses it, showing the bytes as escapes."""
     import os
@@ -73,6 +73,11 @@ def test_a_storage_path_that_is_not_utf8_is_refused_in_one_line(tmp_path, capsys
     for key in ("landing", "lakehouse", "checkpoints"):
         with pytest.raises(ConfigError, match=rf"{key}: '.*land\\xe9' is not UTF-8.*rename the folder"):
             load_config(None, {key: landing})
+    # A relative path (the default `landing`) in a working directory whose name is not UTF-8 is refused too.
+    monkeypatch.chdir(landing)
+    with pytest.raises(ConfigError, match=r"lakehouse: '.*land\\xe9/lakehouse' is not UTF-8"):
+        load_config(None, {"landing": tmp_path})
+    monkeypatch.chdir(tmp_path)
     assert main(["run", "--landing", str(landing), "--lakehouse", str(tmp_path / "lh")]) == 2
     err = capsys.readouterr().err
     assert "land\\xe9' is not UTF-8" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err

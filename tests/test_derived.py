@@ -107,7 +107,7 @@ def test_a_continuous_run_compacts_the_small_files_its_batches_leave_and_no_row_
     from pipelines.storage import writes
     from tests.test_survival import _same_as_oracle
 
-    cfg = make_config(tmp_path, derived_every_s=1, compact_every_s=1, compact_min_files=2)
+    cfg = make_config(tmp_path, derived_every_s=1, compact_every_s=1, compact_min_files=2, vacuum_every_s=1)
     lake.ensure_tables(spark, cfg)
     # A retention of nothing on one table that no query of the run reads back, so that its VACUUM deletes at once.
     lines = lake.table(cfg, "bronze_log_lines")
@@ -142,3 +142,20 @@ def _vacuumed_after_compaction(said: list[str]) -> bool:
 def _optimized(spark, cfg, name: str) -> bool:
     history = spark.sql(f"DESCRIBE HISTORY {lake.table(cfg, name).sql_name}")
     return history.filter(F.col("operation") == "OPTIMIZE").count() > 0
+
+
+def test_a_vacuum_that_fails_is_said_and_ends_nothing(spark, tmp_path):
+    """VACUUM is housekeeping: a table whose VACUUM fails (here its log is damaged) is said and left for the next
+    turn, a table that does not exist yet is passed over, and the others are vacuumed."""
+    from pipelines.storage import maintenance
+
+    cfg = make_config(tmp_path)
+    lake.ensure_tables(spark, cfg, ["gold_alerts", "gold_incidents"])
+    for commit in (cfg.lakehouse / "gold_alerts" / "_delta_log").glob("*.json"):
+        commit.write_text("{not json\n")
+    spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # so the damaged log is read again
+    said: list[str] = []
+    done = maintenance.vacuum(spark, cfg, ["gold_alerts", "gold_incidents", "gold_whatif"], on_progress=said.append)
+    assert done == ["gold_incidents"]
+    assert said[0].startswith("vacuum: gold_alerts failed (") and said[0].endswith("tried again at the next vacuum")
+    assert said[1].startswith("vacuumed 1 table(s)"), said

@@ -94,8 +94,10 @@ def test_a_landing_nested_deeper_than_the_recursion_limit_is_listed(tmp_path):
     import sys
 
     cfg = make_config(tmp_path)
-    depth = sys.getrecursionlimit() + 200
+    limit = sys.getrecursionlimit()
+    depth = 500  # deeper than the limit set below, and far below the system's longest path
     levels = [cfg.landing]
+    sys.setrecursionlimit(300)
     try:
         for _ in range(depth):  # level by level: pathlib's `parents=True` recurses
             levels.append(levels[-1] / "d")
@@ -105,6 +107,7 @@ def test_a_landing_nested_deeper_than_the_recursion_limit_is_listed(tmp_path):
         _file(cfg.landing, "app-1/app.log")
         assert inputs.landing_files(cfg) == [cfg.landing / "app-1" / "app.log", deep / "app.log"]
     finally:
+        sys.setrecursionlimit(limit)
         # Removed here, deepest first: pytest's clean-up of old temporary folders recurses too, and would fail on it.
         (levels[-1] / "app.log").unlink(missing_ok=True)
         for level in reversed(levels[1:]):

@@ -32,6 +32,7 @@ from pipelines.settings.config import Config
 from pipelines.state import pending
 from pipelines.state.seen import Seen, last_seen, remember
 from pipelines.storage import commits, delta_sql, lake, maintenance, writes
+from schemas.tables import TABLES
 
 STEP = "derived"
 
@@ -133,16 +134,20 @@ def derived_loop(spark: SparkSession, cfg: Config, *, on_rows: Callable[[dict[st
     """The derived refresh of a continuous run as a loop (not started): every `derived_every_s`, the groups the hot
     path rebuilt since the last refresh. The rows written go to `on_rows`; `poke` (the alerts) is poked after a
     refresh that wrote rows, for the estate incidents. Every `compact_every_s`, the turn first compacts the tables
-    that hold `compact_min_files` files or more (`pipelines.storage.maintenance`), then, beside the stream, deletes
-    the files those compactions and the hot tables' MERGEs replaced once they are older than each table's retention
-    (`maintenance.vacuum`). In a one-stream run the turn
+    that hold `compact_min_files` files or more (`pipelines.storage.maintenance`); the first such turn and then one
+    every `vacuum_every_s`, beside the stream, deletes the files that compactions and MERGEs replaced once they are
+    older than each table's retention (`maintenance.vacuum`). In a one-stream run the turn
     first moves the reconstruct checkpoint (`OneStream.advance`) when it is due or a compaction follows, and holds
     the stream between two batches until the compaction is done: the compaction replaces the files of versions the
     checkpoint must have passed."""
     compacted_at = [time.monotonic()]
+    vacuumed_at: list[float | None] = [None]  # the first compaction turn vacuums: a lakehouse may have a backlog
 
     def refresh(now: dt.datetime) -> None:
         compact = cfg.compact_every_s is not None and time.monotonic() - compacted_at[0] >= cfg.compact_every_s
+        last_vacuum = vacuumed_at[0]
+        vacuum = compact and cfg.vacuum_every_s is not None and (
+            last_vacuum is None or time.monotonic() - last_vacuum >= cfg.vacuum_every_s)
         move = one_stream is not None and (compact or one_stream.due())
         with one_stream.between_batches() if one_stream is not None and move else contextlib.nullcontext(True) as free:
             if not free:  # a stop was requested while the stream's batch went on: the run is ending
@@ -152,11 +157,11 @@ def derived_loop(spark: SparkSession, cfg: Config, *, on_rows: Callable[[dict[st
             if compact:
                 compacted_at[0] = time.monotonic()
                 with step(spark, "compact"):
-                    compacted = maintenance.compact(spark, cfg, min_files=cfg.compact_min_files,
-                                                    on_progress=on_progress)
-        if compact:  # beside the stream: a VACUUM LITE deletes only files the log says were replaced
+                    maintenance.compact(spark, cfg, min_files=cfg.compact_min_files, on_progress=on_progress)
+        if vacuum:  # beside the stream: a VACUUM LITE deletes only files the log says were replaced
+            vacuumed_at[0] = time.monotonic()
             with step(spark, "vacuum"):
-                maintenance.vacuum(spark, cfg, sorted({*compacted, *HOT}), on_progress=on_progress)
+                maintenance.vacuum(spark, cfg, list(TABLES), on_progress=on_progress)
         started = time.monotonic()
         try:
             counts = refresh_derived(spark, cfg)

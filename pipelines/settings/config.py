@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import re
@@ -153,8 +154,13 @@ class Config(_Frozen):
     compact_every_s: float | None = Field(
         default=900, gt=0,
         description="a continuous run compacts (Delta OPTIMIZE) the tables holding compact_min_files small files or "
-        "more this often, beside the streams, then vacuums the files replaced before each table's retention; null: "
-        "never (a Databricks job's tables have Databricks' own)",
+        "more this often, beside the streams; null: never (a Databricks job's tables have Databricks' own)",
+    )
+    vacuum_every_s: float | None = Field(
+        default=21600, gt=0,
+        description="a continuous run deletes the files that compactions and MERGEs replaced, once older than each "
+        "table's retention (Delta VACUUM, 7 days by default), at its first compaction turn and then this often; "
+        "null: never (then every replaced file stays on disk)",
     )
     compact_min_files: int = Field(default=50, ge=2, description="the files a table holds before it is compacted")
     source: Literal["files", "kafka"] = Field(default="files", description="landing files, or Kafka topics")
@@ -175,19 +181,23 @@ class Config(_Frozen):
             )
         return value
 
-    @field_validator("landing", "lakehouse", "checkpoints", mode="after")
-    @classmethod
-    def _utf8_path(cls, value: Path | None) -> Path | None:
-        # The JVM takes paths as UTF-8: a name with other bytes reaches it mangled, and the first call that carries
+    @model_validator(mode="after")
+    def _utf8_paths(self) -> Config:
+        # The JVM takes paths as UTF-8, absolute and resolved: a name with other bytes anywhere on the way (the
+        # path given, the working directory, a link's target) reaches it mangled, and the first call that carries
         # it fails deep in the Spark gateway.
-        if value is not None:
-            try:
-                str(value).encode("utf-8")
-            except UnicodeEncodeError:
-                shown = os.fsencode(value).decode("utf-8", "backslashreplace")
-                raise ValueError(f"'{shown}' is not UTF-8 (a folder's name holds other bytes), which Spark cannot "
-                                 "use; rename the folder or give another path") from None
-        return value
+        for key, value in (("landing", self.landing), ("lakehouse", self.lakehouse),
+                           ("checkpoints", self.checkpoints)):
+            if value is None:
+                continue
+            for form in _path_forms(value):
+                try:
+                    form.encode("utf-8")
+                except UnicodeEncodeError:
+                    shown = os.fsencode(form).decode("utf-8", "backslashreplace")
+                    raise ValueError(f"{key}: '{shown}' is not UTF-8 (a folder's name holds other bytes), which "
+                                     "Spark cannot use; rename the folder or give another path") from None
+        return self
 
     @model_validator(mode="after")
     def _catalog_needs_schema(self) -> Config:
@@ -227,6 +237,14 @@ class Config(_Frozen):
             if glob_matches(rule.instances, instance):
                 return rule
         return SourceRule()
+
+
+def _path_forms(path: Path) -> list[str]:
+    """A path as given, made absolute, and resolved through its links (when it can be)."""
+    forms = [str(path), os.path.abspath(path)]
+    with contextlib.suppress(OSError, RuntimeError):  # a loop of links: the run reports it where the path is used
+        forms.append(str(path.resolve()))
+    return forms
 
 
 def _zone_hint(value: str) -> str:

@@ -8,7 +8,8 @@ compaction that loses one is tried again at its next turn.
 Compaction and every MERGE leave the files they replaced on disk (a reader of an older version may still need them):
 without a VACUUM a continuous run's folders only grow (the soak benchmark counted about 9,800 data files an hour).
 `vacuum` deletes them once they are older than the table's retention (Delta's `delta.deletedFileRetentionDuration`,
-7 days unless a table says otherwise), so the files on disk are bounded by what that retention keeps."""
+7 days unless a table says otherwise), so the files on disk are bounded by what that retention keeps. A retention
+shorter than a micro-batch is unsafe beside the streams (a batch may still read a file a commit just replaced)."""
 
 from __future__ import annotations
 
@@ -56,36 +57,43 @@ def compact(spark: SparkSession, cfg: Config, *, min_files: int,
     return done
 
 
-# Delta's error when the log no longer holds every removal a LITE vacuum would need (a log cleaned up since the last
-# vacuum): the folder must be listed instead (VACUUM FULL, the default).
-LITE_REFUSED = "DELTA_CANNOT_VACUUM_LITE"
+# Why VACUUM LITE cannot run: the log no longer holds every removal it would need (a log cleaned up since the last
+# vacuum), or a Delta older than 3.3 that has no LITE. The default VACUUM, which lists the table's folder, runs then.
+LITE_UNAVAILABLE = ("DELTA_CANNOT_VACUUM_LITE", "PARSE_SYNTAX_ERROR")
 
 
 def vacuum(spark: SparkSession, cfg: Config, names: list[str], *,
            on_progress: Callable[[str], None] | None = None) -> list[str]:
     """Delete the data files of `names` that a commit replaced and that are older than each table's retention
-    (VACUUM LITE: the files come from the log, so a file a writer is still adding is never among them; when Delta
-    refuses LITE, the default VACUUM, which keeps its 7-day safety check). Returns the tables vacuumed; a table that
-    does not exist yet is passed over, and one whose VACUUM loses a commit race is left for the next turn."""
+    (`delta.deletedFileRetentionDuration`, 7 days by default). VACUUM LITE takes them from the log, so it never
+    touches a file a writer is still adding; where LITE is unavailable, the default VACUUM lists the folder with the
+    same retention. Returns the tables vacuumed. This is housekeeping: a table that does not exist yet is passed over,
+    and one whose VACUUM fails (a lost commit race, a permission) is said through `on_progress` and left for the next
+    vacuum, never ending the run."""
     done: list[str] = []
     started = time.monotonic()
     for name in names:
         ref = lake.table(cfg, name)
-        if not ref.exists(spark):
-            continue
         try:
+            if not ref.exists(spark):
+                continue
             try:
                 spark.sql(f"VACUUM {ref.sql_name} LITE").collect()
-            except Exception as exc:  # only LITE's refusal falls back; anything else is handled below
-                if LITE_REFUSED not in str(exc):
+            except Exception as exc:  # only LITE being unavailable falls back; anything else is said below
+                if not any(reason in str(exc) for reason in LITE_UNAVAILABLE):
                     raise
                 spark.sql(f"VACUUM {ref.sql_name}").collect()
-        except Exception as exc:  # only a lost commit race is expected here; anything else is the run's failure
-            if not writes.is_commit_conflict(exc):
-                raise
+        except Exception as exc:  # noqa: BLE001 - housekeeping: said, and tried again at the next vacuum
+            if on_progress is not None:
+                on_progress(f"vacuum: {name} failed ({_first_line(exc)}); tried again at the next vacuum")
             continue
         done.append(name)
     if done and on_progress is not None:
         on_progress(f"vacuumed {len(done)} table(s) of the files replaced before their retention "
                     f"({time.monotonic() - started:.1f} s)")
     return done
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0][:200]}" if lines else type(exc).__name__
