@@ -134,20 +134,21 @@ def derived_loop(spark: SparkSession, cfg: Config, *, on_rows: Callable[[dict[st
     """The derived refresh of a continuous run as a loop (not started): every `derived_every_s`, the groups the hot
     path rebuilt since the last refresh. The rows written go to `on_rows`; `poke` (the alerts) is poked after a
     refresh that wrote rows, for the estate incidents. Every `compact_every_s`, the turn first compacts the tables
-    that hold `compact_min_files` files or more (`pipelines.storage.maintenance`); the first such turn and then one
-    every `vacuum_every_s`, beside the stream, deletes the files that compactions and MERGEs replaced once they are
-    older than each table's retention (`maintenance.vacuum`). In a one-stream run the turn
+    that hold `compact_min_files` files or more (`pipelines.storage.maintenance`); every `vacuum_every_s` (the first
+    that far into the run) such a turn also deletes, beside the stream, the files that compactions and MERGEs
+    replaced once they are older than each table's retention (`maintenance.vacuum`). In a one-stream run the turn
     first moves the reconstruct checkpoint (`OneStream.advance`) when it is due or a compaction follows, and holds
     the stream between two batches until the compaction is done: the compaction replaces the files of versions the
     checkpoint must have passed."""
     compacted_at = [time.monotonic()]
-    vacuumed_at: list[float | None] = [None]  # the first compaction turn vacuums: a lakehouse may have a backlog
+    # Not at the first turn: a stream restarted far behind (two streams, through Spark Connect) may still be reading
+    # files an older compaction replaced; a vacuum_every_s into the run, it has long caught up.
+    vacuumed_at = [time.monotonic()]
 
     def refresh(now: dt.datetime) -> None:
         compact = cfg.compact_every_s is not None and time.monotonic() - compacted_at[0] >= cfg.compact_every_s
-        last_vacuum = vacuumed_at[0]
-        vacuum = compact and cfg.vacuum_every_s is not None and (
-            last_vacuum is None or time.monotonic() - last_vacuum >= cfg.vacuum_every_s)
+        vacuum = compact and cfg.vacuum_every_s is not None and \
+            time.monotonic() - vacuumed_at[0] >= cfg.vacuum_every_s
         move = one_stream is not None and (compact or one_stream.due())
         with one_stream.between_batches() if one_stream is not None and move else contextlib.nullcontext(True) as free:
             if not free:  # a stop was requested while the stream's batch went on: the run is ending

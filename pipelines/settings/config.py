@@ -159,7 +159,7 @@ class Config(_Frozen):
     vacuum_every_s: float | None = Field(
         default=21600, gt=0,
         description="a continuous run deletes the files that compactions and MERGEs replaced, once older than each "
-        "table's retention (Delta VACUUM, 7 days by default), at its first compaction turn and then this often; "
+        "table's retention (Delta VACUUM, 7 days by default), this often, at a compaction turn; "
         "null: never (then every replaced file stays on disk)",
     )
     compact_min_files: int = Field(default=50, ge=2, description="the files a table holds before it is compacted")
