@@ -104,7 +104,7 @@ def test_a_continuous_run_compacts_the_small_files_its_batches_leave_and_no_row_
     """Every `compact_every_s`, the derived turn bin-packs the tables holding `compact_min_files` files or more
     (Delta OPTIMIZE beside the streams), then deletes the files replaced before the table's retention (VACUUM LITE);
     the tables still equal the batch oracle afterwards."""
-    from pipelines.storage import writes
+    from pipelines.storage import inputs
     from tests.test_survival import _same_as_oracle
 
     cfg = make_config(tmp_path, derived_every_s=1, compact_every_s=1, compact_min_files=2, vacuum_every_s=1)
@@ -115,28 +115,40 @@ def test_a_continuous_run_compacts_the_small_files_its_batches_leave_and_no_row_
               "('delta.deletedFileRetentionDuration' = 'interval 0 hours')")
     land(DATA / "landing" / "part1", cfg.landing)
     said: list[str] = []
+
+    def one_file_vacuumed() -> bool:
+        """part2 is in, bronze_log_lines is down to one file, and a vacuum followed its last compaction."""
+        if not (_optimized(spark, cfg, "bronze_log_lines") and _data_files(spark, cfg, "bronze_log_lines") == 1
+                and _ingested_files(spark, cfg) == len(inputs.landing_files(cfg))):
+            return False
+        compacted = [i for i, line in enumerate(list(said)) if line.startswith("compacted ") and
+                     "bronze_log_lines" in line]
+        return bool(compacted) and any(line.startswith("vacuumed ") for line in said[compacted[-1]:])
+
     with continuous_run(spark, cfg, on_progress=said.append) as failure:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and not failure and not _refreshed(spark, cfg):
             time.sleep(0.5)
         land(DATA / "landing" / "part2", cfg.landing)  # a second ingest batch: a second file in every bronze table
-        while time.monotonic() < deadline and not failure and not (
-                _optimized(spark, cfg, "bronze_log_lines") and _vacuumed_after_compaction(said)):
+        while time.monotonic() < deadline and not failure and not one_file_vacuumed():
             time.sleep(0.5)
-        assert failure == [] and _optimized(spark, cfg, "bronze_log_lines"), f"no compaction in 240 s: {failure}"
-        assert _vacuumed_after_compaction(said), said
-    # The files the compaction replaced are gone from the folder: only the current snapshot's are left.
-    detail = writes.with_conflict_retries("detail", lambda: spark.sql(f"DESCRIBE DETAIL {lines.sql_name}").first())
-    assert detail is not None
-    on_disk = [p for p in (cfg.lakehouse / "bronze_log_lines").rglob("*.parquet") if "_delta_log" not in p.parts]
-    assert len(on_disk) == detail["numFiles"], (on_disk, detail["numFiles"])
+        assert failure == [] and one_file_vacuumed(), f"no compaction and vacuum in 240 s: {failure}, {said}"
+        # No file lands any more, so nothing compacts again: the files the compaction replaced are gone from the
+        # folder, and only the current snapshot's file is left.
+        on_disk = [p for p in (cfg.lakehouse / "bronze_log_lines").rglob("*.parquet") if "_delta_log" not in p.parts]
+        assert len(on_disk) == 1, on_disk
     run(spark, cfg)  # whatever the continuous run had not refreshed yet
     _same_as_oracle(spark, cfg)
 
 
-def _vacuumed_after_compaction(said: list[str]) -> bool:
-    compacted = [i for i, line in enumerate(said) if line.startswith("compacted ") and "bronze_log_lines" in line]
-    return bool(compacted) and any(line.startswith("vacuumed ") for line in said[compacted[0]:])
+def _data_files(spark, cfg, name: str) -> int:
+    from pipelines.storage import maintenance, writes
+
+    return writes.with_conflict_retries(name, lambda: maintenance.data_files(spark, cfg, name))
+
+
+def _ingested_files(spark, cfg) -> int:
+    return lake.read_table(spark, cfg, "bronze_files").count()
 
 
 def _optimized(spark, cfg, name: str) -> bool:
@@ -146,7 +158,8 @@ def _optimized(spark, cfg, name: str) -> bool:
 
 def test_a_vacuum_that_fails_is_said_and_ends_nothing(spark, tmp_path):
     """VACUUM is housekeeping: a table whose VACUUM fails (here its log is damaged) is said and left for the next
-    turn, a table that does not exist yet is passed over, and the others are vacuumed."""
+    vacuum, a table that does not exist yet is passed over, the others are vacuumed, and a stopping run begins no
+    further table."""
     from pipelines.storage import maintenance
 
     cfg = make_config(tmp_path)
@@ -159,3 +172,30 @@ def test_a_vacuum_that_fails_is_said_and_ends_nothing(spark, tmp_path):
     assert done == ["gold_incidents"]
     assert said[0].startswith("vacuum: gold_alerts failed (") and said[0].endswith("tried again at the next vacuum")
     assert said[1].startswith("vacuumed 1 table(s)"), said
+    # A run that is stopping begins no further table.
+    asked: list[str] = []
+
+    def stopping_after_one() -> bool:
+        asked.append("asked")
+        return len(asked) > 1
+
+    assert maintenance.vacuum(spark, cfg, ["gold_incidents", "gold_alerts"], stopping=stopping_after_one) == [
+        "gold_incidents"]
+    assert len(asked) == 2
+
+
+def test_the_vacuum_clock_is_kept_beside_the_checkpoints(tmp_path):
+    """A run restarted more often than `vacuum_every_s` keeps the clock of the runs before it."""
+    import datetime as dt
+
+    from pipelines.flow.derived import VACUUM_RECORD, vacuum_due
+    from pipelines.state.seen import Seen, remember
+
+    cfg = make_config(tmp_path)
+    now = dt.datetime(2026, 12, 7, 12, tzinfo=dt.timezone.utc)
+    assert vacuum_due(cfg, 3600, now)  # never vacuumed
+    remember(cfg, VACUUM_RECORD, Seen("", {}, {"at": now.isoformat()}))
+    assert not vacuum_due(cfg, 3600, now + dt.timedelta(minutes=59))
+    assert vacuum_due(cfg, 3600, now + dt.timedelta(hours=1))
+    remember(cfg, VACUUM_RECORD, Seen("", {}, {"at": "yesterday"}))
+    assert vacuum_due(cfg, 3600, now)

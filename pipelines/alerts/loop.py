@@ -55,6 +55,11 @@ class AlertLoop:
         if self._error is not None:
             raise self._error
 
+    @property
+    def stopping(self) -> bool:
+        """Whether a stop was requested: an evaluation under way may end early at a safe point."""
+        return self._stopping.is_set()
+
     def request_stop(self) -> None:
         """Begin no new evaluation (the running one, if any, goes on)."""
         self._stopping.set()

@@ -159,8 +159,9 @@ class Config(_Frozen):
     vacuum_every_s: float | None = Field(
         default=21600, gt=0,
         description="a continuous run deletes the files that compactions and MERGEs replaced, once older than each "
-        "table's retention (Delta VACUUM, 7 days by default), this often, at a compaction turn; "
-        "null: never (then every replaced file stays on disk)",
+        "table's retention (Delta VACUUM, 7 days by default), this often, at a compaction turn (so never when "
+        "compact_every_s is null); the time of the last one is kept beside the checkpoints, so restarts keep the "
+        "clock; null: never (then every replaced file stays on disk)",
     )
     compact_min_files: int = Field(default=50, ge=2, description="the files a table holds before it is compacted")
     source: Literal["files", "kafka"] = Field(default="files", description="landing files, or Kafka topics")
@@ -241,8 +242,10 @@ class Config(_Frozen):
 
 def _path_forms(path: Path) -> list[str]:
     """A path as given, made absolute, and resolved through its links (when it can be)."""
-    forms = [str(path), os.path.abspath(path)]
-    with contextlib.suppress(OSError, RuntimeError):  # a loop of links: the run reports it where the path is used
+    forms = [str(path)]
+    # A loop of links, a working directory removed: the run reports them where the path is used.
+    with contextlib.suppress(OSError, RuntimeError):
+        forms.append(os.path.abspath(path))
         forms.append(str(path.resolve()))
     return forms
 

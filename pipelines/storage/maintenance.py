@@ -63,16 +63,20 @@ LITE_UNAVAILABLE = ("DELTA_CANNOT_VACUUM_LITE", "PARSE_SYNTAX_ERROR")
 
 
 def vacuum(spark: SparkSession, cfg: Config, names: list[str], *,
-           on_progress: Callable[[str], None] | None = None) -> list[str]:
+           on_progress: Callable[[str], None] | None = None,
+           stopping: Callable[[], bool] = lambda: False) -> list[str]:
     """Delete the data files of `names` that a commit replaced and that are older than each table's retention
     (`delta.deletedFileRetentionDuration`, 7 days by default). VACUUM LITE takes them from the log, so it never
     touches a file a writer is still adding; where LITE is unavailable, the default VACUUM lists the folder with the
     same retention. Returns the tables vacuumed. This is housekeeping: a table that does not exist yet is passed over,
     and one whose VACUUM fails (a lost commit race, a permission) is said through `on_progress` and left for the next
-    vacuum, never ending the run."""
+    vacuum, never ending the run. Once `stopping()` says the run is stopping, no further table is begun (a VACUUM
+    takes about a second per table, and a stopping run waits for the turn under way)."""
     done: list[str] = []
     started = time.monotonic()
     for name in names:
+        if stopping():
+            break
         ref = lake.table(cfg, name)
         try:
             if not ref.exists(spark):
