@@ -199,9 +199,6 @@ def check_landing(spark: SparkSession, cfg: Config, *, progress: Progress | None
     if not landing.is_dir():
         report["problems"].append({"file": shown, "problem": "no such directory: nothing to check"})
         return report
-    if not inputs.nameable(landing.resolve()):
-        report["problems"].append({"file": shown, "problem": f"{NOT_UTF8}: nothing under it can be read"})
-        return report
     listing = inputs.list_landing(cfg)
     files = listing.files
     report["files"] = len(files)

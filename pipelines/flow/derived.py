@@ -153,10 +153,9 @@ def derived_loop(spark: SparkSession, cfg: Config, *, on_rows: Callable[[dict[st
     that hold `compact_min_files` files or more (`pipelines.storage.maintenance`); when the lakehouse's last vacuum is
     `vacuum_every_s` old (`vacuum_due`), such a turn also deletes, beside the stream, the files that compactions and
     MERGEs replaced once they are older than each table's retention (`maintenance.vacuum`). In a one-stream run the
-    turn
-    first moves the reconstruct checkpoint (`OneStream.advance`) when it is due or a compaction follows, and holds
-    the stream between two batches until the compaction is done: the compaction replaces the files of versions the
-    checkpoint must have passed."""
+    turn first moves the reconstruct checkpoint (`OneStream.advance`) when it is due or a compaction follows, and
+    holds the stream between two batches until the compaction is done: the compaction replaces the files of versions
+    the checkpoint must have passed."""
     compacted_at = [time.monotonic()]
 
     def refresh(now: dt.datetime) -> None:
