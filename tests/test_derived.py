@@ -3,6 +3,7 @@ a crash interrupted."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -16,6 +17,7 @@ from pipelines.report.data import collect_fast
 from pipelines.report.render import render
 from pipelines.state import pending
 from pipelines.storage import lake
+from schemas.tables import TABLES
 from tests.conftest import DATA, continuous_run, land, make_config
 
 
@@ -184,18 +186,92 @@ def test_a_vacuum_that_fails_is_said_and_ends_nothing(spark, tmp_path):
     assert len(asked) == 2
 
 
-def test_the_vacuum_clock_is_kept_beside_the_checkpoints(tmp_path):
-    """A run restarted more often than `vacuum_every_s` keeps the clock of the runs before it."""
-    import datetime as dt
-
-    from pipelines.flow.derived import VACUUM_RECORD, vacuum_due
-    from pipelines.state.seen import Seen, remember
+def test_a_compaction_that_fails_is_said_and_ends_nothing(spark, tmp_path):
+    """A compaction is housekeeping too: a table whose OPTIMIZE fails (here its log is damaged) is said and left for
+    the next compaction, the other tables are compacted, and a stopping run begins no further table."""
+    from pipelines.storage import maintenance
 
     cfg = make_config(tmp_path)
+    lake.ensure_tables(spark, cfg)
+    for commit in (cfg.lakehouse / "gold_alerts" / "_delta_log").glob("*.json"):
+        commit.write_text("{not json\n")
+    spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # so the damaged log is read again
+    said: list[str] = []
+    done = maintenance.compact(spark, cfg, min_files=0, on_progress=said.append)  # every table, however few files
+    assert sorted(done) == sorted(name for name in TABLES if name != "gold_alerts")
+    failed = [line for line in said if line.startswith("compaction: ")]
+    assert len(failed) == 1 and failed[0].startswith("compaction: gold_alerts failed (") \
+        and failed[0].endswith("tried again at the next compaction"), said
+    asked: list[str] = []
+
+    def stopping_after_one() -> bool:
+        asked.append("asked")
+        return len(asked) > 1
+
+    assert list(maintenance.compact(spark, cfg, min_files=0, stopping=stopping_after_one)) == [next(iter(TABLES))]
+
+
+def test_the_maintenance_clocks_are_kept_beside_the_checkpoints(tmp_path):
+    """A run restarted more often than `vacuum_every_s` keeps the clock of the runs before it; an available-now run
+    starts the compaction clock of a lakehouse that has none instead of compacting at once."""
+    import datetime as dt
+
+    from pipelines.flow.maintenance_clocks import COMPACT_RECORD, VACUUM_RECORD, compaction_due, done, due
+    from pipelines.state.seen import Seen, last_seen, remember
+
+    cfg = make_config(tmp_path, compact_every_s=900)
     now = dt.datetime(2026, 12, 7, 12, tzinfo=dt.timezone.utc)
-    assert vacuum_due(cfg, 3600, now)  # never vacuumed
-    remember(cfg, VACUUM_RECORD, Seen("", {}, {"at": now.isoformat()}))
-    assert not vacuum_due(cfg, 3600, now + dt.timedelta(minutes=59))
-    assert vacuum_due(cfg, 3600, now + dt.timedelta(hours=1))
+    assert due(cfg, VACUUM_RECORD, 3600, now)  # never vacuumed
+    done(cfg, VACUUM_RECORD, now)
+    assert not due(cfg, VACUUM_RECORD, 3600, now + dt.timedelta(minutes=59))
+    assert due(cfg, VACUUM_RECORD, 3600, now + dt.timedelta(hours=1))
     remember(cfg, VACUUM_RECORD, Seen("", {}, {"at": "yesterday"}))
-    assert vacuum_due(cfg, 3600, now)
+    assert due(cfg, VACUUM_RECORD, 3600, now)
+    # The compaction clock of an available-now run: started by the first, due compact_every_s later.
+    assert not compaction_due(cfg, now)
+    assert last_seen(cfg, COMPACT_RECORD) == Seen("", {}, {"at": now.isoformat()})
+    assert not compaction_due(cfg, now + dt.timedelta(seconds=cfg.compact_every_s - 1))
+    assert compaction_due(cfg, now + dt.timedelta(seconds=cfg.compact_every_s))
+    off = make_config(tmp_path / "off")  # the tests' default: compact_every_s null
+    assert off.compact_every_s is None
+    assert not compaction_due(off, now) and last_seen(off, COMPACT_RECORD) is None
+
+
+def test_an_available_now_run_compacts_and_vacuums_at_its_end_when_its_clocks_are_due(spark, tmp_path):
+    """A scheduled job's runs each append files to every bronze and silver table: a run whose compaction is due
+    compacts the tables that hold compact_min_files files or more and vacuums, and moves both clocks; no row
+    changes, and the next run with nothing new is told from files as after any run. The first run of a lakehouse
+    only starts the compaction clock."""
+    import datetime as dt
+
+    from pipelines.flow.idle import idle_run
+    from pipelines.flow.maintenance_clocks import COMPACT_RECORD, VACUUM_RECORD, compaction_due, done
+    from pipelines.state.seen import last_seen
+    from tests.test_survival import _same_as_oracle
+
+    cfg = make_config(tmp_path, compact_every_s=900, compact_min_files=2)
+    land(DATA / "landing" / "part1", cfg.landing)
+    first = run(spark, cfg)
+    assert "maintenance" not in first.seconds  # the first run starts the clock
+    started = last_seen(cfg, COMPACT_RECORD)
+    assert started is not None and last_seen(cfg, VACUUM_RECORD) is None
+    land(DATA / "landing" / "part2", cfg.landing)
+    long_ago = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=cfg.compact_every_s + 60)
+    done(cfg, COMPACT_RECORD, long_ago)
+    said: list[str] = []
+    second = run(spark, cfg, on_progress=said.append)
+    # Once the reconstruct stream has read all it compacts, before the quality and alerts steps read the tables.
+    steps = list(second.seconds)
+    assert steps.index("derived") + 1 == steps.index("maintenance") < steps.index("quality"), steps
+    compacted = next(line for line in said if line.startswith("compacted "))
+    for name in ("bronze_log_lines", "silver_events"):  # each run appended its own files
+        assert re.search(rf"\b{name} ([2-9]|\d\d+) -> 1 files", compacted), compacted
+        assert _optimized(spark, cfg, name)
+    assert any(line.startswith(f"vacuumed {len(TABLES)} table(s)") for line in said), said
+    for record in (COMPACT_RECORD, VACUUM_RECORD):
+        seen = last_seen(cfg, record)
+        assert seen is not None and dt.datetime.fromisoformat(seen.detail["at"]) > long_ago + dt.timedelta(seconds=60)
+    assert not compaction_due(cfg)  # the next run's clocks start again from here
+    # The commits change no row: the next run with nothing new needs no Spark, as after any complete run.
+    assert idle_run(cfg, run_ts=dt.datetime.now(dt.timezone.utc)) is not None
+    _same_as_oracle(spark, cfg)

@@ -210,3 +210,23 @@ def test_the_reconstruct_stream_waits_for_a_commit_to_silver_accounting(tmp_path
     assert not StreamCheck(cfg, "reconstruct", table_fingerprint(cfg, "silver_accounting")).unchanged()
     # The ingest stream's record is its own.
     assert not StreamCheck(cfg, INGEST, table_fingerprint(cfg, "silver_accounting")).unchanged()
+
+
+def test_commits_that_change_no_row_move_the_record_of_a_stream_that_had_read_all(tmp_path):
+    """A compaction or a vacuum right after the reconstruct stream read all of silver_accounting adds commits the
+    stream would skip: its record moves past them. A record of a stream that had not read all stays as it was."""
+    cfg = make_config(tmp_path)
+    log = Path(lake.table(cfg, "silver_accounting").path) / "_delta_log"
+    log.mkdir(parents=True)
+    (log / f"{0:020d}.json").write_text("{}\n")
+    _batch(cfg, 0, query="reconstruct")
+    StreamCheck(cfg, "reconstruct", table_fingerprint(cfg, "silver_accounting")).all_read()
+    read = StreamCheck(cfg, "reconstruct", table_fingerprint(cfg, "silver_accounting"))
+    (log / f"{1:020d}.json").write_text("{}\n")  # the compaction's commit
+    read.moved_without_change(table_fingerprint(cfg, "silver_accounting"))
+    assert StreamCheck(cfg, "reconstruct", table_fingerprint(cfg, "silver_accounting")).unchanged()
+    # A check that saw another version than the record's moves nothing: the stream had not read what it saw.
+    stale = StreamCheck(cfg, "reconstruct", {"table": lake.table(cfg, "silver_accounting").path, "version": 0})
+    (log / f"{2:020d}.json").write_text("{}\n")
+    stale.moved_without_change(table_fingerprint(cfg, "silver_accounting"))
+    assert not StreamCheck(cfg, "reconstruct", table_fingerprint(cfg, "silver_accounting")).unchanged()

@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.alerts.loop import AlertLoop
+from pipelines.flow import maintenance_clocks
 from pipelines.flow.one_stream import OneStream
 from pipelines.flow.reconstruct import GOLD_KEYS, merger
 from pipelines.gold.aggregates import health_from
@@ -128,54 +129,37 @@ def write_estate(spark: SparkSession, cfg: Config, rows: list[dict[str, Any]]) -
     return len(rows)
 
 
-# The lakehouse's last vacuum, kept beside the checkpoints: a run restarted more often than `vacuum_every_s` keeps
-# the clock of the runs before it instead of never reaching a vacuum.
-VACUUM_RECORD = "vacuum"
-
-
-def vacuum_due(cfg: Config, every_s: float, now: dt.datetime) -> bool:
-    """Whether the lakehouse was last vacuumed `every_s` before `now` or longer ago, or never (or its record cannot
-    be read)."""
-    seen = last_seen(cfg, VACUUM_RECORD)
-    try:
-        last = dt.datetime.fromisoformat(str(seen.detail["at"])) if seen is not None else None
-        return last is None or (now - last).total_seconds() >= every_s
-    except (KeyError, TypeError, ValueError):  # a record another hand left, or a time without its zone
-        return True
-
-
 def derived_loop(spark: SparkSession, cfg: Config, *, on_rows: Callable[[dict[str, int]], None],
                  poke: AlertLoop | None, on_progress: Callable[[str], None] | None = None,
                  one_stream: OneStream | None = None) -> AlertLoop:
     """The derived refresh of a continuous run as a loop (not started): every `derived_every_s`, the groups the hot
     path rebuilt since the last refresh. The rows written go to `on_rows`; `poke` (the alerts) is poked after a
-    refresh that wrote rows, for the estate incidents. Every `compact_every_s`, the turn first compacts the tables
-    that hold `compact_min_files` files or more (`pipelines.storage.maintenance`); when the lakehouse's last vacuum is
-    `vacuum_every_s` old (`vacuum_due`), such a turn also deletes, beside the stream, the files that compactions and
-    MERGEs replaced once they are older than each table's retention (`maintenance.vacuum`). In a one-stream run the
+    refresh that wrote rows, for the estate incidents. When the lakehouse's last compaction is `compact_every_s` old,
+    the turn first compacts the tables that hold `compact_min_files` files or more; when its last vacuum is
+    `vacuum_every_s` old, such a turn also deletes, beside the stream, the files that compactions and MERGEs replaced
+    once they are older than each table's retention (both clocks are kept beside the checkpoints, so a run restarted
+    more often keeps them: `pipelines.flow.maintenance_clocks`). In a one-stream run the
     turn first moves the reconstruct checkpoint (`OneStream.advance`) when it is due or a compaction follows, and
     holds the stream between two batches until the compaction is done: the compaction replaces the files of versions
     the checkpoint must have passed."""
-    compacted_at = [time.monotonic()]
-
     def refresh(now: dt.datetime) -> None:
-        compact = cfg.compact_every_s is not None and time.monotonic() - compacted_at[0] >= cfg.compact_every_s
-        vacuum = compact and cfg.vacuum_every_s is not None and vacuum_due(cfg, cfg.vacuum_every_s, now)
+        compact = maintenance_clocks.compaction_due(cfg, now)
+        vacuum = compact and maintenance_clocks.vacuum_due(cfg, now)
         move = one_stream is not None and (compact or one_stream.due())
         with one_stream.between_batches() if one_stream is not None and move else contextlib.nullcontext(True) as free:
             if not free:  # a stop was requested while the stream's batch went on: the run is ending
                 return
             if one_stream is not None and move:
                 one_stream.advance()
-            if compact:
-                compacted_at[0] = time.monotonic()
+            if compact:  # each clock moves first: work that kills the process is not begun at every restart
+                maintenance_clocks.done(cfg, maintenance_clocks.COMPACT_RECORD, now)
                 with step(spark, "compact"):
-                    maintenance.compact(spark, cfg, min_files=cfg.compact_min_files, on_progress=on_progress)
-        if vacuum:  # beside the stream: a VACUUM LITE deletes only files the log says were replaced
+                    maintenance.compact(spark, cfg, min_files=cfg.compact_min_files, on_progress=on_progress,
+                                        stopping=lambda: loop.stopping)
+        if vacuum and not loop.stopping:  # beside the stream: VACUUM LITE deletes only files the log says were replaced
+            maintenance_clocks.done(cfg, maintenance_clocks.VACUUM_RECORD, now)
             with step(spark, "vacuum"):
                 maintenance.vacuum(spark, cfg, list(TABLES), on_progress=on_progress, stopping=lambda: loop.stopping)
-            if not loop.stopping:  # a vacuum cut short is done again at the next run's first compaction turn
-                remember(cfg, VACUUM_RECORD, Seen("", {}, {"at": now.isoformat()}))
         started = time.monotonic()
         try:
             counts = refresh_derived(spark, cfg)

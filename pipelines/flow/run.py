@@ -20,6 +20,7 @@ from pipelines.flow.found import Found, from_history
 from pipelines.flow.idle import remember_complete_run
 from pipelines.flow.ingest import make_ingest_batch
 from pipelines.flow.landing_names import name_loop
+from pipelines.flow.maintenance_clocks import compaction_due, maintain
 from pipelines.flow.one_stream import OneStream, catch_up, continuous_queries, skip_rebuilt
 from pipelines.flow.reconstruct import make_reconstruct_batch
 from pipelines.flow.stopping import FINISH_S, StopRequest, end_requested, requested, wait_for
@@ -236,6 +237,9 @@ def run(
                     refreshed = refresh_derived(spark, cfg)
                 if before is None:  # through Spark Connect the commits since `before` count them
                     summary.add(refreshed)
+                if not requested(stop) and compaction_due(cfg):  # after the stream has read all it compacts
+                    with summary.timed("maintenance"):
+                        maintain(spark, cfg, on_progress=on_progress, stopping=lambda: requested(stop))
         if before is not None:
             summary.record_from_server(finished, commits.rows_added(spark, cfg, before))
             from_history(spark, cfg, before, summary.found)
@@ -254,8 +258,7 @@ def run(
                 changed = run_alerts(spark, cfg, run_ts=now, on_progress=on_progress)["new_or_changed"]
             if changed:
                 summary.record("alerts", {"gold_alerts": changed})
-        failed = summary.quality.error() if summary.quality is not None else None
-        if failed is not None:
+        if summary.quality is not None and (failed := summary.quality.error()) is not None:
             raise failed
         if stages == STAGES and not is_connect(spark):
             remember_complete_run(cfg)  # the next run with nothing new needs no Spark (`pipelines.flow.idle`)

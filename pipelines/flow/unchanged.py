@@ -90,6 +90,14 @@ class StreamCheck:
                         "read; the stream was not started")
         return True
 
+    def moved_without_change(self, fingerprint: Fingerprint | None) -> None:
+        """The source now has `fingerprint` through commits that changed no row (a compaction, a vacuum): when the
+        stream's record says it had read all of the source as this check saw it, the record moves along, so the next
+        run need not start the stream for commits it would skip."""
+        seen = last_seen(self.cfg, self.step)
+        if fingerprint is not None and seen is not None and seen.key == self.key and seen.detail == self.fingerprint:
+            remember(self.cfg, self.step, Seen(seen.key, seen.versions, fingerprint))
+
     def all_read(self) -> None:
         """The stream ended having read everything its source held when it started: keep the fingerprint taken
         before, with the checkpoint as the stream left it."""

@@ -153,15 +153,17 @@ class Config(_Frozen):
     )
     compact_every_s: float | None = Field(
         default=900, gt=0,
-        description="a continuous run compacts (Delta OPTIMIZE) the tables holding compact_min_files small files or "
-        "more this often, beside the streams; null: never (a Databricks job's tables have Databricks' own)",
+        description="the tables holding compact_min_files small files or more are compacted (Delta OPTIMIZE) this "
+        "often: by a continuous run beside the streams, by an available-now run after its reconstruct step; the "
+        "time of the last one is kept beside the checkpoints; null: never (a Databricks job's tables may have "
+        "Databricks' own)",
     )
     vacuum_every_s: float | None = Field(
         default=21600, gt=0,
-        description="a continuous run deletes the files that compactions and MERGEs replaced, once older than each "
-        "table's retention (Delta VACUUM, 7 days by default), this often, at a compaction turn (so never when "
-        "compact_every_s is null); the time of the last one is kept beside the checkpoints, so restarts keep the "
-        "clock; null: never (then every replaced file stays on disk)",
+        description="the files that compactions and MERGEs replaced are deleted once older than each table's "
+        "retention (Delta VACUUM, 7 days by default) this often, with a compaction (so never when compact_every_s "
+        "is null); the time of the last one is kept beside the checkpoints, so restarts and scheduled runs keep "
+        "the clock; null: never (then every replaced file stays on disk)",
     )
     compact_min_files: int = Field(default=50, ge=2, description="the files a table holds before it is compacted")
     source: Literal["files", "kafka"] = Field(default="files", description="landing files, or Kafka topics")

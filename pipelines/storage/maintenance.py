@@ -1,9 +1,9 @@
-"""Compaction of the small files a continuous run leaves: every micro-batch appends a file to each bronze and silver
+"""Compaction of the small files the runs leave: every micro-batch appends a file to each bronze and silver
 table and MERGEs new files into the hot gold tables, so a run of an hour adds thousands (the soak benchmark measured
 about 5,400 data files an hour), and every scan, MERGE and snapshot of those tables then reads more files than rows.
 A table holding at least `compact_min_files` files is bin-packed with Delta's OPTIMIZE, beside the streams, on the
-derived clock; no row changes, so a stream's MERGE that loses a race with it is retried (`writes`) and the
-compaction that loses one is tried again at its next turn.
+derived clock (an available-now run at its end: `pipelines.flow.maintenance_clocks`); no row changes, so a stream's
+MERGE that loses a race with it is retried (`writes`) and the compaction that loses one is tried at its next turn.
 
 Compaction and every MERGE leave the files they replaced on disk (a reader of an older version may still need them):
 without a VACUUM a continuous run's folders only grow (the soak benchmark counted about 9,800 data files an hour).
@@ -33,24 +33,28 @@ def data_files(spark: SparkSession, cfg: Config, name: str) -> int:
 
 
 def compact(spark: SparkSession, cfg: Config, *, min_files: int,
-            on_progress: Callable[[str], None] | None = None) -> dict[str, tuple[int, int]]:
+            on_progress: Callable[[str], None] | None = None,
+            stopping: Callable[[], bool] = lambda: False) -> dict[str, tuple[int, int]]:
     """OPTIMIZE every table of the lakehouse that holds at least `min_files` data files; returns, per table
-    compacted, its files before and after. A compaction that loses a commit race is left for the next turn."""
+    compacted, its files before and after. This is housekeeping: a table whose compaction fails (most often a lost
+    commit race with the stream) is said through `on_progress` and left for the next compaction, never ending the
+    run (the rows are in; a run that failed here would fail at every later one). Once `stopping()` says the run is
+    stopping, no further table is begun."""
     done: dict[str, tuple[int, int]] = {}
     started = time.monotonic()
     for name in TABLES:
-        before = data_files(spark, cfg, name)
-        if before < min_files:
-            continue
+        if stopping():
+            break
         try:
+            before = data_files(spark, cfg, name)
+            if before < min_files:
+                continue
             spark.sql(f"OPTIMIZE {lake.table(cfg, name).sql_name}").collect()
-        except Exception as exc:  # only a lost commit race is expected here; anything else is the run's failure
-            if not writes.is_commit_conflict(exc):
-                raise
+            done[name] = (before, data_files(spark, cfg, name))
+        except Exception as exc:  # noqa: BLE001 - housekeeping: said, and tried again at the next compaction
             if on_progress is not None:
-                on_progress(f"compaction: {name} lost a commit race with the stream; tried again at the next turn")
-            continue
-        done[name] = (before, data_files(spark, cfg, name))
+                why = "lost a commit race" if writes.is_commit_conflict(exc) else f"failed ({_first_line(exc)})"
+                on_progress(f"compaction: {name} {why}; tried again at the next compaction")
     if done and on_progress is not None:
         on_progress("compacted " + ", ".join(f"{name} {a} -> {b} files" for name, (a, b) in done.items())
                     + f" ({time.monotonic() - started:.1f} s)")
