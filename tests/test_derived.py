@@ -267,6 +267,9 @@ def test_an_available_now_run_compacts_and_vacuums_at_its_end_when_its_clocks_ar
     for name in ("bronze_log_lines", "silver_events"):  # each run appended its own files
         assert re.search(rf"\b{name} ([2-9]|\d\d+) -> 1 files", compacted), compacted
         assert _optimized(spark, cfg, name)
+        # The files are counted from the commit's checksum, without Spark: the count Delta itself gives.
+        detail = spark.sql(f"DESCRIBE DETAIL {lake.table(cfg, name).sql_name}").first()
+        assert detail is not None and lake.local_file_count(cfg, name) == detail["numFiles"] == 1
     assert any(line.startswith(f"vacuumed {len(TABLES)} table(s)") for line in said), said
     for record in (COMPACT_RECORD, VACUUM_RECORD):
         seen = last_seen(cfg, record)

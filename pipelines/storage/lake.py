@@ -3,6 +3,7 @@ to date with its declared schema, read as a batch or a stream, and its latest ve
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -147,6 +148,20 @@ def local_version(cfg: Config, name: str) -> int | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     return max(found, default=None)
+
+
+def local_file_count(cfg: Config, name: str) -> int | None:
+    """The data files of a table's newest version, from the checksum Delta writes beside each commit
+    (`<version>.crc`), without Spark; None when there is none to read (a catalog table, no table yet, a commit whose
+    checksum is not written, or one that cannot be parsed)."""
+    version = local_version(cfg, name)
+    if version is None:
+        return None
+    try:
+        found = json.loads((Path(str(table(cfg, name).path)) / "_delta_log" / f"{version:020d}.crc").read_bytes())
+        return int(found["numFiles"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def local_versions(cfg: Config, names: Iterable[str]) -> dict[str, int] | None:

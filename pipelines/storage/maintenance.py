@@ -24,7 +24,11 @@ from schemas.tables import TABLES
 
 
 def data_files(spark: SparkSession, cfg: Config, name: str) -> int:
-    """The number of data files in the table's current snapshot (0 when it does not exist yet)."""
+    """The number of data files in the table's current snapshot (0 when it does not exist yet): from the newest
+    commit's checksum when this process can read it (`lake.local_file_count`: a session's first DESCRIBE DETAIL of
+    each of the 19 tables loads its log, about 12 s in all), else from Delta."""
+    if (local := lake.local_file_count(cfg, name)) is not None:
+        return local
     ref = lake.table(cfg, name)
     if not ref.exists(spark):
         return 0
