@@ -223,21 +223,23 @@ def test_the_maintenance_clocks_are_kept_beside_the_checkpoints(tmp_path):
     now = dt.datetime(2026, 12, 7, 12, tzinfo=dt.timezone.utc)
     assert due(cfg, VACUUM_RECORD, 3600, now)  # never vacuumed
     done(cfg, VACUUM_RECORD, now)
-    assert not due(cfg, VACUUM_RECORD, 3600, now + dt.timedelta(minutes=59))
+    assert not due(cfg, VACUUM_RECORD, 3600, now + dt.timedelta(minutes=58))
     assert due(cfg, VACUUM_RECORD, 3600, now + dt.timedelta(hours=1))
     remember(cfg, VACUUM_RECORD, Seen("", {}, {"at": "yesterday"}))
     assert due(cfg, VACUUM_RECORD, 3600, now)
     # The compaction clock of an available-now run: started by the first, due compact_every_s later.
     assert not compaction_due(cfg, now)
     assert last_seen(cfg, COMPACT_RECORD) == Seen("", {}, {"at": now.isoformat()})
-    assert not compaction_due(cfg, now + dt.timedelta(seconds=cfg.compact_every_s - 1))
+    # A minute early counts (runs scheduled every compact_every_s start a little sooner after the last stamp).
+    assert not compaction_due(cfg, now + dt.timedelta(seconds=cfg.compact_every_s - 61))
+    assert compaction_due(cfg, now + dt.timedelta(seconds=cfg.compact_every_s - 60))
     assert compaction_due(cfg, now + dt.timedelta(seconds=cfg.compact_every_s))
     off = make_config(tmp_path / "off")  # the tests' default: compact_every_s null
     assert off.compact_every_s is None
     assert not compaction_due(off, now) and last_seen(off, COMPACT_RECORD) is None
 
 
-def test_an_available_now_run_compacts_and_vacuums_at_its_end_when_its_clocks_are_due(spark, tmp_path):
+def test_an_available_now_run_compacts_and_vacuums_after_its_reconstruct_step_when_its_clocks_are_due(spark, tmp_path):
     """A scheduled job's runs each append files to every bronze and silver table: a run whose compaction is due
     compacts the tables that hold compact_min_files files or more and vacuums, and moves both clocks; no row
     changes, and the next run with nothing new is told from files as after any run. The first run of a lakehouse

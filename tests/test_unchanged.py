@@ -214,19 +214,38 @@ def test_the_reconstruct_stream_waits_for_a_commit_to_silver_accounting(tmp_path
 
 def test_commits_that_change_no_row_move_the_record_of_a_stream_that_had_read_all(tmp_path):
     """A compaction or a vacuum right after the reconstruct stream read all of silver_accounting adds commits the
-    stream would skip: its record moves past them. A record of a stream that had not read all stays as it was."""
+    stream would skip: its record moves past them. A record of a stream that had not read all, or a commit of
+    another writer among them (two runs at once), leaves the record as it was."""
+    import json
+
     cfg = make_config(tmp_path)
     log = Path(lake.table(cfg, "silver_accounting").path) / "_delta_log"
     log.mkdir(parents=True)
-    (log / f"{0:020d}.json").write_text("{}\n")
+
+    def commit(version: int, operation: str, data_change: bool) -> None:
+        actions = [{"commitInfo": {"operation": operation}},
+                   {"add": {"path": f"p{version}", "dataChange": data_change}}]
+        (log / f"{version:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in actions))
+
+    def fingerprint():
+        return table_fingerprint(cfg, "silver_accounting")
+
+    commit(0, "WRITE", True)
     _batch(cfg, 0, query="reconstruct")
-    StreamCheck(cfg, "reconstruct", table_fingerprint(cfg, "silver_accounting")).all_read()
-    read = StreamCheck(cfg, "reconstruct", table_fingerprint(cfg, "silver_accounting"))
-    (log / f"{1:020d}.json").write_text("{}\n")  # the compaction's commit
-    read.moved_without_change(table_fingerprint(cfg, "silver_accounting"))
-    assert StreamCheck(cfg, "reconstruct", table_fingerprint(cfg, "silver_accounting")).unchanged()
+    StreamCheck(cfg, "reconstruct", fingerprint()).all_read()
+    read = StreamCheck(cfg, "reconstruct", fingerprint())
+    commit(1, "OPTIMIZE", False)
+    commit(2, "VACUUM START", False)
+    read.moved_without_change("silver_accounting", fingerprint())
+    assert StreamCheck(cfg, "reconstruct", fingerprint()).unchanged()
+    # Another run's append among the maintenance commits: the stream has not read it.
+    read = StreamCheck(cfg, "reconstruct", fingerprint())
+    commit(3, "WRITE", True)
+    commit(4, "OPTIMIZE", False)
+    read.moved_without_change("silver_accounting", fingerprint())
+    assert not StreamCheck(cfg, "reconstruct", fingerprint()).unchanged()
     # A check that saw another version than the record's moves nothing: the stream had not read what it saw.
-    stale = StreamCheck(cfg, "reconstruct", {"table": lake.table(cfg, "silver_accounting").path, "version": 0})
-    (log / f"{2:020d}.json").write_text("{}\n")
-    stale.moved_without_change(table_fingerprint(cfg, "silver_accounting"))
-    assert not StreamCheck(cfg, "reconstruct", table_fingerprint(cfg, "silver_accounting")).unchanged()
+    stale = StreamCheck(cfg, "reconstruct", {"table": lake.table(cfg, "silver_accounting").path, "version": 3})
+    commit(5, "OPTIMIZE", False)
+    stale.moved_without_change("silver_accounting", fingerprint())
+    assert not StreamCheck(cfg, "reconstruct", fingerprint()).unchanged()

@@ -237,12 +237,12 @@ def run(
                     refreshed = refresh_derived(spark, cfg)
                 if before is None:  # through Spark Connect the commits since `before` count them
                     summary.add(refreshed)
-                if not requested(stop) and compaction_due(cfg):  # after the stream has read all it compacts
-                    with summary.timed("maintenance"):
-                        maintain(spark, cfg, on_progress=on_progress, stopping=lambda: requested(stop))
         if before is not None:
             summary.record_from_server(finished, commits.rows_added(spark, cfg, before))
             from_history(spark, cfg, before, summary.found)
+        if "reconstruct" in started and not requested(stop) and compaction_due(cfg):  # never before its stream ends
+            with summary.timed("maintenance"):
+                maintain(spark, cfg, on_progress=on_progress, stopping=lambda: requested(stop))
         now = run_ts or dt.datetime.now(dt.timezone.utc)
         if requested(stop):
             return stopped([])

@@ -90,12 +90,17 @@ class StreamCheck:
                         "read; the stream was not started")
         return True
 
-    def moved_without_change(self, fingerprint: Fingerprint | None) -> None:
-        """The source now has `fingerprint` through commits that changed no row (a compaction, a vacuum): when the
-        stream's record says it had read all of the source as this check saw it, the record moves along, so the next
-        run need not start the stream for commits it would skip."""
+    def moved_without_change(self, name: str, fingerprint: Fingerprint | None) -> None:
+        """Table `name`, the source, now has `fingerprint`: when the stream's record says it had read all of the
+        source as this check saw it, and every commit since is a compaction or a vacuum (which change no row, and
+        which the stream skips), the record moves along, so the next run need not start the stream for them. A
+        commit of another writer (two runs at once) leaves the record where it was."""
         seen = last_seen(self.cfg, self.step)
-        if fingerprint is not None and seen is not None and seen.key == self.key and seen.detail == self.fingerprint:
+        if fingerprint is None or self.fingerprint is None or seen is None or seen.key != self.key \
+                or seen.detail != self.fingerprint:
+            return
+        if lake.local_commits_change_no_row(self.cfg, name, int(self.fingerprint["version"]),
+                                            int(fingerprint["version"])):
             remember(self.cfg, self.step, Seen(seen.key, seen.versions, fingerprint))
 
     def all_read(self) -> None:

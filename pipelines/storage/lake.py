@@ -164,6 +164,27 @@ def local_file_count(cfg: Config, name: str) -> int | None:
         return None
 
 
+# The operations that rearrange or delete files without changing a row (their commits' actions say dataChange false).
+_NO_ROW_CHANGED = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END"})
+
+
+def local_commits_change_no_row(cfg: Config, name: str, after: int, upto: int) -> bool:
+    """Whether every commit of a table after version `after` up to `upto` is a compaction or a vacuum, whose actions
+    change no row, read from its local log; False when one is anything else or cannot be read."""
+    log = Path(str(table(cfg, name).path)) / "_delta_log"
+    try:
+        for version in range(after + 1, upto + 1):
+            for line in (log / f"{version:020d}.json").read_text(encoding="utf-8").splitlines():
+                action = json.loads(line) if line.strip() else {}
+                if "commitInfo" in action and action["commitInfo"].get("operation") not in _NO_ROW_CHANGED:
+                    return False
+                if any(action.get(kind, {}).get("dataChange", False) for kind in ("add", "remove")):
+                    return False
+    except (OSError, ValueError, AttributeError):
+        return False
+    return True
+
+
 def local_versions(cfg: Config, names: Iterable[str]) -> dict[str, int] | None:
     """`local_version` of each named table; None when any one has none to read (the caller then asks Spark, or
     does the work)."""

@@ -2,8 +2,9 @@
 table and MERGEs new files into the hot gold tables, so a run of an hour adds thousands (the soak benchmark measured
 about 5,400 data files an hour), and every scan, MERGE and snapshot of those tables then reads more files than rows.
 A table holding at least `compact_min_files` files is bin-packed with Delta's OPTIMIZE, beside the streams, on the
-derived clock (an available-now run at its end: `pipelines.flow.maintenance_clocks`); no row changes, so a stream's
-MERGE that loses a race with it is retried (`writes`) and the compaction that loses one is tried at its next turn.
+derived clock (an available-now run after its reconstruct step: `pipelines.flow.maintenance_clocks`); no row
+changes, so a stream's MERGE that loses a race with it is retried (`writes`) and the compaction that loses one is
+tried at its next turn.
 
 Compaction and every MERGE leave the files they replaced on disk (a reader of an older version may still need them):
 without a VACUUM a continuous run's folders only grow (the soak benchmark counted about 9,800 data files an hour).
