@@ -138,10 +138,10 @@ def derived_loop(spark: SparkSession, cfg: Config, *, on_rows: Callable[[dict[st
     the turn first compacts the tables that hold `compact_min_files` files or more; when its last vacuum is
     `vacuum_every_s` old, such a turn also deletes, beside the stream, the files that compactions and MERGEs replaced
     once they are older than each table's retention (both clocks are kept beside the checkpoints, so a run restarted
-    more often keeps them: `pipelines.flow.maintenance_clocks`). In a one-stream run the
-    turn first moves the reconstruct checkpoint (`OneStream.advance`) when it is due or a compaction follows, and
-    holds the stream between two batches until the compaction is done: the compaction replaces the files of versions
-    the checkpoint must have passed."""
+    more often keeps them: `pipelines.flow.maintenance_clocks`). In a one-stream run the turn first moves the
+    reconstruct checkpoint (`OneStream.advance`) when it is due or a compaction follows, and holds the stream between
+    two batches until the compaction is done: the compaction replaces the files of versions the checkpoint must have
+    passed."""
     def refresh(now: dt.datetime) -> None:
         compact = maintenance_clocks.compaction_due(cfg, now)
         vacuum = compact and maintenance_clocks.vacuum_due(cfg, now)

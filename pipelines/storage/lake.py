@@ -136,14 +136,20 @@ def table_version(spark: SparkSession, cfg: Config, name: str) -> int:
     return found if found is not None else delta_sql.latest_version(spark, table(cfg, name).sql_name)
 
 
+def _log_dir(cfg: Config, name: str) -> Path | None:
+    """The `_delta_log` folder of a table under the lakehouse directory; None for a catalog table."""
+    path = table(cfg, name).path
+    return None if path is None else Path(path) / "_delta_log"
+
+
 def local_version(cfg: Config, name: str) -> int | None:
     """The newest commit in the `_delta_log` folder of a table under the lakehouse directory, None when there is
     none to see (a catalog table, a path this process cannot see, a table not created yet)."""
-    ref = table(cfg, name)
-    if ref.path is None:
+    log = _log_dir(cfg, name)
+    if log is None:
         return None
     try:
-        with os.scandir(Path(ref.path) / "_delta_log") as entries:
+        with os.scandir(log) as entries:
             found = [int(m.group(1)) for entry in entries if (m := _COMMIT_FILE.match(entry.name))]
     except (FileNotFoundError, NotADirectoryError):
         return None
@@ -154,11 +160,11 @@ def local_file_count(cfg: Config, name: str) -> int | None:
     """The data files of a table's newest version, from the checksum Delta writes beside each commit
     (`<version>.crc`), without Spark; None when there is none to read (a catalog table, no table yet, a commit whose
     checksum is not written, or one that cannot be parsed)."""
-    version = local_version(cfg, name)
-    if version is None:
+    version, log = local_version(cfg, name), _log_dir(cfg, name)
+    if version is None or log is None:
         return None
     try:
-        found = json.loads((Path(str(table(cfg, name).path)) / "_delta_log" / f"{version:020d}.crc").read_bytes())
+        found = json.loads((log / f"{version:020d}.crc").read_bytes())
         return int(found["numFiles"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -171,7 +177,9 @@ _NO_ROW_CHANGED = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END"})
 def local_commits_change_no_row(cfg: Config, name: str, after: int, upto: int) -> bool:
     """Whether every commit of a table after version `after` up to `upto` is a compaction or a vacuum, whose actions
     change no row, read from its local log; False when one is anything else or cannot be read."""
-    log = Path(str(table(cfg, name).path)) / "_delta_log"
+    log = _log_dir(cfg, name)
+    if log is None:
+        return False
     try:
         for version in range(after + 1, upto + 1):
             for line in (log / f"{version:020d}.json").read_text(encoding="utf-8").splitlines():
